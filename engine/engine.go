@@ -1,0 +1,102 @@
+// Package engine holds rlserver's rate-limiting algorithms.
+//
+// Every algorithm is a small state struct whose methods are pure functions of
+// (state, parameters, now): no clock, lock, log, metric or I/O happens here.
+// Time is integer nanoseconds on the server's clock (Unix-epoch based, see
+// shard.Clock); durations are time.Duration at the edges. The zero value of
+// every state is a fresh key.
+//
+// Callers (the shard layer) own locking: a state is not safe for concurrent
+// use.
+package engine
+
+import (
+	"errors"
+	"math/bits"
+	"time"
+)
+
+// Kind identifies a limiter kind. Its numeric value is persisted as one byte,
+// so existing values must never change.
+type Kind uint8
+
+// The limiter kinds, as persisted and as named by TYPE.
+const (
+	KindThrottle    Kind = 1 // GCRA: CL.THROTTLE, GCRA and THROTTLE rules
+	KindTokenBucket Kind = 2
+	KindLeakyBucket Kind = 3
+	KindWindow      Kind = 4 // FIXED, SLIDING and LOG windows
+	KindConcurrency Kind = 5
+)
+
+var kindNames = [...]string{
+	KindThrottle:    "throttle",
+	KindTokenBucket: "tokenbucket",
+	KindLeakyBucket: "leakybucket",
+	KindWindow:      "window",
+	KindConcurrency: "concurrency",
+}
+
+// String returns the name TYPE reports for the kind ("none" if unknown).
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "none"
+}
+
+// ParseKind maps a TYPE name back to its kind.
+func ParseKind(name string) (Kind, bool) {
+	for k, n := range kindNames {
+		if n != "" && n == name {
+			return Kind(k), true
+		}
+	}
+	return 0, false
+}
+
+// Never is the RetryAfter of a request that can never be admitted (n > limit).
+const Never time.Duration = -1
+
+// Decision is the outcome of one limiter call, the five fields of the
+// contract's decision reply, in nanoseconds. Formatting (ms, redis-cell
+// seconds) is the protocol layer's job.
+type Decision struct {
+	Allowed    bool          // admitted and consumed (for n > 0)
+	Limit      int64         // the most that could ever be admitted at once
+	Remaining  int64         // units that could be admitted right now, after this call
+	RetryAfter time.Duration // denied: until this request would be admitted, or Never; admitted: 0 or the delay to wait
+	ResetAfter time.Duration // until the key is back to its fresh state (0: it is fresh, drop it)
+}
+
+// State is the common behaviour of every limiter state, used by the keyspace
+// and by persistence. AppendBinary encodes the parameters last used together
+// with the state (the kind is not included: the caller stores it); the
+// matching Decode function restores it.
+type State interface {
+	Kind() Kind
+	// AppendBinary appends the encoding of parameters and state to b.
+	AppendBinary(b []byte) ([]byte, error)
+	// Size is an estimate of the heap bytes the state holds, for memory
+	// accounting.
+	Size() int
+}
+
+// ErrCorrupt is returned by decoders for data they cannot read.
+var ErrCorrupt = errors.New("engine: corrupt state encoding")
+
+// mulDivFloor returns floor(a*b/c) for non-negative a, b and positive c
+// without overflowing, saturating at maxInt64.
+func mulDivFloor(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return maxInt64
+	}
+	q, _ := bits.Div64(hi, lo, uint64(c))
+	if q > maxInt64 {
+		return maxInt64
+	}
+	return int64(q)
+}
+
+const maxInt64 = int64(^uint64(0) >> 1)
