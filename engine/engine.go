@@ -93,7 +93,7 @@ func mulDivFloor(a, b, c int64) int64 {
 		return maxInt64
 	}
 	q, _ := bits.Div64(hi, lo, uint64(c))
-	if q > maxInt64 {
+	if q > uint64(maxInt64) {
 		return maxInt64
 	}
 	return int64(q)
