@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// GCRAParams are the limits of a GCRA limiter, as given to CL.THROTTLE and
+// GCRA: Count units per Period on average, with bursts of up to MaxBurst+1
+// units at once.
+type GCRAParams struct {
+	MaxBurst int64         // units: extra burst beyond one; the limit is MaxBurst+1
+	Count    int64         // units admitted per Period at the steady rate
+	Period   time.Duration // the period Count refers to
+}
+
+// Validate reports whether every field is positive.
+func (p GCRAParams) Validate() error {
+	if !allPositive(p.MaxBurst, p.Count, int64(p.Period)) {
+		return errGCRAParams
+	}
+	return nil
+}
+
+var errGCRAParams = errors.New("engine: gcra: max_burst, count and period must be positive")
+
+// Limit returns MaxBurst+1 (saturating at the largest int64): the most units
+// that can ever be admitted at once.
+func (p GCRAParams) Limit() int64 {
+	if p.MaxBurst >= maxInt64 {
+		return maxInt64
+	}
+	return p.MaxBurst + 1
+}
+
+// GCRA is the state of one key limited by the generic cell rate algorithm,
+// with the semantics and replies of redis-cell's CL.THROTTLE.
+//
+// redis-cell keeps the theoretical arrival time (TAT) and an emission
+// interval EI = period/count truncated to whole ns, and admits n when
+// max(TAT, now) + n·EI − DVT ≤ now with DVT = EI·limit. Truncating EI is
+// what lets its remaining exceed the limit at high rates (redis-cell issue
+// 50). Here TAT − now is kept multiplied by Count, as the backlog of
+// mathutil.go (backlog = (TAT − now)·Count in token·ns, Count per ns of
+// elapsed time, Period per unit admitted, DVT·Count = limit·Period), so
+// every comparison is exact and remaining = ⌊limit − backlog/Period⌋ can
+// never exceed the limit. Only the durations handed out are rounded, up, to
+// whole nanoseconds.
+//
+// The zero value is a fresh key. A GCRA is not safe for concurrent use.
+type GCRA struct {
+	p GCRAParams // the parameters last used
+	b backlog
+}
+
+var _ State = (*GCRA)(nil)
+
+// Take asks for n units at now (ns since the Unix epoch) and consumes them
+// if admitted. n == 0 peeks. A denied request changes nothing. The decision
+// follows redis-cell: Limit is MaxBurst+1; a denied request's RetryAfter is
+// the time until it would be admitted, or Never when n exceeds the limit;
+// ResetAfter is the time until the key is fresh again (TAT − now).
+// Parameters that differ from the last call's keep the TAT (the time the
+// key becomes fresh), clamped so that TAT − now ≤ the new DVT. Invalid
+// parameters or a negative n are denied with Never; callers validate first.
+func (s *GCRA) Take(now int64, p GCRAParams, n int64) Decision {
+	d, nb := s.decide(now, p, n)
+	if d.Allowed && n > 0 {
+		s.p, s.b = p, nb
+	}
+	return d
+}
+
+// Check returns exactly what Take would return, without changing s.
+func (s *GCRA) Check(now int64, p GCRAParams, n int64) Decision {
+	d, _ := s.decide(now, p, n)
+	return d
+}
+
+// decide is the core of Take and Check: it returns the decision and the
+// backlog to store if the request is admitted, without mutating s.
+func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
+	limit := p.Limit()
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: limit, RetryAfter: Never}, s.b
+	}
+	now, back := s.b.at(now, s.p.Count)
+	if !back.isZero() && s.p.Count != p.Count {
+		// Keep TAT − now = back/Count: rescale to the new count, rounding
+		// the wait up.
+		if s.p.Count > 0 {
+			back = back.mulDiv(uint64(p.Count), uint64(s.p.Count), true)
+		} else {
+			back = u128{}
+		}
+	}
+	full := mul64(uint64(limit), uint64(p.Period)) // DVT·Count
+	if back.cmp(full) > 0 {
+		back = full
+	}
+	d := Decision{Limit: limit}
+	after := back
+	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {
+	case n == 0:
+		d.Allowed = true
+	case n > limit:
+		d.RetryAfter = Never
+	case need.cmp(full) <= 0:
+		d.Allowed = true
+		after = need
+	default:
+		d.RetryAfter = durCeil(need.sub(full), p.Count)
+	}
+	d.Remaining = tokensFloor(full, after, int64(p.Period))
+	d.ResetAfter = durCeil(after, p.Count)
+	return d, backlog{last: now, s: after}
+}
+
+// Kind returns KindThrottle.
+func (s *GCRA) Kind() Kind { return KindThrottle }
+
+// Size returns the bytes a GCRA state holds.
+func (s *GCRA) Size() int { return gcraEncodedLen }
+
+const (
+	gcraVersion    = 1
+	gcraEncodedLen = 1 + 6*8
+)
+
+// AppendBinary appends the encoding of s: a version byte, then MaxBurst,
+// Count, Period (ns), the last update time (ns) and the backlog (high and
+// low word), each 8 bytes little-endian.
+func (s *GCRA) AppendBinary(b []byte) ([]byte, error) {
+	return appendBucketWords(b, gcraVersion, s.p.MaxBurst, s.p.Count, int64(s.p.Period),
+		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
+}
+
+// decodeGCRA decodes a state encoded by AppendBinary, returning ErrCorrupt
+// for anything else.
+func decodeGCRA(b []byte) (*GCRA, error) {
+	var w [6]int64
+	if err := readBucketWords(b, gcraVersion, w[:]); err != nil {
+		return nil, err
+	}
+	s := &GCRA{
+		p: GCRAParams{MaxBurst: w[0], Count: w[1], Period: time.Duration(w[2])},
+		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
+	}
+	if (s.p != GCRAParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
+		return nil, ErrCorrupt
+	}
+	return s, nil
+}

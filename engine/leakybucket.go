@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// LeakyBucketParams are the limits of a leaky bucket, as given to
+// CL.LEAKYBUCKET: it holds at most Capacity units and drains at Rate units
+// per Period.
+type LeakyBucketParams struct {
+	Capacity int64         // units: the most the bucket holds
+	Rate     int64         // units drained per Period
+	Period   time.Duration // the period Rate refers to
+}
+
+// Validate reports whether every field is positive.
+func (p LeakyBucketParams) Validate() error {
+	if !allPositive(p.Capacity, p.Rate, int64(p.Period)) {
+		return errLeakyBucketParams
+	}
+	return nil
+}
+
+var errLeakyBucketParams = errors.New("engine: leakybucket: capacity, rate and period must be positive")
+
+// LeakyBucket is the state of one key limited by a leaky bucket used as a
+// queue (nginx limit_req with burst=, without nodelay): admitted work is
+// released at the constant rate, and each admitted request is told how long
+// to wait for its turn.
+//
+// The state is the backlog of mathutil.go, level·Period in unit·ns, which
+// drains by exactly Rate per nanosecond (no drift). The level is fractional
+// while it drains; Remaining counts it rounded up, so Remaining is exactly
+// the largest n that would be admitted now.
+//
+// The zero value is a fresh key (an empty bucket). A LeakyBucket is not safe
+// for concurrent use.
+type LeakyBucket struct {
+	p LeakyBucketParams // the parameters last used
+	b backlog
+}
+
+var _ State = (*LeakyBucket)(nil)
+
+// Take asks to add n units at now (ns since the Unix epoch) and adds them if
+// they fit. n == 0 peeks (always Allowed, RetryAfter 0). A denied request
+// changes nothing.
+//
+// The decision: Limit is Capacity; Remaining is Capacity − ⌈level⌉ after
+// the call; ResetAfter is the time until the bucket is empty. An admitted
+// request's RetryAfter is the time for the level before it to drain (0 when
+// the bucket was empty): the caller acts after it, so admitted work leaves
+// at the constant rate. A request that would overflow (level + n >
+// Capacity) is denied with RetryAfter the time until it fits, or Never when
+// n > Capacity. Durations are rounded up to whole ns.
+//
+// When Period differs from the last call's, the level is carried over
+// (rounded up); it is always clamped to the new Capacity. Invalid
+// parameters or a negative n are denied with Never; callers validate first.
+func (s *LeakyBucket) Take(now int64, p LeakyBucketParams, n int64) Decision {
+	d, nb := s.decide(now, p, n)
+	if d.Allowed && n > 0 {
+		s.p, s.b = p, nb
+	}
+	return d
+}
+
+// Check returns exactly what Take would return, without changing s.
+func (s *LeakyBucket) Check(now int64, p LeakyBucketParams, n int64) Decision {
+	d, _ := s.decide(now, p, n)
+	return d
+}
+
+// decide is the core of Take and Check: it returns the decision and the
+// backlog to store if the request is admitted, without mutating s.
+func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision, backlog) {
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: p.Capacity, RetryAfter: Never}, s.b
+	}
+	now, back := s.b.at(now, s.p.Rate)
+	if !back.isZero() && s.p.Period != p.Period {
+		if s.p.Period > 0 {
+			back = back.mulDiv(uint64(p.Period), uint64(s.p.Period), true)
+		} else {
+			back = u128{} // only a corrupt state gets here: start fresh
+		}
+	}
+	full := mul64(uint64(p.Capacity), uint64(p.Period))
+	if back.cmp(full) > 0 {
+		back = full
+	}
+	d := Decision{Limit: p.Capacity}
+	after := back
+	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {
+	case n == 0:
+		d.Allowed = true
+	case n > p.Capacity:
+		d.RetryAfter = Never
+	case need.cmp(full) <= 0:
+		d.Allowed = true
+		d.RetryAfter = durCeil(back, p.Rate)
+		after = need
+	default:
+		d.RetryAfter = durCeil(need.sub(full), p.Rate)
+	}
+	d.Remaining = tokensFloor(full, after, int64(p.Period))
+	d.ResetAfter = durCeil(after, p.Rate)
+	return d, backlog{last: now, s: after}
+}
+
+// Kind returns KindLeakyBucket.
+func (s *LeakyBucket) Kind() Kind { return KindLeakyBucket }
+
+// Size returns the bytes a LeakyBucket state holds.
+func (s *LeakyBucket) Size() int { return leakyBucketEncodedLen }
+
+const (
+	leakyBucketVersion    = 1
+	leakyBucketEncodedLen = 1 + 6*8
+)
+
+// AppendBinary appends the encoding of s: a version byte, then Capacity,
+// Rate, Period (ns), the last update time (ns) and the backlog (high and low
+// word), each 8 bytes little-endian.
+func (s *LeakyBucket) AppendBinary(b []byte) ([]byte, error) {
+	return appendBucketWords(b, leakyBucketVersion, s.p.Capacity, s.p.Rate, int64(s.p.Period),
+		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
+}
+
+// decodeLeakyBucket decodes a state encoded by AppendBinary, returning
+// ErrCorrupt for anything else.
+func decodeLeakyBucket(b []byte) (*LeakyBucket, error) {
+	var w [6]int64
+	if err := readBucketWords(b, leakyBucketVersion, w[:]); err != nil {
+		return nil, err
+	}
+	s := &LeakyBucket{
+		p: LeakyBucketParams{Capacity: w[0], Rate: w[1], Period: time.Duration(w[2])},
+		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
+	}
+	if (s.p != LeakyBucketParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
+		return nil, ErrCorrupt
+	}
+	return s, nil
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// TokenBucketParams are the limits of a token bucket, as given to
+// CL.TOKENBUCKET: it holds at most Capacity tokens and refills continuously
+// at Rate tokens per Period.
+type TokenBucketParams struct {
+	Capacity int64         // tokens: the most the bucket holds
+	Rate     int64         // tokens added per Period
+	Period   time.Duration // the period Rate refers to
+	// MaxWait > 0 enables RESERVE: a request servable within MaxWait is
+	// admitted now and told to wait (RetryAfter). 0 disables it.
+	MaxWait time.Duration
+}
+
+// Validate reports whether Capacity, Rate and Period are positive and
+// MaxWait is not negative.
+func (p TokenBucketParams) Validate() error {
+	if !allPositive(p.Capacity, p.Rate, int64(p.Period)) || p.MaxWait < 0 {
+		return errTokenBucketParams
+	}
+	return nil
+}
+
+var errTokenBucketParams = errors.New("engine: tokenbucket: capacity, rate and period must be positive, max_wait not negative")
+
+// TokenBucket is the state of one key limited by a token bucket.
+//
+// The state is the backlog of mathutil.go, (Capacity − tokens)·Period in
+// token·ns, which drains by exactly Rate per nanosecond: refills are exact
+// (3 per second is one token every 333 333 333⅓ ns, with no drift however
+// many calls land in between). In RESERVE debt the backlog exceeds
+// Capacity·Period: tokens are negative and later callers queue behind it.
+// The parameters last used are stored too (MaxWait is per request and is
+// not).
+//
+// The zero value is a fresh key (a full bucket). A TokenBucket is not safe
+// for concurrent use.
+type TokenBucket struct {
+	p TokenBucketParams // the parameters last used, MaxWait zeroed
+	b backlog
+}
+
+var _ State = (*TokenBucket)(nil)
+
+// Take asks for n tokens at now (ns since the Unix epoch) and takes them if
+// admitted. n == 0 peeks (always Allowed, RetryAfter 0). A denied request
+// changes nothing.
+//
+// The decision: Limit is Capacity; Remaining is ⌊tokens⌋, never below 0;
+// ResetAfter is the time until the bucket is full, rounded up to whole ns.
+// A request for more than Capacity is denied with RetryAfter Never.
+// Otherwise, if n tokens exist it is admitted with RetryAfter 0; if not,
+// RetryAfter is the time until n tokens exist (rounded up) and, with
+// MaxWait > 0 and RetryAfter ≤ MaxWait, the request is admitted anyway: its
+// tokens are taken now, putting the bucket in debt, and the caller must
+// wait RetryAfter before acting.
+//
+// When Capacity or Period differ from the last call's, the token count is
+// carried over (rounded down when Period changes, debt rounded up) and
+// clamped to the new Capacity. Invalid parameters or a negative n are
+// denied with Never; callers validate first.
+func (s *TokenBucket) Take(now int64, p TokenBucketParams, n int64) Decision {
+	d, nb := s.decide(now, p, n)
+	if d.Allowed && n > 0 {
+		s.p, s.b = p, nb
+		s.p.MaxWait = 0
+	}
+	return d
+}
+
+// Check returns exactly what Take would return, without changing s.
+func (s *TokenBucket) Check(now int64, p TokenBucketParams, n int64) Decision {
+	d, _ := s.decide(now, p, n)
+	return d
+}
+
+// decide is the core of Take and Check: it returns the decision and the
+// backlog to store if the request is admitted, without mutating s.
+func (s *TokenBucket) decide(now int64, p TokenBucketParams, n int64) (Decision, backlog) {
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: p.Capacity, RetryAfter: Never}, s.b
+	}
+	now, back := s.b.at(now, s.p.Rate)
+	if !back.isZero() && (s.p.Capacity != p.Capacity || s.p.Period != p.Period) {
+		back = s.carry(back, p)
+	}
+	full := mul64(uint64(p.Capacity), uint64(p.Period))
+	d := Decision{Limit: p.Capacity}
+	after := back
+	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {
+	case n == 0:
+		d.Allowed = true
+	case n > p.Capacity:
+		d.RetryAfter = Never
+	case need.cmp(full) <= 0:
+		d.Allowed = true
+		after = need
+	default:
+		over := need.sub(full) // (n − tokens)·Period
+		d.RetryAfter = durCeil(over, p.Rate)
+		if p.MaxWait > 0 && over.cmp(mul64(uint64(p.MaxWait), uint64(p.Rate))) <= 0 {
+			d.Allowed = true
+			after = need
+		}
+	}
+	d.Remaining = tokensFloor(full, after, int64(p.Period))
+	d.ResetAfter = durCeil(after, p.Rate)
+	return d, backlog{last: now, s: after}
+}
+
+// carry converts a backlog under the stored parameters to one under p with
+// the same number of tokens, clamped to p.Capacity.
+func (s *TokenBucket) carry(back u128, p TokenBucketParams) u128 {
+	if s.p.Validate() != nil {
+		return u128{} // only a corrupt state gets here: start fresh
+	}
+	oldFull := mul64(uint64(s.p.Capacity), uint64(s.p.Period))
+	newFull := mul64(uint64(p.Capacity), uint64(p.Period))
+	samePeriod := s.p.Period == p.Period
+	if back.cmp(oldFull) <= 0 {
+		t := oldFull.sub(back) // tokens·old period
+		if !samePeriod {
+			t = t.mulDiv(uint64(p.Period), uint64(s.p.Period), false)
+		}
+		return newFull.sub(t) // 0 when t ≥ newFull: clamped to capacity
+	}
+	debt := back.sub(oldFull)
+	if !samePeriod {
+		debt = debt.mulDiv(uint64(p.Period), uint64(s.p.Period), true)
+	}
+	return newFull.add(debt)
+}
+
+// Kind returns KindTokenBucket.
+func (s *TokenBucket) Kind() Kind { return KindTokenBucket }
+
+// Size returns the bytes a TokenBucket state holds.
+func (s *TokenBucket) Size() int { return tokenBucketEncodedLen }
+
+const (
+	tokenBucketVersion    = 1
+	tokenBucketEncodedLen = 1 + 6*8
+)
+
+// AppendBinary appends the encoding of s: a version byte, then Capacity,
+// Rate, Period (ns), the last update time (ns) and the backlog (high and low
+// word), each 8 bytes little-endian.
+func (s *TokenBucket) AppendBinary(b []byte) ([]byte, error) {
+	return appendBucketWords(b, tokenBucketVersion, s.p.Capacity, s.p.Rate, int64(s.p.Period),
+		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
+}
+
+// decodeTokenBucket decodes a state encoded by AppendBinary, returning
+// ErrCorrupt for anything else.
+func decodeTokenBucket(b []byte) (*TokenBucket, error) {
+	var w [6]int64
+	if err := readBucketWords(b, tokenBucketVersion, w[:]); err != nil {
+		return nil, err
+	}
+	s := &TokenBucket{
+		p: TokenBucketParams{Capacity: w[0], Rate: w[1], Period: time.Duration(w[2])},
+		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
+	}
+	if (s.p != TokenBucketParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
+		return nil, ErrCorrupt
+	}
+	return s, nil
+}
