@@ -1,0 +1,113 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// The version 1 layout; see the package documentation.
+const (
+	formatVersion1 = 1
+	prefixRecord   = 'k' // keyspace of limiter records
+	headerLen      = 1 + 1 + 8
+)
+
+// recordKeyspace bounds iteration over the record keyspace: [k, l).
+var (
+	recordLower = []byte{prefixRecord}
+	recordUpper = []byte{prefixRecord + 1}
+)
+
+func encodedKeyLen(key []byte) int { return 1 + len(key) }
+
+// putKey writes the stored key of a limiter key into dst, which has
+// encodedKeyLen(key) bytes.
+func putKey(dst, key []byte) {
+	dst[0] = prefixRecord
+	copy(dst[1:], key)
+}
+
+func appendKey(dst, key []byte) []byte {
+	return append(append(dst, prefixRecord), key...)
+}
+
+func encodedValueLen(r *Record) int { return headerLen + len(r.Payload) }
+
+// putValue writes r's stored value into dst, which has encodedValueLen(r)
+// bytes.
+func putValue(dst []byte, r *Record) {
+	dst[0] = formatVersion1
+	dst[1] = r.Kind
+	binary.BigEndian.PutUint64(dst[2:headerLen], uint64(r.ExpireAt))
+	copy(dst[headerLen:], r.Payload)
+}
+
+func appendValue(dst []byte, r *Record) []byte {
+	n := len(dst)
+	dst = append(dst, make([]byte, encodedValueLen(r))...)
+	putValue(dst[n:], r)
+	return dst
+}
+
+func checkRecord(r *Record) error {
+	if r.Kind == 0 {
+		return fmt.Errorf("%w: key %q has kind 0", ErrInvalid, r.Key)
+	}
+	return nil
+}
+
+// decodeRecord decodes a stored key/value pair. The Record aliases key and
+// value. Errors wrap ErrCorrupt.
+func decodeRecord(key, value []byte) (Record, error) {
+	if len(key) == 0 || key[0] != prefixRecord {
+		return Record{}, fmt.Errorf("%w: key %q is outside the record keyspace", ErrCorrupt, key)
+	}
+	r := Record{Key: key[1:]}
+	switch {
+	case len(value) == 0:
+		return r, fmt.Errorf("%w: key %q: empty value", ErrCorrupt, r.Key)
+	case value[0] != formatVersion1:
+		return r, fmt.Errorf("%w: key %q: unsupported format version %d (written by a newer rlserver?)", ErrCorrupt, r.Key, value[0])
+	case len(value) < headerLen:
+		return r, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, r.Key, len(value), headerLen)
+	case value[1] == 0:
+		return r, fmt.Errorf("%w: key %q: kind 0", ErrCorrupt, r.Key)
+	}
+	r.Kind = value[1]
+	r.ExpireAt = int64(binary.BigEndian.Uint64(value[2:headerLen]))
+	r.Payload = value[headerLen:]
+	return r, nil
+}
+
+// expired reports whether a record expiring at expireAt is gone at now.
+func expired(expireAt, now int64) bool { return expireAt != 0 && expireAt <= now }
+
+// loadStep handles one stored pair for Load: it decodes it, counts it in st
+// and calls fn. It reports whether the pair is expired (the caller deletes
+// it) and returns fn's error unless that wraps ErrCorrupt.
+func loadStep(st *LoadStats, now int64, key, value []byte, fn func(Record) error) (isExpired bool, err error) {
+	r, err := decodeRecord(key, value)
+	if err == nil {
+		if expired(r.ExpireAt, now) {
+			st.Expired++
+			return true, nil
+		}
+		err = fn(r)
+		if err == nil {
+			st.Loaded++
+			return false, nil
+		}
+		if !isCorrupt(err) {
+			return false, err
+		}
+		err = fmt.Errorf("key %q: %w", r.Key, err)
+	}
+	st.Skipped++
+	if len(st.Errors) < MaxLoadErrors {
+		st.Errors = append(st.Errors, err)
+	}
+	return false, nil
+}
+
+func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }

@@ -1,0 +1,357 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Pebble tuning for a sidecar: rlserver keeps every live key in memory, so
+// Pebble is written far more than it is read (reads happen once, in Load)
+// and its block cache only needs to serve that scan and compactions.
+const (
+	pebbleCacheSize = 8 << 20 // block cache, bytes
+	// pebbleMemTableSize bounds one memtable. Up to
+	// pebbleMemTableStopWrites of them may queue for flushing before writes
+	// stall, so Pebble's write buffering peaks at 16 MiB.
+	pebbleMemTableSize       = 4 << 20
+	pebbleMemTableStopWrites = 4
+	// pebbleFormat is pinned rather than pebble.FormatNewest: opening a
+	// directory ratchets it to this format, and a library upgrade must not do
+	// that silently (an older binary could no longer open the data).
+	pebbleFormat = pebble.FormatValueSeparation
+	// loadDeleteChunk bounds the batch of expired keys Load deletes at once.
+	loadDeleteChunk = 4096
+)
+
+// PebbleStore is a Store backed by a Pebble directory. It is safe for
+// concurrent use. The caller must Close it to release the directory lock
+// and fsync the last writes.
+type PebbleStore struct {
+	db     *pebble.DB
+	lock   *pebble.Lock
+	dir    string
+	fsync  FsyncPolicy
+	wo     *pebble.WriteOptions // pebble.Sync for FsyncAlways, else pebble.NoSync
+	logf   func(format string, args ...any)
+	dirty  atomic.Bool   // FsyncEverySec: written since the last fsync
+	stop   chan struct{} // closed by Close to stop the syncer (nil without one)
+	done   chan struct{} // closed by the syncer when it exits
+	mu     sync.RWMutex  // held shared by every operation, exclusively by Close
+	closed bool          // guarded by mu
+}
+
+var _ Store = (*PebbleStore)(nil)
+
+// Open opens the Pebble store in opts.Dir, creating the directory and the
+// store if missing. It fails, never falling back to an empty store, if the
+// directory can't be created or read, holds something that is not a Pebble
+// store, or is locked by another process or another open PebbleStore
+// (errors.Is(err, ErrLocked)). The caller must Close the store.
+func Open(opts *Options) (*PebbleStore, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if o.Dir == "" {
+		return nil, errors.New("persist: Options.Dir is empty (use NewMemStore for a store without disk)")
+	}
+	if o.Fsync > FsyncNo {
+		return nil, fmt.Errorf("persist: invalid fsync policy %v", o.Fsync)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
+	// Take the lock ourselves rather than inside pebble.Open, so that a lock
+	// conflict gets its own clear error instead of a bare EAGAIN.
+	lock, err := pebble.LockDirectory(o.Dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // creating the LOCK file failed
+			return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+		}
+		return nil, fmt.Errorf("persist: open %s: %w: %w", o.Dir, ErrLocked, err)
+	}
+	if err := checkForeignDir(o.Dir); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	po := &pebble.Options{
+		CacheSize:                   pebbleCacheSize,
+		MemTableSize:                pebbleMemTableSize,
+		MemTableStopWritesThreshold: pebbleMemTableStopWrites,
+		FormatMajorVersion:          pebbleFormat,
+		Logger:                      pebbleLogger{o.Logger},
+		Lock:                        lock,
+	}
+	db, err := pebble.Open(o.Dir, po)
+	if err != nil {
+		_ = lock.Close()
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
+	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger}
+	switch o.Fsync {
+	case FsyncAlways:
+		s.wo = pebble.Sync
+	case FsyncEverySec:
+		s.stop = make(chan struct{})
+		s.done = make(chan struct{})
+		go s.syncLoop(o.SyncInterval)
+	}
+	return s, nil
+}
+
+// checkForeignDir refuses a non-empty directory that holds no Pebble file,
+// so that a mistyped --dir doesn't scatter a store among someone's files.
+// A lost+found or dot file (a fresh volume mount) doesn't count.
+func checkForeignDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	var foreign string
+	for _, e := range ents {
+		n := e.Name()
+		switch {
+		case n == "LOCK" || n == "CURRENT" || n == "lost+found" || strings.HasPrefix(n, "."):
+		case strings.HasPrefix(n, "OPTIONS-") || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker."):
+			return nil // a Pebble store (maybe half created): Pebble decides
+		case strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob"):
+			return nil
+		default:
+			foreign = n
+		}
+	}
+	if foreign != "" {
+		return fmt.Errorf("persist: open %s: directory is not empty and holds no Pebble store (found %q); refusing to create one there", dir, foreign)
+	}
+	return nil
+}
+
+// Dir returns the store's directory.
+func (s *PebbleStore) Dir() string { return s.dir }
+
+// Apply implements Store. With FsyncAlways it returns after the WAL is
+// fsynced; otherwise after the batch is in the WAL buffer and memtable.
+func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
+	size := 0
+	for i := range puts {
+		if err := checkRecord(&puts[i]); err != nil {
+			return err
+		}
+		size += 12 + encodedKeyLen(puts[i].Key) + encodedValueLen(&puts[i])
+	}
+	for _, k := range deletes {
+		size += 6 + encodedKeyLen(k)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if len(puts) == 0 && len(deletes) == 0 {
+		return nil
+	}
+	b := s.db.NewBatchWithSize(size)
+	defer b.Close()
+	for i := range puts {
+		r := &puts[i]
+		// Encode straight into the batch: no per-record allocation.
+		op := b.SetDeferred(encodedKeyLen(r.Key), encodedValueLen(r))
+		putKey(op.Key, r.Key)
+		putValue(op.Value, r)
+		if err := op.Finish(); err != nil {
+			return fmt.Errorf("persist: apply: %w", err)
+		}
+	}
+	for _, k := range deletes {
+		op := b.DeleteDeferred(encodedKeyLen(k))
+		putKey(op.Key, k)
+		if err := op.Finish(); err != nil {
+			return fmt.Errorf("persist: apply: %w", err)
+		}
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("persist: apply: %w", err)
+	}
+	if s.fsync == FsyncEverySec {
+		s.dirty.Store(true)
+	}
+	return nil
+}
+
+// Sync implements Store: it fsyncs the WAL, whatever the fsync policy.
+func (s *PebbleStore) Sync() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.syncWAL()
+}
+
+// syncWAL fsyncs the WAL, which holds every committed batch. The caller
+// ensures the DB is open.
+func (s *PebbleStore) syncWAL() error {
+	// Clear first: a write racing with the fsync sets it again.
+	s.dirty.Store(false)
+	// An empty log-data record with Sync waits for everything committed
+	// before it to be fsynced (the same trick Pebble's Checkpoint uses).
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		s.dirty.Store(true)
+		return fmt.Errorf("persist: sync: %w", err)
+	}
+	return nil
+}
+
+// syncLoop is the FsyncEverySec syncer. It skips the fsync when nothing was
+// written, so an idle server doesn't touch the disk. Close stops it before
+// closing the DB, so it needs no lock.
+func (s *PebbleStore) syncLoop(interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.dirty.Load() {
+				if err := s.syncWAL(); err != nil {
+					s.logf("persist: background fsync failed: %v", err)
+				}
+			}
+		}
+	}
+}
+
+// Load implements Store.
+func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return st, ErrClosed
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordLower, UpperBound: recordUpper})
+	if err != nil {
+		return st, fmt.Errorf("persist: load: %w", err)
+	}
+	defer func() {
+		if cerr := it.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("persist: load: %w", cerr)
+		}
+	}()
+	var del *pebble.Batch
+	defer func() {
+		if del != nil {
+			_ = del.Close()
+		}
+	}()
+	flush := func() error {
+		if del == nil {
+			return nil
+		}
+		err := del.Commit(s.wo)
+		_ = del.Close()
+		del = nil
+		if err != nil {
+			return fmt.Errorf("persist: load: deleting expired records: %w", err)
+		}
+		if s.fsync == FsyncEverySec {
+			s.dirty.Store(true)
+		}
+		return nil
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		value, err := it.ValueAndErr()
+		if err != nil {
+			return st, fmt.Errorf("persist: load: %w", err)
+		}
+		isExpired, err := loadStep(&st, now, it.Key(), value, fn)
+		if err != nil {
+			return st, err
+		}
+		if isExpired {
+			if del == nil {
+				del = s.db.NewBatch()
+			}
+			if err := del.Delete(it.Key(), nil); err != nil {
+				return st, fmt.Errorf("persist: load: %w", err)
+			}
+			if del.Count() >= loadDeleteChunk {
+				if err := flush(); err != nil {
+					return st, err
+				}
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return st, fmt.Errorf("persist: load: %w", err)
+	}
+	return st, flush()
+}
+
+// Checkpoint implements Store with a Pebble checkpoint: sstables are
+// hard-linked where the filesystem allows, so it is cheap, and the WAL is
+// fsynced first so that the copy includes every applied batch.
+func (s *PebbleStore) Checkpoint(dir string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return fmt.Errorf("persist: checkpoint: %w", err)
+	}
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("persist: checkpoint %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Close implements Store: it stops the syncer, fsyncs the WAL, closes Pebble
+// and releases the directory lock. It waits for operations in flight.
+func (s *PebbleStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.stop != nil {
+		close(s.stop)
+		<-s.done
+	}
+	err := s.syncWAL()
+	if cerr := s.db.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("persist: close: %w", cerr))
+	}
+	if lerr := s.lock.Close(); lerr != nil {
+		err = errors.Join(err, fmt.Errorf("persist: close: releasing lock: %w", lerr))
+	}
+	return err
+}
+
+// pebbleLogger routes Pebble's log lines to Options.Logger.
+type pebbleLogger struct{ logf func(format string, args ...any) }
+
+func (l pebbleLogger) Infof(format string, args ...any) { l.logf("pebble: "+format, args...) }
+
+func (l pebbleLogger) Errorf(format string, args ...any) { l.logf("pebble: error: "+format, args...) }
+
+// Fatalf logs and panics: Pebble calls it on broken invariants, where going
+// on could corrupt the store.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.logf("pebble: fatal: "+format, args...)
+	panic(fmt.Sprintf("pebble: fatal: "+format, args...))
+}

@@ -1,0 +1,147 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Record is one limiter key as stored on disk.
+type Record struct {
+	// Key is the limiter key (binary safe).
+	Key []byte
+	// Kind is the engine.Kind of the limiter; 0 is invalid.
+	Kind uint8
+	// ExpireAt is the absolute expiry in Unix nanoseconds, wall clock; 0
+	// means none.
+	ExpireAt int64
+	// Payload is the engine-encoded parameters and state, opaque to persist.
+	Payload []byte
+}
+
+// LoadStats counts what Store.Load did.
+type LoadStats struct {
+	Loaded  int // records passed to fn that it accepted
+	Expired int // records with ExpireAt <= now, deleted from the store
+	Skipped int // corrupt records (undecodable, or rejected by fn with ErrCorrupt), left on disk
+	// Errors says why records were skipped, one error per skipped record up
+	// to MaxLoadErrors (Skipped keeps counting beyond). Each wraps ErrCorrupt
+	// and names the key; the caller logs them.
+	Errors []error
+}
+
+// MaxLoadErrors bounds LoadStats.Errors so that a badly damaged store
+// doesn't produce millions of log lines.
+const MaxLoadErrors = 100
+
+// Store is durable storage for limiter records. Implementations are safe for
+// concurrent use; Close must not be called concurrently with the others
+// returning (they return ErrClosed once Close has started).
+type Store interface {
+	// Apply writes puts and deletes in one atomic batch (one call per flush
+	// of a shard's worth). Deletes are applied after puts, so a key in both
+	// ends up deleted. A record with Kind 0 is rejected (with ErrInvalid)
+	// before anything is written. Apply does not retain the slices.
+	Apply(puts []Record, deletes [][]byte) error
+	// Sync makes everything applied so far durable (used by the everysec
+	// policy and SAVE).
+	Sync() error
+	// Load calls fn for every stored record in key order. Records that fail
+	// to decode, and records for which fn returns an error wrapping
+	// ErrCorrupt, are skipped, counted and explained in LoadStats.Errors;
+	// they stay on disk. Records whose ExpireAt is nonzero and <= now (Unix
+	// nanoseconds) are deleted from the store and not passed to fn. Any
+	// other error from fn stops Load and is returned.
+	//
+	// The Record's Key and Payload are only valid during the call: fn must
+	// copy them to keep them. Load is meant to run at start-up, before any
+	// Apply; a key written concurrently may be deleted by Load if its
+	// previous version had expired.
+	Load(now int64, fn func(Record) error) (LoadStats, error)
+	// Checkpoint writes a consistent copy of the store to dir, which must
+	// not exist yet (its parent is created if needed). The copy is a Pebble
+	// directory that Open accepts. Checkpoint does not block Apply for long.
+	Checkpoint(dir string) error
+	// Close flushes and releases the store. Close is idempotent.
+	Close() error
+}
+
+// Errors returned by stores. Test them with errors.Is.
+var (
+	// ErrClosed is returned by every method of a closed store (but Close).
+	ErrClosed = errors.New("persist: store is closed")
+	// ErrLocked is returned by Open when another process, or another open
+	// store in this process, holds the directory's LOCK file.
+	ErrLocked = errors.New("persist: directory is locked by another rlserver (or another open store)")
+	// ErrCorrupt marks a stored record that can't be decoded. Load wraps it
+	// in the errors of LoadStats.Errors; a Load callback returns an error
+	// wrapping it to have a record skipped rather than stop the load.
+	ErrCorrupt = errors.New("persist: corrupt record")
+	// ErrInvalid is returned by Apply for a record that can't be stored
+	// (Kind 0). Nothing of the batch is written.
+	ErrInvalid = errors.New("persist: invalid record")
+)
+
+// FsyncPolicy says when PebbleStore fsyncs its write-ahead log, like Redis's
+// appendfsync. The zero value is FsyncEverySec.
+type FsyncPolicy uint8
+
+// The fsync policies.
+const (
+	// FsyncEverySec commits without fsync and fsyncs once per
+	// Options.SyncInterval from a goroutine inside the store (the default).
+	FsyncEverySec FsyncPolicy = iota
+	// FsyncAlways fsyncs every Apply before it returns.
+	FsyncAlways
+	// FsyncNo never fsyncs on its own; Sync and Close still do.
+	FsyncNo
+)
+
+var fsyncNames = [...]string{FsyncEverySec: "everysec", FsyncAlways: "always", FsyncNo: "no"}
+
+// String returns the policy's name as ParseFsyncPolicy accepts it.
+func (p FsyncPolicy) String() string {
+	if int(p) < len(fsyncNames) {
+		return fsyncNames[p]
+	}
+	return fmt.Sprintf("FsyncPolicy(%d)", uint8(p))
+}
+
+// ParseFsyncPolicy maps "always", "everysec" or "no" (Redis's appendfsync
+// values) to a policy.
+func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
+	for p, n := range fsyncNames {
+		if n == s {
+			return FsyncPolicy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("persist: unknown fsync policy %q (want always, everysec or no)", s)
+}
+
+// DefaultSyncInterval is the default Options.SyncInterval.
+const DefaultSyncInterval = time.Second
+
+// Options configures Open. A nil *Options, or a zero field, means the
+// default stated on the field.
+type Options struct {
+	// Dir is the Pebble directory, created if missing. Required by Open.
+	Dir string
+	// Fsync is the fsync policy. Default FsyncEverySec.
+	Fsync FsyncPolicy
+	// SyncInterval is how often FsyncEverySec fsyncs. Default 1s.
+	SyncInterval time.Duration
+	// Logger receives the store's and Pebble's log lines (one line per
+	// call, no trailing newline needed). Default: discard. It must be safe
+	// for concurrent use.
+	Logger func(format string, args ...any)
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = DefaultSyncInterval
+	}
+	if o.Logger == nil {
+		o.Logger = func(string, ...any) {}
+	}
+}
