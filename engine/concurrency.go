@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"encoding/binary"
+	"time"
+	"unsafe"
+)
+
+// Concurrency is the state of a CL.ACQUIRE key: a semaphore whose permits
+// (leases) expire. Its zero value is a fresh key. Times are ns on the
+// server's clock, counts are units.
+//
+// A request of n units is admitted while the units held by unexpired leases
+// plus n fit in the limit. A lease acquired at t for d lives while now <
+// t+d. Expired leases are pruned lazily, by the next call that changes the
+// state. The limit travels with every call: lowering it below what is held
+// only denies until enough leases are released or expire.
+//
+// Time going backwards is clamped on purpose: a call at now earlier than the
+// last change is answered as if made at that instant, so no lease comes back
+// to life. Instants before the Unix epoch are taken as the epoch.
+//
+// Operations are O(leases), at most limit of them; lease ids are the
+// caller's (unique, e.g. from crypto/rand) and are stored as given.
+type Concurrency struct {
+	limit  int64 // limit of the last acquisition
+	lease  int64 // lease duration of the last acquisition, ns
+	last   int64 // instant of the last change, ns
+	leases []lease
+}
+
+type lease struct {
+	id     string
+	units  int64
+	expiry int64 // ns; live while now < expiry
+}
+
+var _ State = (*Concurrency)(nil)
+
+// Kind returns KindConcurrency.
+func (s *Concurrency) Kind() Kind { return KindConcurrency }
+
+// Acquire admits n units at now (ns) under lease id for the duration lease
+// if the units held plus n fit in limit, and returns the decision.
+// Remaining is limit minus the units held after the call (at least 0);
+// a denied RetryAfter is the time until the earliest lease expires, or
+// Never when n > limit. n == 0 peeks: nothing is stored. A denied call
+// changes nothing. limit <= 0, lease <= 0 or n < 0 are denied with Never.
+func (s *Concurrency) Acquire(now int64, limit int64, lease time.Duration, n int64, id string) Decision {
+	if lease <= 0 {
+		return Decision{Limit: limit, RetryAfter: Never}
+	}
+	return s.decide(now, limit, int64(lease), n, id, true)
+}
+
+// Check returns what Acquire(now, limit, lease, n, id) would answer, without
+// changing anything; ResetAfter counts only the leases already held, since
+// the length of the lease asked for is unknown.
+func (s *Concurrency) Check(now int64, limit int64, n int64) Decision {
+	return s.decide(now, limit, 0, n, "", false)
+}
+
+// clamp returns the effective instant for now.
+func (s *Concurrency) clamp(now int64) int64 {
+	return max(now, s.last, 0)
+}
+
+// scan returns the units held by leases live at now, and the earliest and
+// latest expiry among them (0 when none is live).
+func (s *Concurrency) scan(now int64) (held, earliest, latest int64) {
+	for i := range s.leases {
+		l := &s.leases[i]
+		if l.expiry <= now {
+			continue
+		}
+		held = winAdd(held, l.units)
+		if earliest == 0 || l.expiry < earliest {
+			earliest = l.expiry
+		}
+		latest = max(latest, l.expiry)
+	}
+	return held, earliest, latest
+}
+
+func (s *Concurrency) decide(now, limit, leaseNS, n int64, id string, commit bool) Decision {
+	if limit <= 0 || n < 0 {
+		return Decision{Limit: limit, RetryAfter: Never}
+	}
+	now = s.clamp(now)
+	held, earliest, latest := s.scan(now)
+	ok := n <= limit && n <= limit-held
+	d := Decision{Allowed: ok, Limit: limit}
+	if ok {
+		if commit && n > 0 {
+			expiry := winAdd(now, leaseNS)
+			s.prune(now)
+			s.leases = append(s.leases, lease{id: id, units: n, expiry: expiry})
+			s.limit, s.lease, s.last = limit, leaseNS, now
+			latest = max(latest, expiry)
+		}
+		held += n
+	} else {
+		d.RetryAfter = Never
+		if n <= limit {
+			d.RetryAfter = winSince(earliest, now)
+		}
+	}
+	d.Remaining = max(limit-held, 0)
+	d.ResetAfter = winSince(latest, now)
+	return d
+}
+
+// find returns the index of the lease id live at now, or -1.
+func (s *Concurrency) find(now int64, id string) int {
+	for i := range s.leases {
+		if s.leases[i].id == id && s.leases[i].expiry > now {
+			return i
+		}
+	}
+	return -1
+}
+
+// prune drops the leases expired at now.
+func (s *Concurrency) prune(now int64) {
+	kept := s.leases[:0]
+	for _, l := range s.leases {
+		if l.expiry > now {
+			kept = append(kept, l)
+		}
+	}
+	clear(s.leases[len(kept):]) // drop the ids
+	s.leases = kept
+	if len(kept) == 0 {
+		s.leases = nil
+	} else if cap(kept) > 16 && len(kept)*4 <= cap(kept) {
+		s.leases = append([]lease(nil), kept...)
+	}
+}
+
+// Release returns the units of lease id at now (ns). It reports false, and
+// changes nothing, when the lease is unknown or has expired.
+func (s *Concurrency) Release(now int64, id string) bool {
+	now = s.clamp(now)
+	i := s.find(now, id)
+	if i < 0 {
+		return false
+	}
+	s.leases[i].expiry = now // expired: pruned below
+	s.prune(now)
+	s.last = now
+	return true
+}
+
+// Renew makes lease id, live at now (ns), expire lease from now (which may
+// shorten it). It reports false, and changes nothing, when the lease is
+// unknown or has expired, or lease <= 0.
+func (s *Concurrency) Renew(now int64, id string, lease time.Duration) bool {
+	now = s.clamp(now)
+	i := s.find(now, id)
+	if i < 0 || lease <= 0 {
+		return false
+	}
+	s.leases[i].expiry = winAdd(now, int64(lease))
+	s.prune(now)
+	s.last = now
+	return true
+}
+
+// ResetAfter returns the time from now (ns) until the last live lease
+// expires: 0 when none is live and the key is fresh.
+func (s *Concurrency) ResetAfter(now int64) time.Duration {
+	now = s.clamp(now)
+	_, _, latest := s.scan(now)
+	return winSince(latest, now)
+}
+
+// Held returns the units held by leases live at now (ns).
+func (s *Concurrency) Held(now int64) int64 {
+	held, _, _ := s.scan(s.clamp(now))
+	return held
+}
+
+// Encoding of a Concurrency, version 1, little-endian:
+//
+//	[0]      version (1)
+//	[1:9]    limit
+//	[9:17]   lease, ns
+//	[17:25]  last, ns
+//	[25:29]  number of leases, uint32
+//	[29:]    leases: expiry ns (8), units (8), id length uint32 (4), id
+//
+// Expired leases are stored until pruned: they are invisible either way.
+const (
+	concurrencyVersion   = 1
+	concurrencyHeaderLen = 29
+	leaseFixedLen        = 20
+)
+
+// AppendBinary appends the encoding of the leases, with the parameters last
+// acquired with, to b.
+func (s *Concurrency) AppendBinary(b []byte) ([]byte, error) {
+	le := binary.LittleEndian
+	b = append(b, concurrencyVersion)
+	b = le.AppendUint64(b, uint64(s.limit))
+	b = le.AppendUint64(b, uint64(s.lease))
+	b = le.AppendUint64(b, uint64(s.last))
+	b = le.AppendUint32(b, uint32(len(s.leases)))
+	for _, l := range s.leases {
+		b = le.AppendUint64(b, uint64(l.expiry))
+		b = le.AppendUint64(b, uint64(l.units))
+		b = le.AppendUint32(b, uint32(len(l.id)))
+		b = append(b, l.id...)
+	}
+	return b, nil
+}
+
+// Size returns an estimate of the heap bytes the state holds.
+func (s *Concurrency) Size() int {
+	n := int(unsafe.Sizeof(*s)) + cap(s.leases)*int(unsafe.Sizeof(lease{}))
+	for _, l := range s.leases {
+		n += len(l.id)
+	}
+	return n
+}
+
+// decodeConcurrency restores a Concurrency encoded by AppendBinary. It
+// returns ErrCorrupt for input it cannot read or that no Concurrency encodes.
+func decodeConcurrency(b []byte) (*Concurrency, error) {
+	if len(b) < concurrencyHeaderLen || b[0] != concurrencyVersion {
+		return nil, ErrCorrupt
+	}
+	le := binary.LittleEndian
+	s := &Concurrency{
+		limit: int64(le.Uint64(b[1:])),
+		lease: int64(le.Uint64(b[9:])),
+		last:  int64(le.Uint64(b[17:])),
+	}
+	count := uint64(le.Uint32(b[25:]))
+	b = b[concurrencyHeaderLen:]
+	if s.limit < 0 || s.lease < 0 || s.last < 0 || count > uint64(len(b)/leaseFixedLen) {
+		return nil, ErrCorrupt
+	}
+	if count > 0 {
+		s.leases = make([]lease, 0, count)
+	}
+	for range count {
+		if len(b) < leaseFixedLen {
+			return nil, ErrCorrupt
+		}
+		l := lease{expiry: int64(le.Uint64(b)), units: int64(le.Uint64(b[8:]))}
+		idLen := uint64(le.Uint32(b[16:]))
+		b = b[leaseFixedLen:]
+		if l.units <= 0 || l.expiry < 0 || idLen > uint64(len(b)) {
+			return nil, ErrCorrupt
+		}
+		l.id = string(b[:idLen])
+		b = b[idLen:]
+		s.leases = append(s.leases, l)
+	}
+	if len(b) != 0 {
+		return nil, ErrCorrupt
+	}
+	return s, nil
+}

@@ -1,0 +1,568 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"time"
+	"unsafe"
+)
+
+// WindowMode selects the window algorithm of CL.WINDOW. Its numeric value is
+// persisted, so existing values must never change.
+type WindowMode uint8
+
+// The window modes. The zero WindowMode is "unset" (a fresh key).
+const (
+	WindowFixed   WindowMode = 1 // counter per epoch-aligned window
+	WindowSliding WindowMode = 2 // previous window's counter weighted by its overlap, plus the current one
+	WindowLog     WindowMode = 3 // exact log of admitted units and their times
+)
+
+// String returns the mode's CL.WINDOW keyword ("FIXED", "SLIDING", "LOG"), or
+// "" for the unset mode.
+func (m WindowMode) String() string {
+	switch m {
+	case WindowFixed:
+		return "FIXED"
+	case WindowSliding:
+		return "SLIDING"
+	case WindowLog:
+		return "LOG"
+	}
+	return ""
+}
+
+// DefaultMaxLogLimit is the default largest Limit accepted for WindowLog.
+// The engine does not enforce it (a LOG window holds at most one entry per
+// admitted unit, merged per instant, so its memory is O(Limit)); the protocol
+// layer rejects larger limits against its configured maximum.
+const DefaultMaxLogLimit = 10000
+
+// WindowParams are the parameters of one CL.WINDOW call.
+type WindowParams struct {
+	Limit  int64         // units admitted per Window; > 0
+	Window time.Duration // window length, ns; > 0
+	Mode   WindowMode    // WindowFixed, WindowSliding or WindowLog
+}
+
+// Errors returned by WindowParams.Validate.
+var (
+	ErrWindowLimit  = errors.New("engine: window limit must be positive")
+	ErrWindowLength = errors.New("engine: window length must be positive")
+	ErrWindowMode   = errors.New("engine: unknown window mode")
+)
+
+// Validate reports whether p can be used. The maximum LOG limit is the
+// caller's to enforce (see DefaultMaxLogLimit).
+func (p WindowParams) Validate() error {
+	switch {
+	case p.Limit <= 0:
+		return ErrWindowLimit
+	case p.Window <= 0:
+		return ErrWindowLength
+	case p.Mode < WindowFixed || p.Mode > WindowLog:
+		return ErrWindowMode
+	}
+	return nil
+}
+
+// Window is the state of a CL.WINDOW key in any mode. Its zero value is a
+// fresh key (Mode 0). Times are ns on the server's clock, counts are units.
+//
+// FIXED and SLIDING keep two counters for epoch-aligned windows of length
+// window: cur for [start, start+window) and prev for the window before it
+// (SLIDING only). LOG keeps the admitted units with their instants in a ring
+// (see winLog).
+//
+// A Window remembers the parameters it was last admitted with. A call with
+// other parameters carries the state over: the counters (or the log) are
+// first brought up to now under the old window length, then reinterpreted as
+// the current and previous windows of the new length, and clamped to the new
+// limit. A call whose mode differs from a non-fresh state's is the caller's
+// to refuse (WRONGTYPE); the engine treats that state as fresh.
+//
+// Time going backwards is clamped on purpose: a call at now earlier than the
+// last admitted instant is answered as if made at that instant, so no time
+// elapses and no expired unit comes back. Instants before the Unix epoch are
+// taken as the epoch. Arithmetic is exact and saturating: huge windows or
+// limits never wrap or panic.
+type Window struct {
+	mode   WindowMode
+	limit  int64 // Limit of the last admission
+	window int64 // Window of the last admission, ns
+	last   int64 // instant of the last admission, ns
+	start  int64 // FIXED, SLIDING: start of the current aligned window, ns
+	cur    int64 // FIXED, SLIDING: units admitted in [start, start+window)
+	prev   int64 // SLIDING: units admitted in [start-window, start)
+	log    winLog
+}
+
+var _ State = (*Window)(nil)
+
+// Kind returns KindWindow.
+func (s *Window) Kind() Kind { return KindWindow }
+
+// Mode returns the mode the window was created with, or 0 when it is fresh
+// (never admitted anything).
+func (s *Window) Mode() WindowMode { return s.mode }
+
+// Take admits n units at now (ns) if the window has room for them and
+// returns the decision. n == 0 peeks: the reply is computed and nothing
+// changes. A denied call changes nothing. Params that fail Validate, or a
+// negative n, are denied with RetryAfter Never.
+func (s *Window) Take(now int64, p WindowParams, n int64) Decision {
+	return s.decide(now, p, n, true)
+}
+
+// Check returns the decision Take(now, p, n) would return, without changing
+// anything (CL.ALL asks every rule before it takes from any).
+func (s *Window) Check(now int64, p WindowParams, n int64) Decision {
+	return s.decide(now, p, n, false)
+}
+
+// decide is the one core of Take and Check; it mutates s only when commit is
+// set and n > 0 units are admitted, after the decision is made.
+func (s *Window) decide(now int64, p WindowParams, n int64, commit bool) Decision {
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: p.Limit, RetryAfter: Never}
+	}
+	if now < 0 {
+		now = 0
+	}
+	if s.mode == p.Mode && now < s.last {
+		now = s.last // time went backwards: no time elapses
+	}
+	if p.Mode == WindowLog {
+		return s.decideLog(now, p, n, commit)
+	}
+	return s.decideCounter(now, p, n, commit)
+}
+
+// winAlign returns the start of the epoch-aligned window of length w (> 0)
+// holding now (>= 0).
+func winAlign(now, w int64) int64 { return now - now%w }
+
+// winAdd returns a+b for non-negative b, saturating at maxInt64.
+func winAdd(a, b int64) int64 {
+	if a > maxInt64-b {
+		return maxInt64
+	}
+	return a + b
+}
+
+// winSince returns t-now as a Duration for t >= now (t may be saturated).
+func winSince(t, now int64) time.Duration {
+	if t <= now {
+		return 0
+	}
+	return time.Duration(t - now)
+}
+
+// counters returns the FIXED/SLIDING counters as they stand at now under
+// params p: the aligned start of the current window and the units admitted in
+// it (cur) and in the one before (prev, always 0 for FIXED), clamped to
+// p.Limit.
+func (s *Window) counters(now int64, p WindowParams) (start, cur, prev int64) {
+	w := int64(p.Window)
+	if s.mode != p.Mode || s.window <= 0 {
+		return winAlign(now, w), 0, 0
+	}
+	// Bring the counters up to now under the window length they were
+	// counted with.
+	start = winAlign(now, s.window)
+	switch start {
+	case s.start:
+		cur, prev = s.cur, s.prev
+	case winAdd(s.start, s.window):
+		cur, prev = 0, s.cur
+	}
+	if p.Mode == WindowFixed {
+		prev = 0
+	}
+	if s.window != w {
+		// Reinterpret them as the current and previous windows of the new
+		// length: recent units keep counting, nothing is granted.
+		start = winAlign(now, w)
+	}
+	return start, min(cur, p.Limit), min(prev, p.Limit)
+}
+
+func (s *Window) decideCounter(now int64, p WindowParams, n int64, commit bool) Decision {
+	w, limit := int64(p.Window), p.Limit
+	start, cur, prev := s.counters(now, p)
+	sliding := p.Mode == WindowSliding
+	rem := w - (now - start) // ns of the previous window still inside (now-w, now]; in (0, w]
+	var ok bool
+	switch {
+	case n > limit:
+	case sliding:
+		ok = winSlidingFits(prev, rem, cur, n, limit, w)
+	default:
+		ok = n <= limit-cur
+	}
+	d := Decision{Allowed: ok, Limit: limit}
+	if ok {
+		if commit && n > 0 {
+			s.log = winLog{}
+			s.mode, s.limit, s.window, s.last = p.Mode, limit, w, now
+			s.start, s.cur, s.prev = start, cur+n, prev
+		}
+		cur += n
+	} else {
+		d.RetryAfter = Never
+		if n <= limit {
+			if sliding {
+				d.RetryAfter = winSlidingRetry(now, start, w, cur, prev, limit, n)
+			} else {
+				d.RetryAfter = winSince(winAdd(start, w), now)
+			}
+		}
+	}
+	d.Remaining = limit - cur
+	if sliding {
+		d.Remaining -= winMulDivCeil(prev, rem, w)
+	}
+	d.Remaining = max(d.Remaining, 0)
+	switch {
+	case cur > 0:
+		// Fresh once cur has left as prev too: the end of the next window
+		// (FIXED forgets it at the end of this one).
+		end := winAdd(start, w)
+		if sliding {
+			end = winAdd(end, w)
+		}
+		d.ResetAfter = winSince(end, now)
+	case prev > 0:
+		d.ResetAfter = winSince(winAdd(start, w), now)
+	}
+	return d
+}
+
+// winSlidingFits reports whether prev×rem + (cur+n)×w <= limit×w, that is
+// whether n more units fit on an estimate of prev×rem/w + cur, exactly in
+// 128 bits. All arguments are non-negative.
+func winSlidingFits(prev, rem, cur, n, limit, w int64) bool {
+	h1, l1 := bits.Mul64(uint64(prev), uint64(rem))
+	h2, l2 := bits.Mul64(uint64(cur)+uint64(n), uint64(w))
+	lo, c := bits.Add64(l1, l2, 0)
+	hi, c2 := bits.Add64(h1, h2, c)
+	if c2 != 0 {
+		return false
+	}
+	hl, ll := bits.Mul64(uint64(limit), uint64(w))
+	return hi < hl || hi == hl && lo <= ll
+}
+
+// winSlidingRetry returns the exact ns from now until a request of n <= limit
+// units, denied now, would be admitted if nothing else is admitted meanwhile.
+// The estimate only decreases with time: within the current window the
+// previous count slides out linearly; at the next boundary the current count
+// becomes the previous one. So the answer is the first instant in the
+// current window at which the request fits, else the first in the next one
+// (where it always fits by its end, both counts having left).
+func winSlidingRetry(now, start, w, cur, prev, limit, n int64) time.Duration {
+	if free := limit - cur - n; free >= 0 && prev > 0 {
+		// Fits at start+e once prev×(w-e) <= free×w, i.e. w-e <= ⌊free×w/prev⌋.
+		if k := mulDivFloor(free, w, prev); k >= 1 {
+			return winSince(winAdd(start, w-min(k, w)), now)
+		}
+	}
+	next := winAdd(start, w)
+	if cur == 0 {
+		return winSince(next, now)
+	}
+	k := mulDivFloor(limit-n, w, cur) // in the next window cur is the previous count
+	return winSince(winAdd(next, w-min(k, w)), now)
+}
+
+// winMulDivCeil returns ⌈a×b/c⌉ for non-negative a, b and positive c,
+// saturating at maxInt64.
+func winMulDivCeil(a, b, c int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi >= uint64(c) {
+		return maxInt64
+	}
+	q, r := bits.Div64(hi, lo, uint64(c))
+	if r != 0 {
+		q++
+	}
+	if q > uint64(maxInt64) {
+		return maxInt64
+	}
+	return int64(q)
+}
+
+// winLog is the LOG mode's log: a ring of (instant, cumulative units)
+// entries, oldest first, instants non-decreasing and never equal (units
+// admitted at one instant are merged into one entry). Cumulative counts wrap
+// around uint64; only differences are used, and those are exact since the
+// units alive at once never exceed the limit. An entry at t holds
+// cum - (previous entry's cum, or base) units and leaves the window at t+w.
+type winLog struct {
+	buf  []winEntry // ring; len is 0 or a power of two
+	head int        // index in buf of the oldest entry
+	n    int        // number of entries
+	base uint64     // cumulative units before the oldest entry
+}
+
+type winEntry struct {
+	t   int64  // instant of admission, ns
+	cum uint64 // cumulative units admitted up to and including this entry
+}
+
+func (l *winLog) at(i int) *winEntry { return &l.buf[(l.head+i)&(len(l.buf)-1)] }
+
+// cumBefore returns the cumulative count before entry i.
+func (l *winLog) cumBefore(i int) uint64 {
+	if i == 0 {
+		return l.base
+	}
+	return l.at(i - 1).cum
+}
+
+// search returns the smallest i in [lo, l.n) with f(entry i), or l.n; f must
+// be monotonic (false then true).
+func (l *winLog) search(lo int, f func(e *winEntry) bool) int {
+	hi := l.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if f(l.at(m)) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// view returns the log as it stands at now for window w and limit: the first
+// live entry (instant > now-w), the cumulative count before it (base) and the
+// units alive. If more than limit are alive (the limit was lowered), the
+// oldest are dropped down to limit.
+func (l *winLog) view(now, w, limit int64) (first int, base uint64, total int64) {
+	cutoff := now - w // cannot overflow: now >= 0, w > 0
+	first = l.search(0, func(e *winEntry) bool { return e.t > cutoff })
+	base = l.cumBefore(first)
+	if first == l.n {
+		return first, base, 0
+	}
+	last := l.at(l.n - 1).cum
+	if last-base > uint64(limit) {
+		base = last - uint64(limit)
+		off := base - l.base
+		first = l.search(first, func(e *winEntry) bool { return e.cum-l.base > off })
+	}
+	return first, base, int64(last - base)
+}
+
+// commit drops the entries before first and sets the count before the oldest
+// remaining one to base, as computed by view.
+func (l *winLog) commit(first int, base uint64) {
+	for i := 0; i < first; i++ {
+		*l.at(i) = winEntry{}
+	}
+	if l.n -= first; l.n == 0 {
+		l.head = 0
+	} else {
+		l.head = (l.head + first) & (len(l.buf) - 1)
+	}
+	l.base = base
+	// Give memory back after a burst or a lowered limit, keeping room to
+	// grow by half before reallocating.
+	if len(l.buf) > 16 && l.n*4 <= len(l.buf) {
+		l.resize(len(l.buf) / 2)
+	}
+}
+
+// push appends units admitted at t (>= the newest entry's instant).
+func (l *winLog) push(t int64, units int64) {
+	cum := l.base
+	if l.n > 0 {
+		newest := l.at(l.n - 1)
+		if newest.t == t {
+			newest.cum += uint64(units)
+			return
+		}
+		cum = newest.cum
+	}
+	if l.n == len(l.buf) {
+		l.resize(max(4, 2*len(l.buf)))
+	}
+	l.n++
+	*l.at(l.n - 1) = winEntry{t: t, cum: cum + uint64(units)}
+}
+
+// resize moves the entries into a new ring of size c (a power of two >= n).
+func (l *winLog) resize(c int) {
+	buf := make([]winEntry, c)
+	for i := 0; i < l.n; i++ {
+		buf[i] = *l.at(i)
+	}
+	l.buf, l.head = buf, 0
+}
+
+func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Decision {
+	w, limit := int64(p.Window), p.Limit
+	l := &s.log
+	var fresh winLog
+	if s.mode != WindowLog {
+		l = &fresh
+	}
+	first, base, total := l.view(now, w, limit)
+	newest := int64(0)
+	if total > 0 {
+		newest = l.at(l.n - 1).t
+	}
+	ok := n <= limit && n <= limit-total
+	d := Decision{Allowed: ok, Limit: limit}
+	if ok {
+		if commit && n > 0 {
+			if s.mode != WindowLog {
+				*s = Window{}
+				l = &s.log
+			}
+			l.commit(first, base)
+			l.push(now, n)
+			s.mode, s.limit, s.window, s.last = WindowLog, limit, w, now
+		}
+		if n > 0 {
+			total += n
+			newest = now
+		}
+	} else {
+		d.RetryAfter = Never
+		if n <= limit {
+			// Wait until the oldest entries holding need units have left.
+			need := uint64(n - (limit - total))
+			j := l.search(first, func(e *winEntry) bool { return e.cum-base >= need })
+			d.RetryAfter = winSince(winAdd(l.at(j).t, w), now)
+		}
+	}
+	d.Remaining = limit - total
+	if total > 0 {
+		d.ResetAfter = winSince(winAdd(newest, w), now)
+	}
+	return d
+}
+
+// Encoding of a Window, version 1, little-endian:
+//
+//	[0]      version (1)
+//	[1]      mode (0 fresh: nothing follows)
+//	[2:10]   limit
+//	[10:18]  window, ns
+//	[18:26]  last, ns
+//	FIXED, SLIDING:
+//	[26:34]  start, ns
+//	[34:42]  cur
+//	[42:50]  prev
+//	LOG:
+//	[26:34]  base (cumulative units before the first entry)
+//	[34:38]  number of entries, uint32
+//	[38:]    entries, oldest first: instant ns (8), cumulative units (8)
+const (
+	windowVersion    = 1
+	windowHeaderLen  = 26
+	windowCounterLen = windowHeaderLen + 24
+	windowLogLen     = windowHeaderLen + 12 // before the entries
+	winEntryLen      = 16
+)
+
+// AppendBinary appends the encoding of the window, with the parameters it
+// was last admitted with, to b.
+func (s *Window) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, windowVersion, byte(s.mode))
+	if s.mode == 0 {
+		return b, nil
+	}
+	le := binary.LittleEndian
+	b = le.AppendUint64(b, uint64(s.limit))
+	b = le.AppendUint64(b, uint64(s.window))
+	b = le.AppendUint64(b, uint64(s.last))
+	if s.mode != WindowLog {
+		b = le.AppendUint64(b, uint64(s.start))
+		b = le.AppendUint64(b, uint64(s.cur))
+		return le.AppendUint64(b, uint64(s.prev)), nil
+	}
+	b = le.AppendUint64(b, s.log.base)
+	b = le.AppendUint32(b, uint32(s.log.n))
+	for i := 0; i < s.log.n; i++ {
+		e := s.log.at(i)
+		b = le.AppendUint64(b, uint64(e.t))
+		b = le.AppendUint64(b, e.cum)
+	}
+	return b, nil
+}
+
+// Size returns an estimate of the heap bytes the window holds.
+func (s *Window) Size() int {
+	return int(unsafe.Sizeof(*s)) + cap(s.log.buf)*int(unsafe.Sizeof(winEntry{}))
+}
+
+// decodeWindow restores a Window encoded by AppendBinary. It returns
+// ErrCorrupt for input it cannot read or that no Window encodes (negative
+// counts, a log out of order or holding more than limit units).
+func decodeWindow(b []byte) (*Window, error) {
+	if len(b) < 2 || b[0] != windowVersion {
+		return nil, ErrCorrupt
+	}
+	s := &Window{mode: WindowMode(b[1])}
+	if s.mode == 0 {
+		if len(b) != 2 {
+			return nil, ErrCorrupt
+		}
+		return s, nil
+	}
+	if s.mode > WindowLog || len(b) < windowHeaderLen {
+		return nil, ErrCorrupt
+	}
+	le := binary.LittleEndian
+	word := func(i int) int64 { return int64(le.Uint64(b[i:])) }
+	s.limit, s.window, s.last = word(2), word(10), word(18)
+	if s.limit <= 0 || s.window <= 0 || s.last < 0 {
+		return nil, ErrCorrupt
+	}
+	if s.mode != WindowLog {
+		if len(b) != windowCounterLen {
+			return nil, ErrCorrupt
+		}
+		s.start, s.cur, s.prev = word(26), word(34), word(42)
+		if s.start < 0 || s.start > s.last || s.cur < 0 || s.prev < 0 ||
+			s.mode == WindowFixed && s.prev != 0 {
+			return nil, ErrCorrupt
+		}
+		return s, nil
+	}
+	if len(b) < windowLogLen {
+		return nil, ErrCorrupt
+	}
+	base := le.Uint64(b[26:])
+	count := uint64(le.Uint32(b[34:]))
+	if uint64(len(b)-windowLogLen) != count*winEntryLen {
+		return nil, ErrCorrupt
+	}
+	l := &s.log
+	if count > 0 {
+		size := 4
+		for uint64(size) < count {
+			size *= 2
+		}
+		l.buf = make([]winEntry, size)
+	}
+	l.base = base
+	prevT, prevCum := int64(-1), base
+	for i := 0; i < int(count); i++ {
+		o := windowLogLen + i*winEntryLen
+		e := winEntry{t: word(o), cum: le.Uint64(b[o+8:])}
+		// Instants strictly increase, each entry holds >= 1 unit, and the
+		// units held never exceed maxInt64.
+		if e.t <= prevT || e.t > s.last || e.cum-base <= prevCum-base || e.cum-base > uint64(maxInt64) {
+			return nil, ErrCorrupt
+		}
+		l.buf[i] = e
+		prevT, prevCum = e.t, e.cum
+	}
+	l.n = int(count)
+	return s, nil
+}
