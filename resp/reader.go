@@ -1,0 +1,510 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// MaxMultibulkLen is the largest argument count a multibulk request may
+// announce (`*1048576`); a larger count is an "invalid multibulk length".
+const MaxMultibulkLen = 1024 * 1024
+
+// DefaultMaxBulkLen is the bulk length bound NewReader uses when given a
+// non-positive maxBulkLen (proto-max-bulk-len).
+const DefaultMaxBulkLen = 1024 * 1024
+
+// MaxQueryBufferLen bounds the bytes a single request may occupy in the read
+// buffer, like Redis's client-query-buffer-limit (1 GB). Past it Next returns
+// ErrQueryBufferLimit.
+const MaxQueryBufferLen = 1 << 30
+
+// ErrQueryBufferLimit is returned by Next when one request needs more than
+// MaxQueryBufferLen bytes of buffer. Redis closes such a client without a
+// reply; the caller should do the same.
+var ErrQueryBufferLimit = errors.New("resp: request exceeds the max query buffer length")
+
+// ProtocolError reports a malformed request. The connection cannot be
+// resynchronised after it: the caller replies "-ERR " + Error() and closes.
+type ProtocolError struct {
+	Msg string // Redis's text, e.g. "invalid bulk length"
+}
+
+// Error returns "Protocol error: " + Msg, as in Redis's error reply.
+func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+
+const (
+	// protoInlineMaxSize is Redis's PROTO_INLINE_MAX_SIZE: how many bytes may be
+	// buffered for an inline request or a multibulk/bulk header line before
+	// its terminator shows up.
+	protoInlineMaxSize = 64 * 1024
+	// readerInitBuf is the read buffer's initial size.
+	readerInitBuf = 4096
+	// readerKeepBuf and readerKeepArgs bound what an idle Reader keeps after a large
+	// request; larger buffers are dropped once fully consumed.
+	readerKeepBuf  = 64 * 1024
+	readerKeepArgs = 1024
+	// readerMaxEmptyReads is how many (0, nil) reads in a row Next tolerates.
+	readerMaxEmptyReads = 100
+)
+
+// argSpan locates a parsed bulk argument relative to the request's start.
+type argSpan struct{ start, end int }
+
+// Reader reads client requests (RESP multibulk or inline) from a connection.
+// It follows Redis 7's processMultibulkBuffer and processInlineBuffer: same
+// accepted inputs, same error texts, same bounds (except MaxMultibulkLen,
+// which Redis 7 raised to INT_MAX). It never allocates from an announced
+// length: the buffer only grows when it is full of received bytes, at most
+// doubling, and the argument slice grows as arguments arrive. In steady
+// state (pipelined small requests) Next does not allocate.
+//
+// Deliberate differences from Redis: NUL bytes are ordinary bytes (Redis's
+// strchr-based line search stops at them and waits for 64 KB), and the 64 KB
+// line bounds are applied independently of how the input was split into
+// reads (Redis checks them per read call).
+type Reader struct {
+	rd         io.Reader
+	maxBulkLen int
+	maxQuery   int
+
+	buf  []byte
+	r, w int // buf[r:w] is buffered and not yet consumed
+
+	// State of a partially received request, offsets relative to r.
+	multi   bool      // the multibulk header has been parsed
+	pos     int       // next byte to parse
+	remain  int       // arguments still to come
+	bulkLen int       // length of the current bulk, -1 before its header
+	scan    int       // bytes after pos already searched for a line terminator
+	spans   []argSpan // arguments received so far
+	args    [][]byte
+
+	perr  error // sticky protocol error
+	ioErr error // read error that came with data, returned once
+}
+
+// NewReader returns a Reader reading requests from rd. maxBulkLen is
+// proto-max-bulk-len, the largest accepted bulk argument; a non-positive
+// value means DefaultMaxBulkLen.
+func NewReader(rd io.Reader, maxBulkLen int) *Reader {
+	if maxBulkLen <= 0 {
+		maxBulkLen = DefaultMaxBulkLen
+	}
+	return &Reader{rd: rd, maxBulkLen: maxBulkLen, maxQuery: MaxQueryBufferLen, bulkLen: -1}
+}
+
+// Next returns the next command's arguments. The slices alias the reader's
+// buffer and stay valid only until the next call. Empty requests (`*0`,
+// `*-10`, blank inline lines) are skipped, as Redis does. On malformed input
+// it returns a *ProtocolError (the caller replies "-ERR Protocol error: <Msg>"
+// and closes), and keeps returning it; I/O errors (io.EOF etc.) are returned
+// as is, and a later call reads again.
+func (r *Reader) Next() (args [][]byte, err error) {
+	if r.perr != nil {
+		return nil, r.perr
+	}
+	if r.r == r.w && !r.multi {
+		r.r, r.w = 0, 0
+		if len(r.buf) > readerKeepBuf {
+			r.buf = nil
+		}
+		if cap(r.args) > readerKeepArgs {
+			r.args, r.spans = nil, nil
+		}
+	}
+	for {
+		done, err := r.parse()
+		if err != nil {
+			r.perr = err
+			return nil, err
+		}
+		if done {
+			if len(r.args) > 0 {
+				return r.args, nil
+			}
+			continue // empty request
+		}
+		if err := r.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Buffered reports whether a complete-or-partial next request is already
+// buffered, so the server can keep executing a pipelined batch and flush
+// replies once when it returns false. Complete empty requests (blank lines,
+// `*0`) are consumed here rather than reported, so a trailing blank line does
+// not hold back the replies.
+func (r *Reader) Buffered() bool {
+	if r.perr != nil || r.multi {
+		return true
+	}
+	for r.r < r.w && r.skipEmpty() {
+	}
+	return r.r < r.w
+}
+
+// skipEmpty consumes one complete empty request at r.r and reports whether
+// it did.
+func (r *Reader) skipEmpty() bool {
+	b := r.buf[r.r:r.w]
+	if len(b) > protoInlineMaxSize+1 {
+		b = b[:protoInlineMaxSize+1]
+	}
+	if b[0] == '*' {
+		i := bytes.IndexByte(b, '\r')
+		if i < 0 || i+1 >= len(b) {
+			return false
+		}
+		if n, ok := string2ll(b[1:i]); !ok || n > 0 {
+			return false
+		}
+		r.r += i + 2
+		r.scan = 0
+		return true
+	}
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return false
+	}
+	for _, c := range b[:i] {
+		if !isCSpace(c) {
+			return false
+		}
+	}
+	r.r += i + 1
+	r.scan = 0
+	return true
+}
+
+// parse parses what is buffered of the request at r.r. It reports done with
+// r.args set (empty for an empty request) and r.r moved past the request, or
+// not done when more input is needed.
+func (r *Reader) parse() (done bool, err error) {
+	if r.r == r.w {
+		return false, nil
+	}
+	if !r.multi {
+		if r.buf[r.r] != '*' {
+			return r.parseInline()
+		}
+		i, err := r.findLine('\r', "too big mbulk count string")
+		if err != nil || i < 0 || r.r+i+1 >= r.w {
+			return false, err // Redis also wants one byte after '\r'
+		}
+		n, ok := string2ll(r.buf[r.r+1 : r.r+i])
+		if !ok || n > MaxMultibulkLen {
+			return false, &ProtocolError{"invalid multibulk length"}
+		}
+		r.scan = 0
+		r.args = r.args[:0]
+		if n <= 0 {
+			r.r += i + 2
+			return true, nil
+		}
+		r.multi = true
+		r.pos = i + 2
+		r.remain = int(n)
+		r.bulkLen = -1
+		r.spans = r.spans[:0]
+	}
+	for r.remain > 0 {
+		start := r.r + r.pos
+		if r.bulkLen < 0 {
+			i, err := r.findLine('\r', "too big bulk count string")
+			if err != nil || i < 0 || start+i+1 >= r.w {
+				return false, err
+			}
+			if c := r.buf[start]; c != '$' {
+				if c == '\r' || c == '\n' {
+					c = ' ' // as addReplyErrorFormat does
+				}
+				return false, &ProtocolError{"expected '$', got '" + string([]byte{c}) + "'"}
+			}
+			n, ok := string2ll(r.buf[start+1 : start+i])
+			if !ok || n < 0 || n > int64(r.maxBulkLen) {
+				return false, &ProtocolError{"invalid bulk length"}
+			}
+			r.scan = 0
+			r.pos += i + 2
+			start += i + 2
+			r.bulkLen = int(n)
+		}
+		// Like Redis, the two bytes after the bulk data are skipped
+		// without checking that they are "\r\n".
+		if r.w-start < r.bulkLen+2 {
+			return false, nil
+		}
+		r.spans = append(r.spans, argSpan{r.pos, r.pos + r.bulkLen})
+		r.pos += r.bulkLen + 2
+		r.bulkLen = -1
+		r.remain--
+	}
+	base := r.buf[r.r:]
+	for _, s := range r.spans {
+		r.args = append(r.args, base[s.start:s.end:s.end])
+	}
+	r.r += r.pos
+	r.pos = 0
+	r.multi = false
+	return true, nil
+}
+
+// parseInline parses an inline request: one line split like sdssplitargs.
+func (r *Reader) parseInline() (done bool, err error) {
+	i, err := r.findLine('\n', "too big inline request")
+	if err != nil || i < 0 {
+		return false, err
+	}
+	r.scan = 0
+	line := r.buf[r.r : r.r+i]
+	if i > 0 && line[i-1] == '\r' {
+		line = line[:i-1]
+	}
+	r.r += i + 1
+	args, ok := sdsSplitArgs(line, r.args[:0])
+	r.args = args
+	if !ok {
+		return false, &ProtocolError{"unbalanced quotes in request"}
+	}
+	return true, nil
+}
+
+// findLine searches the line starting at r.r+r.pos for c and returns its
+// index relative to the line start, or -1 if more input is needed. Like
+// Redis, it fails with a ProtocolError of text tooBig once more than
+// protoInlineMaxSize bytes are buffered without c.
+func (r *Reader) findLine(c byte, tooBig string) (int, error) {
+	start := r.r + r.pos
+	end := r.w
+	if end-start > protoInlineMaxSize+1 {
+		end = start + protoInlineMaxSize + 1
+	}
+	if i := bytes.IndexByte(r.buf[start+r.scan:end], c); i >= 0 {
+		r.scan += i // a '\r' may still lack its following byte
+		return r.scan, nil
+	}
+	if end-start > protoInlineMaxSize {
+		return -1, &ProtocolError{tooBig}
+	}
+	r.scan = end - start
+	return -1, nil
+}
+
+// fill reads more input after the buffered bytes, compacting and growing
+// the buffer as needed.
+func (r *Reader) fill() error {
+	if err := r.ioErr; err != nil {
+		r.ioErr = nil
+		return err
+	}
+	if r.r > 0 {
+		r.w = copy(r.buf, r.buf[r.r:r.w])
+		r.r = 0
+	}
+	if r.w == len(r.buf) {
+		if err := r.grow(); err != nil {
+			return err
+		}
+	}
+	for range readerMaxEmptyReads {
+		n, err := r.rd.Read(r.buf[r.w:])
+		if n < 0 || n > len(r.buf)-r.w {
+			return errors.New("resp: reader returned invalid count from Read")
+		}
+		r.w += n
+		if err != nil {
+			if n > 0 {
+				r.ioErr = err
+				return nil
+			}
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// grow enlarges the full buffer: it doubles, but never past what the
+// current bulk argument still needs nor past maxQuery.
+func (r *Reader) grow() error {
+	if len(r.buf) == 0 {
+		r.buf = make([]byte, min(readerInitBuf, r.maxQuery))
+		return nil
+	}
+	if len(r.buf) >= r.maxQuery {
+		return ErrQueryBufferLimit
+	}
+	n := 2 * len(r.buf)
+	if r.multi && r.bulkLen >= 0 {
+		if need := r.pos + r.bulkLen + 2; need > len(r.buf) && need < n {
+			n = need
+		}
+	}
+	if n > r.maxQuery {
+		n = r.maxQuery
+	}
+	buf := make([]byte, n)
+	copy(buf, r.buf[:r.w])
+	r.buf = buf
+	return nil
+}
+
+// string2ll parses a decimal int64 as Redis's string2ll does: optional '-',
+// no '+', no spaces, no leading zeros, not empty, no overflow.
+func string2ll(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<64-1)/10 {
+			return 0, false
+		}
+		v *= 10
+		if v > 1<<64-1-uint64(c-'0') {
+			return 0, false
+		}
+		v += uint64(c - '0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v-1) - 1, true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// isCSpace is C's isspace in the "C" locale.
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func hexDigitVal(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// sdsSplitArgs splits an inline request line like Redis's sdssplitargs and
+// appends the arguments to args. Quoted arguments are unescaped in place:
+// the arguments alias line, whose bytes are overwritten. It reports false
+// on unbalanced quotes.
+func sdsSplitArgs(line []byte, args [][]byte) ([][]byte, bool) {
+	n, p := len(line), 0
+	for {
+		for p < n && isCSpace(line[p]) {
+			p++
+		}
+		if p == n {
+			return args, true
+		}
+		start, w := p, p // the argument is written to line[start:w], w <= p
+		inq, insq := false, false
+		for done := false; !done; {
+			switch {
+			case inq:
+				switch {
+				case p == n:
+					return args, false // unterminated quotes
+				case line[p] == '\\' && p+3 < n && line[p+1] == 'x' && isHexDigit(line[p+2]) && isHexDigit(line[p+3]):
+					line[w] = hexDigitVal(line[p+2])<<4 | hexDigitVal(line[p+3])
+					w++
+					p += 3
+				case line[p] == '\\' && p+1 < n:
+					p++
+					c := line[p]
+					switch c {
+					case 'n':
+						c = '\n'
+					case 'r':
+						c = '\r'
+					case 't':
+						c = '\t'
+					case 'b':
+						c = '\b'
+					case 'a':
+						c = '\a'
+					}
+					line[w] = c
+					w++
+				case line[p] == '"':
+					// The closing quote must be followed by a space or
+					// nothing at all.
+					if p+1 < n && !isCSpace(line[p+1]) {
+						return args, false
+					}
+					done = true
+				default:
+					line[w] = line[p]
+					w++
+				}
+			case insq:
+				switch {
+				case p == n:
+					return args, false
+				case line[p] == '\\' && p+1 < n && line[p+1] == '\'':
+					p++
+					line[w] = '\''
+					w++
+				case line[p] == '\'':
+					if p+1 < n && !isCSpace(line[p+1]) {
+						return args, false
+					}
+					done = true
+				default:
+					line[w] = line[p]
+					w++
+				}
+			default:
+				if p == n {
+					done = true
+					break
+				}
+				switch c := line[p]; c {
+				case ' ', '\n', '\r', '\t':
+					done = true
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					line[w] = c
+					w++
+				}
+			}
+			if p < n {
+				p++
+			}
+		}
+		args = append(args, line[start:w:w])
+	}
+}
