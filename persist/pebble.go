@@ -343,7 +343,9 @@ func (s *PebbleStore) Close() error {
 }
 
 // pebbleLogger routes Pebble's log lines to Options.Logger.
-type pebbleLogger struct{ logf func(format string, args ...any) }
+type pebbleLogger struct {
+	logf func(format string, args ...any)
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) { l.logf("pebble: "+format, args...) }
 
@@ -354,4 +356,16 @@ func (l pebbleLogger) Errorf(format string, args ...any) { l.logf("pebble: error
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	l.logf("pebble: fatal: "+format, args...)
 	panic(fmt.Sprintf("pebble: fatal: "+format, args...))
+}
+
+// putRaw stores an already encoded key/value pair verbatim. MemStore's
+// Checkpoint uses it to copy values it can't decode; tests use it to plant
+// corrupt values.
+func (s *PebbleStore) putRaw(key, value []byte) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.Set(key, value, s.wo)
 }
