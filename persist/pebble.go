@@ -72,6 +72,10 @@ func Open(opts *Options) (*PebbleStore, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
+	// Before locking, so that a refusal leaves no LOCK file behind.
+	if err := checkForeignDir(o.Dir); err != nil {
+		return nil, err
+	}
 	// Take the lock ourselves rather than inside pebble.Open, so that a lock
 	// conflict gets its own clear error instead of a bare EAGAIN.
 	lock, err := pebble.LockDirectory(o.Dir, vfs.Default)
@@ -81,10 +85,6 @@ func Open(opts *Options) (*PebbleStore, error) {
 			return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 		}
 		return nil, fmt.Errorf("persist: open %s: %w: %w", o.Dir, ErrLocked, err)
-	}
-	if err := checkForeignDir(o.Dir); err != nil {
-		_ = lock.Close()
-		return nil, err
 	}
 	po := &pebble.Options{
 		CacheSize:                   pebbleCacheSize,

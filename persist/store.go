@@ -130,9 +130,9 @@ type Options struct {
 	Fsync FsyncPolicy
 	// SyncInterval is how often FsyncEverySec fsyncs. Default 1s.
 	SyncInterval time.Duration
-	// Logger receives the store's and Pebble's log lines (one line per
-	// call, no trailing newline needed). Default: discard. It must be safe
-	// for concurrent use.
+	// Logger receives the store's and Pebble's error lines (one line per
+	// call, without a trailing newline), such as a failed background fsync.
+	// Default: discard. It must be safe for concurrent use.
 	Logger func(format string, args ...any)
 }
 
