@@ -60,8 +60,11 @@ var _ State = (*GCRA)(nil)
 // follows redis-cell: Limit is MaxBurst+1; a denied request's RetryAfter is
 // the time until it would be admitted, or Never when n exceeds the limit;
 // ResetAfter is the time until the key is fresh again (TAT − now).
-// Parameters that differ from the last call's keep the TAT (the time the
-// key becomes fresh), clamped so that TAT − now ≤ the new DVT. Invalid
+// Parameters that differ from those last used take effect as of the last
+// update: the TAT (the time the key becomes fresh again) is kept, clamped
+// so that TAT − last ≤ the new DVT. Applying them there rather than at now
+// keeps a denied call's answer true over time even though it stores
+// nothing: waiting RetryAfter with the same parameters is enough. Invalid
 // parameters or a negative n are denied with Never; callers validate first.
 func (s *GCRA) Take(now int64, p GCRAParams, n int64) Decision {
 	d, nb := s.decide(now, p, n)
@@ -84,20 +87,23 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 	if p.Validate() != nil || n < 0 {
 		return Decision{Limit: limit, RetryAfter: Never}, s.b
 	}
-	now, back := s.b.at(now, s.p.Count)
+	// New parameters apply from the last update (see Take): convert and
+	// clamp the stored backlog there, then drain it to now.
+	back := s.b.s
 	if !back.isZero() && s.p.Count != p.Count {
-		// Keep TAT − now = back/Count: rescale to the new count, rounding
+		// Keep TAT − last = back/Count: rescale to the new count, rounding
 		// the wait up.
 		if s.p.Count > 0 {
 			back = back.mulDiv(uint64(p.Count), uint64(s.p.Count), true)
 		} else {
-			back = u128{}
+			back = u128{} // only a corrupt state gets here: start fresh
 		}
 	}
 	full := mul64(uint64(limit), uint64(p.Period)) // DVT·Count
 	if back.cmp(full) > 0 {
 		back = full
 	}
+	now, back = backlog{last: s.b.last, s: back}.at(now, p.Count)
 	d := Decision{Limit: limit}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {

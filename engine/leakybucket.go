@@ -55,9 +55,13 @@ var _ State = (*LeakyBucket)(nil)
 // Capacity) is denied with RetryAfter the time until it fits, or Never when
 // n > Capacity. Durations are rounded up to whole ns.
 //
-// When Period differs from the last call's, the level is carried over
-// (rounded up); it is always clamped to the new Capacity. Invalid
-// parameters or a negative n are denied with Never; callers validate first.
+// Parameters that differ from those last used take effect as of the last
+// update: the level then is carried over (rounded up to a multiple of
+// 1/Period when Period changes) and clamped to the new Capacity, and it
+// drains since then at the new rate. Applying them there rather than at
+// now keeps a denied call's answer true over time even though it stores
+// nothing. Invalid parameters or a negative n are denied with Never;
+// callers validate first.
 func (s *LeakyBucket) Take(now int64, p LeakyBucketParams, n int64) Decision {
 	d, nb := s.decide(now, p, n)
 	if d.Allowed && n > 0 {
@@ -78,7 +82,9 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 	if p.Validate() != nil || n < 0 {
 		return Decision{Limit: p.Capacity, RetryAfter: Never}, s.b
 	}
-	now, back := s.b.at(now, s.p.Rate)
+	// New parameters apply from the last update (see Take): carry the
+	// stored level over there, then drain it to now.
+	back := s.b.s
 	if !back.isZero() && s.p.Period != p.Period {
 		if s.p.Period > 0 {
 			back = back.mulDiv(uint64(p.Period), uint64(s.p.Period), true)
@@ -90,6 +96,7 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 	if back.cmp(full) > 0 {
 		back = full
 	}
+	now, back = backlog{last: s.b.last, s: back}.at(now, p.Rate)
 	d := Decision{Limit: p.Capacity}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {

@@ -60,10 +60,13 @@ var _ State = (*TokenBucket)(nil)
 // tokens are taken now, putting the bucket in debt, and the caller must
 // wait RetryAfter before acting.
 //
-// When Capacity or Period differ from the last call's, the token count is
-// carried over (rounded down when Period changes, debt rounded up) and
-// clamped to the new Capacity. Invalid parameters or a negative n are
-// denied with Never; callers validate first.
+// Parameters that differ from those last used take effect as of the last
+// update: the token count then is carried over (rounded down to a multiple
+// of 1/Period when Period changes, debt rounded up) and clamped to the new
+// Capacity, and refills since then run at the new rate. Applying them there
+// rather than at now keeps a denied call's answer true over time even
+// though it stores nothing. Invalid parameters or a negative n are denied
+// with Never; callers validate first.
 func (s *TokenBucket) Take(now int64, p TokenBucketParams, n int64) Decision {
 	d, nb := s.decide(now, p, n)
 	if d.Allowed && n > 0 {
@@ -85,10 +88,13 @@ func (s *TokenBucket) decide(now int64, p TokenBucketParams, n int64) (Decision,
 	if p.Validate() != nil || n < 0 {
 		return Decision{Limit: p.Capacity, RetryAfter: Never}, s.b
 	}
-	now, back := s.b.at(now, s.p.Rate)
+	// New parameters apply from the last update (see Take): carry the
+	// stored backlog over there, then refill to now.
+	back := s.b.s
 	if !back.isZero() && (s.p.Capacity != p.Capacity || s.p.Period != p.Period) {
 		back = s.carry(back, p)
 	}
+	now, back = backlog{last: s.b.last, s: back}.at(now, p.Rate)
 	full := mul64(uint64(p.Capacity), uint64(p.Period))
 	d := Decision{Limit: p.Capacity}
 	after := back
