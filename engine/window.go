@@ -163,27 +163,30 @@ func winSince(t, now int64) time.Duration {
 // params p: the aligned start of the current window and the units admitted in
 // it (cur) and in the one before (prev, always 0 for FIXED), clamped to
 // p.Limit.
+//
+// After a change of window length the stored counters are first moved to
+// the new length as they stood at the last admission: cur into the new
+// window holding that instant (no admission was later, so none is counted
+// too early), prev into the one before. The result depends on the stored
+// state alone, not on when the change is first seen.
 func (s *Window) counters(now int64, p WindowParams) (start, cur, prev int64) {
 	w := int64(p.Window)
+	start = winAlign(now, w)
 	if s.mode != p.Mode || s.window <= 0 {
-		return winAlign(now, w), 0, 0
+		return start, 0, 0
 	}
-	// Bring the counters up to now under the window length they were
-	// counted with.
-	start = winAlign(now, s.window)
+	from := s.start
+	if s.window != w {
+		from = winAlign(s.last, w)
+	}
 	switch start {
-	case s.start:
+	case from:
 		cur, prev = s.cur, s.prev
-	case winAdd(s.start, s.window):
+	case winAdd(from, w):
 		cur, prev = 0, s.cur
 	}
 	if p.Mode == WindowFixed {
 		prev = 0
-	}
-	if s.window != w {
-		// Reinterpret them as the current and previous windows of the new
-		// length: recent units keep counting, nothing is granted.
-		start = winAlign(now, w)
 	}
 	return start, min(cur, p.Limit), min(prev, p.Limit)
 }
@@ -192,12 +195,14 @@ func (s *Window) decideCounter(now int64, p WindowParams, n int64, commit bool) 
 	w, limit := int64(p.Window), p.Limit
 	start, cur, prev := s.counters(now, p)
 	sliding := p.Mode == WindowSliding
-	rem := w - (now - start) // ns of the previous window still inside (now-w, now]; in (0, w]
+	// Durations are computed from left, the ns until the current window
+	// ends, so that they stay exact where instants would saturate.
+	left := w - (now - start) // in (0, w]; also the ns of the previous window inside (now-w, now]
 	var ok bool
 	switch {
 	case n > limit:
 	case sliding:
-		ok = winSlidingFits(prev, rem, cur, n, limit, w)
+		ok = winSlidingFits(prev, left, cur, n, limit, w)
 	default:
 		ok = n <= limit-cur
 	}
@@ -213,28 +218,23 @@ func (s *Window) decideCounter(now int64, p WindowParams, n int64, commit bool) 
 		d.RetryAfter = Never
 		if n <= limit {
 			if sliding {
-				d.RetryAfter = winSlidingRetry(now, start, w, cur, prev, limit, n)
+				d.RetryAfter = winSlidingRetry(left, w, cur, prev, limit, n)
 			} else {
-				d.RetryAfter = winSince(winAdd(start, w), now)
+				d.RetryAfter = time.Duration(left)
 			}
 		}
 	}
 	d.Remaining = limit - cur
 	if sliding {
-		d.Remaining -= winMulDivCeil(prev, rem, w)
+		d.Remaining -= winMulDivCeil(prev, left, w)
 	}
 	d.Remaining = max(d.Remaining, 0)
 	switch {
-	case cur > 0:
-		// Fresh once cur has left as prev too: the end of the next window
-		// (FIXED forgets it at the end of this one).
-		end := winAdd(start, w)
-		if sliding {
-			end = winAdd(end, w)
-		}
-		d.ResetAfter = winSince(end, now)
-	case prev > 0:
-		d.ResetAfter = winSince(winAdd(start, w), now)
+	case cur > 0 && sliding:
+		// Fresh once cur has left as prev too: at the end of the next window.
+		d.ResetAfter = time.Duration(winAdd(left, w))
+	case cur > 0 || prev > 0:
+		d.ResetAfter = time.Duration(left)
 	}
 	return d
 }
@@ -254,26 +254,27 @@ func winSlidingFits(prev, rem, cur, n, limit, w int64) bool {
 	return hi < hl || hi == hl && lo <= ll
 }
 
-// winSlidingRetry returns the exact ns from now until a request of n <= limit
-// units, denied now, would be admitted if nothing else is admitted meanwhile.
-// The estimate only decreases with time: within the current window the
-// previous count slides out linearly; at the next boundary the current count
-// becomes the previous one. So the answer is the first instant in the
-// current window at which the request fits, else the first in the next one
-// (where it always fits by its end, both counts having left).
-func winSlidingRetry(now, start, w, cur, prev, limit, n int64) time.Duration {
+// winSlidingRetry returns the exact ns until a request of n <= limit units,
+// denied now, would be admitted if nothing else is admitted meanwhile; left
+// is the ns until the current window ends. The estimate only decreases with
+// time: within the current window the previous count slides out linearly; at
+// the next boundary the current count becomes the previous one. So the
+// answer is the first instant in the current window at which the request
+// fits, else the first in the next one (where it fits by the end, both
+// counts having left).
+func winSlidingRetry(left, w, cur, prev, limit, n int64) time.Duration {
 	if free := limit - cur - n; free >= 0 && prev > 0 {
-		// Fits at start+e once prev×(w-e) <= free×w, i.e. w-e <= ⌊free×w/prev⌋.
+		// Fits once prev×left' <= free×w, i.e. left' <= ⌊free×w/prev⌋ = k,
+		// with left' the ns left in the window then.
 		if k := mulDivFloor(free, w, prev); k >= 1 {
-			return winSince(winAdd(start, w-min(k, w)), now)
+			return time.Duration(max(left-k, 0))
 		}
 	}
-	next := winAdd(start, w)
 	if cur == 0 {
-		return winSince(next, now)
+		return time.Duration(left)
 	}
 	k := mulDivFloor(limit-n, w, cur) // in the next window cur is the previous count
-	return winSince(winAdd(next, w-min(k, w)), now)
+	return time.Duration(winAdd(left, w-min(k, w)))
 }
 
 // winMulDivCeil returns ⌈a×b/c⌉ for non-negative a, b and positive c,
@@ -436,12 +437,12 @@ func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Deci
 			// Wait until the oldest entries holding need units have left.
 			need := uint64(n - (limit - total))
 			j := l.search(first, func(e *winEntry) bool { return e.cum-base >= need })
-			d.RetryAfter = winSince(winAdd(l.at(j).t, w), now)
+			d.RetryAfter = time.Duration(w - (now - l.at(j).t)) // live: now-t < w
 		}
 	}
 	d.Remaining = limit - total
 	if total > 0 {
-		d.ResetAfter = winSince(winAdd(newest, w), now)
+		d.ResetAfter = time.Duration(w - (now - newest))
 	}
 	return d
 }
