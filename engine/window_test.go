@@ -66,16 +66,16 @@ func runWindowSteps(t *testing.T, p WindowParams, steps []windowStep) {
 func TestWindowFixed(t *testing.T) {
 	p := WindowParams{Limit: 3, Window: time.Second, Mode: WindowFixed}
 	runWindowSteps(t, p, []windowStep{
-		0: {t: wat(0), n: 0, ok: true, rem: 3},                                     // peek on a fresh key
-		1: {t: wat(0), n: 1, ok: true, rem: 2, reset: time.Second},                 // window [t0, t0+1s)
-		2: {t: wat(100 * time.Millisecond), n: 2, ok: true, rem: 0, reset: 900 * time.Millisecond},
-		3: {t: wat(500 * time.Millisecond), n: 1, rem: 0, retry: 500 * time.Millisecond, reset: 500 * time.Millisecond},
-		4: {t: wat(500 * time.Millisecond), n: 0, ok: true, rem: 0, reset: 500 * time.Millisecond},
-		5: {t: wat(600 * time.Millisecond), n: 4, rem: 0, retry: Never, reset: 400 * time.Millisecond}, // n > limit
-		6: {t: wat(time.Second - 1), n: 1, rem: 0, retry: 1, reset: 1},
-		7: {t: wat(time.Second), n: 3, ok: true, rem: 0, reset: time.Second}, // the next window starts empty
-		8: {t: wat(1500 * time.Millisecond), n: 1, check: true, rem: 0, retry: 500 * time.Millisecond, reset: 500 * time.Millisecond},
-		9: {t: wat(2 * time.Second), n: 0, ok: true, rem: 3},                         // fresh again
+		0:  {t: wat(0), n: 0, ok: true, rem: 3},                     // peek on a fresh key
+		1:  {t: wat(0), n: 1, ok: true, rem: 2, reset: time.Second}, // window [t0, t0+1s)
+		2:  {t: wat(100 * time.Millisecond), n: 2, ok: true, rem: 0, reset: 900 * time.Millisecond},
+		3:  {t: wat(500 * time.Millisecond), n: 1, rem: 0, retry: 500 * time.Millisecond, reset: 500 * time.Millisecond},
+		4:  {t: wat(500 * time.Millisecond), n: 0, ok: true, rem: 0, reset: 500 * time.Millisecond},
+		5:  {t: wat(600 * time.Millisecond), n: 4, rem: 0, retry: Never, reset: 400 * time.Millisecond}, // n > limit
+		6:  {t: wat(time.Second - 1), n: 1, rem: 0, retry: 1, reset: 1},
+		7:  {t: wat(time.Second), n: 3, ok: true, rem: 0, reset: time.Second}, // the next window starts empty
+		8:  {t: wat(1500 * time.Millisecond), n: 1, check: true, rem: 0, retry: 500 * time.Millisecond, reset: 500 * time.Millisecond},
+		9:  {t: wat(2 * time.Second), n: 0, ok: true, rem: 3},                                                     // fresh again
 		10: {t: wat(2500 * time.Millisecond), n: 1, check: true, ok: true, rem: 2, reset: 500 * time.Millisecond}, // Check admits, changes nothing
 		11: {t: wat(2500 * time.Millisecond), n: 0, ok: true, rem: 3},
 		12: {t: wat(3 * time.Second), n: 4, rem: 3, retry: Never}, // fresh and n > limit: nothing to reset
@@ -154,7 +154,7 @@ func TestWindowSliding(t *testing.T) {
 		8: {t: wat(14 * time.Second), n: 1, ok: true, rem: 0, reset: 16 * time.Second},
 		// 4 now, 10×(1-e) before: 7 fit only in the next window, where the
 		// 4 weigh 4×(1-e') <= 3 from e' = 2.5s.
-		9: {t: wat(19 * time.Second), n: 7, rem: 5, retry: 3500 * time.Millisecond, reset: 11 * time.Second},
+		9:  {t: wat(19 * time.Second), n: 7, rem: 5, retry: 3500 * time.Millisecond, reset: 11 * time.Second},
 		10: {t: wat(22500 * time.Millisecond), n: 7, ok: true, rem: 0, reset: 17500 * time.Millisecond},
 		// Long idle: fresh.
 		11: {t: wat(40 * time.Second), n: 0, ok: true, rem: 10},
@@ -206,9 +206,9 @@ func TestWindowLog(t *testing.T) {
 		5: {t: wat(500 * time.Millisecond), n: 3, rem: 0, retry: 700 * time.Millisecond, reset: 700 * time.Millisecond},
 		6: {t: wat(500 * time.Millisecond), n: 4, rem: 0, retry: Never, reset: 700 * time.Millisecond},
 		// (now-1s, now] excludes t0 itself.
-		7: {t: wat(time.Second - 1), n: 1, rem: 0, retry: 1, reset: 200*time.Millisecond + 1},
-		8: {t: wat(time.Second), n: 1, ok: true, rem: 0, reset: time.Second},
-		9: {t: wat(1200 * time.Millisecond), n: 0, ok: true, rem: 2, reset: 800 * time.Millisecond},
+		7:  {t: wat(time.Second - 1), n: 1, rem: 0, retry: 1, reset: 200*time.Millisecond + 1},
+		8:  {t: wat(time.Second), n: 1, ok: true, rem: 0, reset: time.Second},
+		9:  {t: wat(1200 * time.Millisecond), n: 0, ok: true, rem: 2, reset: 800 * time.Millisecond},
 		10: {t: wat(1200 * time.Millisecond), n: 2, ok: true, rem: 0, reset: time.Second},
 		11: {t: wat(1900 * time.Millisecond), n: 2, check: true, rem: 0, retry: 300 * time.Millisecond, reset: 300 * time.Millisecond},
 		// Limit lowered to 1: the oldest unit is dropped first, so the
