@@ -1,0 +1,233 @@
+// Command rlserver is a rate-limit server that speaks the Redis protocol.
+//
+// Every flag can also be set by an RLSERVER_<NAME> environment variable
+// (upper case, dashes as underscores: RLSERVER_SAVE_INTERVAL=2s); a flag on
+// the command line wins over the environment.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+)
+
+type options struct {
+	bind         string
+	port         int
+	dir          string
+	saveInterval time.Duration
+	appendfsync  string
+	shards       int
+	requirepass  string
+	maxmemory    string
+	maxBulk      string
+	logMaxLimit  int64
+	enableDebug  bool
+}
+
+func main() {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	log.SetPrefix("rlserver ")
+	os.Exit(run(os.Args[1:]))
+}
+
+func parseOptions(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on")
+	fs.IntVar(&o.port, "port", 6379, "TCP port; 0 picks a free one and logs it")
+	fs.StringVar(&o.dir, "dir", "./data", "Pebble directory; '' runs in memory only")
+	fs.DurationVar(&o.saveInterval, "save-interval", time.Second, "how often changed keys are flushed to disk")
+	fs.StringVar(&o.appendfsync, "appendfsync", "everysec", "fsync policy: always, everysec or no")
+	fs.IntVar(&o.shards, "shards", shard.DefaultShards(), "keyspace shards (a power of two)")
+	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
+	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
+	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
+	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
+	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
+	// The environment first, so that the command line overrides it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "RLSERVER_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok && envErr == nil {
+			if err := f.Value.Set(v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %v", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.shards < 1 || o.shards > shard.MaxShards || o.shards&(o.shards-1) != 0 {
+		return nil, fmt.Errorf("--shards must be a power of two between 1 and %d", shard.MaxShards)
+	}
+	if o.saveInterval <= 0 {
+		return nil, fmt.Errorf("--save-interval must be positive")
+	}
+	switch o.appendfsync {
+	case "always", "everysec", "no":
+	default:
+		return nil, fmt.Errorf("--appendfsync must be always, everysec or no")
+	}
+	return o, nil
+}
+
+func parseBytes(s string) (int64, error) {
+	low := strings.ToLower(s)
+	mul := int64(1)
+	for _, u := range []struct {
+		suf string
+		m   int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"b", 1}} {
+		if strings.HasSuffix(low, u.suf) {
+			low, mul = strings.TrimSuffix(low, u.suf), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(low, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return n * mul, nil
+}
+
+func run(args []string) int {
+	o, err := parseOptions(args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		log.Printf("error: %v", err)
+		return 2
+	}
+	maxmem, err := parseBytes(o.maxmemory)
+	if err != nil {
+		log.Printf("error: --maxmemory: %v", err)
+		return 2
+	}
+	maxBulk, err := parseBytes(o.maxBulk)
+	if err != nil || maxBulk < 1024 || maxBulk > 512<<20 {
+		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
+		return 2
+	}
+	clock := shard.NewClock()
+	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != ""})
+
+	p, err := openPersistence(o, store, clock)
+	if err != nil {
+		log.Printf("error: %v", err)
+		return 1
+	}
+
+	done := make(chan bool, 1)
+	cfg := resp.Config{
+		RequirePass:     o.requirepass,
+		ProtoMaxBulkLen: int(maxBulk),
+		EnableDebug:     o.enableDebug,
+		LogMaxLimit:     o.logMaxLimit,
+		Settings: map[string]string{
+			"bind":                 o.bind,
+			"port":                 strconv.Itoa(o.port),
+			"dir":                  o.dir,
+			"save-interval":        o.saveInterval.String(),
+			"appendfsync":          o.appendfsync,
+			"shards":               strconv.Itoa(o.shards),
+			"enable-debug-command": strconv.FormatBool(o.enableDebug),
+		},
+		OnShutdown: func(save bool) {
+			select {
+			case done <- save:
+			default:
+			}
+		},
+	}
+	if p != nil {
+		cfg.Persistence = p
+	}
+	srv := resp.New(cfg, store, clock)
+	srv.SetMaxMemory(maxmem)
+	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
+		log.Printf("error: listen: %v", err)
+		if p != nil {
+			p.Close()
+		}
+		return 1
+	}
+	restored := 0
+	if p != nil {
+		restored = p.Restored()
+	}
+	log.Printf("ready: listening on %s, %d keys restored, %d shards, dir %q", srv.Addr(), restored, store.NumShards(), o.dir)
+
+	stopSweep := startSweeper(store, clock)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve() }()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	save := true
+	code := 0
+	select {
+	case s := <-sig:
+		log.Printf("received %v: shutting down", s)
+	case save = <-done:
+		log.Printf("SHUTDOWN: shutting down")
+	case err := <-serveErr:
+		log.Printf("error: serve: %v", err)
+		code = 1
+	}
+	srv.Close(5 * time.Second)
+	stopSweep()
+	if p != nil {
+		if err := p.Shutdown(save); err != nil {
+			log.Printf("error: final flush: %v", err)
+			code = 1
+		}
+	}
+	log.Printf("bye")
+	return code
+}
+
+// startSweeper runs the active expiry sweep: every 100 ms each shard gets a
+// bounded amount of work, so a sweep never holds a lock for long.
+func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
+	const perShard = 2000
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				now := clock.Now()
+				for i := 0; i < store.NumShards(); i++ {
+					sh := store.Shard(i)
+					sh.Lock()
+					sh.Sweep(now, perShard)
+					sh.Unlock()
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}

@@ -1,0 +1,236 @@
+package resp
+
+import (
+	"slices"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// allRule is one parsed rule of CL.ALL.
+type allRule struct {
+	kind  engine.Kind
+	mode  engine.WindowMode
+	key   []byte
+	shard int
+	a, b  int64         // capacity/limit/max_burst, rate/count
+	dur   time.Duration // period or window
+	entry *shard.Entry  // existing entry, if any
+	fresh engine.State  // state for a key that does not exist yet
+	d     engine.Decision
+}
+
+// allRuleArity maps a CL.ALL rule name to its positional argument count (key
+// included).
+func allRuleArity(name []byte) (engine.Kind, engine.WindowMode, int, bool) {
+	switch {
+	case equalFold(name, "TOKENBUCKET"):
+		return engine.KindTokenBucket, 0, 4, true
+	case equalFold(name, "THROTTLE"):
+		return engine.KindThrottle, 0, 4, true
+	case equalFold(name, "LEAKYBUCKET"):
+		return engine.KindLeakyBucket, 0, 4, true
+	case equalFold(name, "FIXED"):
+		return engine.KindWindow, engine.WindowFixed, 3, true
+	case equalFold(name, "SLIDING"):
+		return engine.KindWindow, engine.WindowSliding, 3, true
+	case equalFold(name, "LOG"):
+		return engine.KindWindow, engine.WindowLog, 3, true
+	}
+	return 0, 0, 0, false
+}
+
+// parseAll parses CL.ALL's arguments; on error it has replied.
+func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
+	count, ok := parsePositive(args[1])
+	if !ok {
+		c.err(errNotInt)
+		return nil, 0, false
+	}
+	n = 1
+	rest := args[2:]
+	if count > int64(len(rest)) {
+		c.err(errSyntax)
+		return nil, 0, false
+	}
+	rules = make([]allRule, 0, count)
+	for i := int64(0); i < count; i++ {
+		if len(rest) == 0 {
+			c.err(errSyntax)
+			return nil, 0, false
+		}
+		kind, mode, arity, known := allRuleArity(rest[0])
+		if !known || len(rest) < 1+arity {
+			c.err(errSyntax)
+			return nil, 0, false
+		}
+		r := allRule{kind: kind, mode: mode, key: rest[1]}
+		p := rest[2 : 1+arity]
+		switch kind {
+		case engine.KindWindow:
+			wp, good := parseWindow(c, p, mode)
+			if !good {
+				return nil, 0, false
+			}
+			r.a, r.dur = wp.Limit, wp.Window
+		case engine.KindThrottle:
+			if r.a, ok = parsePositive(p[0]); ok {
+				if r.b, ok = parsePositive(p[1]); ok {
+					r.dur, ok = parseDuration(p[2])
+				}
+			}
+			if !ok {
+				c.err(errNotInt)
+				return nil, 0, false
+			}
+		default:
+			if r.a, r.b, r.dur, ok = parseBucket(c, p); !ok {
+				return nil, 0, false
+			}
+		}
+		for _, prev := range rules {
+			if string(prev.key) == string(r.key) {
+				c.err("ERR CL.ALL rules must name distinct keys")
+				return nil, 0, false
+			}
+		}
+		rules = append(rules, r)
+		rest = rest[1+arity:]
+	}
+	switch {
+	case len(rest) == 0:
+	case len(rest) == 2 && equalFold(rest[0], "COST"):
+		if n, ok = parseCost(rest[1]); !ok {
+			c.err(errNotInt)
+			return nil, 0, false
+		}
+	default:
+		c.err(errSyntax)
+		return nil, 0, false
+	}
+	return rules, n, true
+}
+
+// run asks the rule's limiter for n units: a check (mutating nothing) or a
+// take. st must be of the rule's kind.
+func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision {
+	switch s := st.(type) {
+	case *engine.GCRA:
+		p := engine.GCRAParams{MaxBurst: r.a, Count: r.b, Period: r.dur}
+		if take {
+			return s.Take(now, p, n)
+		}
+		return s.Check(now, p, n)
+	case *engine.TokenBucket:
+		p := engine.TokenBucketParams{Capacity: r.a, Rate: r.b, Period: r.dur}
+		if take {
+			return s.Take(now, p, n)
+		}
+		return s.Check(now, p, n)
+	case *engine.LeakyBucket:
+		p := engine.LeakyBucketParams{Capacity: r.a, Rate: r.b, Period: r.dur}
+		if take {
+			return s.Take(now, p, n)
+		}
+		return s.Check(now, p, n)
+	case *engine.Window:
+		p := engine.WindowParams{Limit: r.a, Window: r.dur, Mode: r.mode}
+		if take {
+			return s.Take(now, p, n)
+		}
+		return s.Check(now, p, n)
+	}
+	panic("resp: CL.ALL rule of unknown kind")
+}
+
+func newState(kind engine.Kind) engine.State {
+	switch kind {
+	case engine.KindThrottle:
+		return new(engine.GCRA)
+	case engine.KindTokenBucket:
+		return new(engine.TokenBucket)
+	case engine.KindLeakyBucket:
+		return new(engine.LeakyBucket)
+	case engine.KindWindow:
+		return new(engine.Window)
+	}
+	panic("resp: no fresh state for kind")
+}
+
+// stateOf returns the rule's current state, or nil when the key holds
+// another kind of limiter (or a window of another mode).
+func (r *allRule) stateOf() engine.State {
+	if r.entry == nil {
+		r.fresh = newState(r.kind)
+		return r.fresh
+	}
+	st := r.entry.State
+	if st.Kind() != r.kind {
+		return nil
+	}
+	if w, ok := st.(*engine.Window); ok && w.Mode() != 0 && w.Mode() != r.mode {
+		return nil
+	}
+	return st
+}
+
+// CL.ALL numrules rule [rule ...] [COST n]
+//
+// Every rule is checked first without mutating anything; only if all admit
+// are they taken. The shards of all keys are locked in index order for the
+// whole command, so the all-or-nothing decision is atomic. When a rule
+// denies, each rule's decision is what it would have answered alone.
+func cmdAll(c *Conn, args [][]byte) {
+	rules, n, ok := parseAll(c, args)
+	if !ok {
+		return
+	}
+	store := c.srv.store
+	idx := make([]int, len(rules))
+	for i := range rules {
+		rules[i].shard = store.ShardIndex(rules[i].key)
+		idx[i] = rules[i].shard
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		c.lock(store.Shard(i))
+	}
+	defer func() {
+		for j := len(idx) - 1; j >= 0; j-- {
+			c.unlock(store.Shard(idx[j]))
+		}
+	}()
+	now := c.srv.clock.Now()
+	states := make([]engine.State, len(rules))
+	all := true
+	for i := range rules {
+		r := &rules[i]
+		r.entry = store.Shard(r.shard).Get(r.key, now)
+		if states[i] = r.stateOf(); states[i] == nil {
+			c.err(errWrongType)
+			return
+		}
+		r.d = r.run(states[i], now, n, false)
+		all = all && r.d.Allowed
+	}
+	if all {
+		for i := range rules {
+			r := &rules[i]
+			r.d = r.run(states[i], now, n, true)
+			sh := store.Shard(r.shard)
+			switch {
+			case r.entry != nil:
+				storeOutcome(sh, r.entry, now, r.d.ResetAfter, n > 0)
+			case r.d.ResetAfter > 0:
+				sh.Insert(r.key, r.fresh, now+int64(r.d.ResetAfter))
+			}
+		}
+	}
+	c.out = appendArray(c.out, 1+len(rules))
+	c.out = appendBool(c.out, 2, all)
+	for i := range rules {
+		c.out = appendDecision(c.out, rules[i].d)
+	}
+}

@@ -1,0 +1,165 @@
+package resp
+
+import (
+	"time"
+)
+
+// Argument parsers. They never touch state: a command parses everything
+// first, then runs.
+
+// parseInt parses a base-10 int64 the way Redis's string2ll does: optional
+// '-', no '+', no leading zeros, no spaces, no overflow.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	neg := false
+	if b[0] == '-' {
+		neg = true
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	var u uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		d := uint64(ch - '0')
+		if u > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u > 1<<63-1 {
+		return 0, false
+	}
+	return int64(u), true
+}
+
+// parsePositive parses a count that must be at least 1.
+func parsePositive(b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	return n, ok && n > 0
+}
+
+// parseCost parses a request cost n, which may be 0 (a peek).
+func parseCost(b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	return n, ok && n >= 0
+}
+
+var durationUnits = [...]struct {
+	suffix string
+	unit   time.Duration
+}{
+	{"ms", time.Millisecond},
+	{"s", time.Second},
+	{"m", time.Minute},
+	{"h", time.Hour},
+	{"d", 24 * time.Hour},
+}
+
+// parseDuration parses an integer with an optional unit suffix (ms, s, m, h,
+// d); a bare integer means seconds. Zero, negative, non-integer and
+// overflowing values are rejected.
+func parseDuration(b []byte) (time.Duration, bool) {
+	unit := time.Second
+	num := b
+	for _, u := range durationUnits {
+		if n := len(b) - len(u.suffix); n > 0 && string(b[n:]) == u.suffix {
+			unit, num = u.unit, b[:n]
+			break
+		}
+	}
+	v, ok := parseInt(num)
+	if !ok || v <= 0 || v > int64(1<<63-1)/int64(unit) {
+		return 0, false
+	}
+	return time.Duration(v) * unit, true
+}
+
+// parseSeconds parses a positive decimal number of seconds with up to nine
+// fractional digits ("0.5", "60"), exactly, into a duration (GCRA's period).
+func parseSeconds(b []byte) (time.Duration, bool) {
+	whole, frac := b, []byte(nil)
+	for i, ch := range b {
+		if ch == '.' {
+			whole, frac = b[:i], b[i+1:]
+			break
+		}
+	}
+	if len(whole) == 0 && len(frac) == 0 || len(frac) > 9 || (frac != nil && len(frac) == 0) {
+		return 0, false
+	}
+	var secs int64
+	if len(whole) > 0 {
+		var ok bool
+		if secs, ok = parseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
+			return 0, false
+		}
+	}
+	var ns int64
+	for i := 0; i < 9; i++ {
+		ns *= 10
+		if i < len(frac) {
+			ch := frac[i]
+			if ch < '0' || ch > '9' {
+				return 0, false
+			}
+			ns += int64(ch - '0')
+		}
+	}
+	d := time.Duration(secs)*time.Second + time.Duration(ns)
+	return d, d > 0
+}
+
+// equalFold reports whether b equals the upper-case ASCII token tok,
+// ignoring case.
+func equalFold(b []byte, tok string) bool {
+	if len(b) != len(tok) {
+		return false
+	}
+	for i := range b {
+		ch := b[i]
+		if 'a' <= ch && ch <= 'z' {
+			ch -= 'a' - 'A'
+		}
+		if ch != tok[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ceilMs converts a duration to whole milliseconds, rounding up (the
+// contract's rounding for every ms reply). Negative durations stay -1.
+func ceilMs(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// cellSeconds rounds a duration the way redis-cell does: whole seconds, plus
+// one if the millisecond part is non-zero (3.000 s -> 3, 3.100 s -> 4).
+func cellSeconds(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	s := int64(d / time.Second)
+	if (d%time.Second)/time.Millisecond > 0 {
+		s++
+	}
+	return s
+}

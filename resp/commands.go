@@ -1,0 +1,166 @@
+package resp
+
+// commandTable is rlserver's one command table. Dispatch, the arity error,
+// COMMAND INFO/DOCS/LIST and the key positions that cluster routing will use
+// are all read from it.
+func commandTable() []*Command {
+	const rw, ro = "RW", "RO"
+	limiter := func(name string, arity int, summary string, args ...Arg) *Command {
+		return &Command{
+			Name: name, Arity: arity, Flags: []string{"write", "denyoom", "fast"},
+			ACL: []string{"write", "fast", "ratelimit"}, Keys: KeySpec{First: 1, Last: 1, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}},
+			Group: "ratelimit", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Args: args,
+		}
+	}
+	cost := opt(argInt("n"))
+	cmds := []*Command{
+		// Limiters.
+		with(limiter("cl.throttle", -5, "Rate limits a key with GCRA, redis-cell compatible: [limited, limit, remaining, retry_after_s, reset_after_s].",
+			argKey("key"), argInt("max_burst"), argInt("count_per_period"), argStr("period"), opt(argInt("quantity"))), cmdThrottle),
+		with(limiter("gcra", -5, "Rate limits a key with GCRA; period in (fractional) seconds.",
+			argKey("key"), argInt("max_burst"), argInt("tokens_per_period"), Arg{Name: "period", Type: "double"}, opt(tokenArg("TOKENS", argInt("count")))), cmdGCRA),
+		with(limiter("cl.tokenbucket", -5, "Token bucket with continuous refill and optional reservations.",
+			argKey("key"), argInt("capacity"), argInt("rate"), argStr("period"), cost, opt(tokenArg("RESERVE", argStr("max_wait")))), cmdTokenBucket),
+		with(limiter("cl.leakybucket", -5, "Leaky bucket as a queue: admitted work leaves at a constant rate.",
+			argKey("key"), argInt("capacity"), argInt("rate"), argStr("period"), cost), cmdLeakyBucket),
+		with(limiter("cl.window", -4, "Fixed, sliding-counter or sliding-log window limit.",
+			argKey("key"), argInt("limit"), argStr("window"), cost, opt(oneof("mode", token("FIXED"), token("SLIDING"), token("LOG")))), cmdWindow),
+		with(limiter("cl.acquire", -4, "Acquires a concurrency lease that expires on its own.",
+			argKey("key"), argInt("limit"), argStr("lease"), cost), cmdAcquire),
+		with(limiter("cl.release", 3, "Returns a concurrency lease's units.", argKey("key"), argStr("lease_id")), cmdRelease),
+		with(limiter("cl.renew", 4, "Extends a concurrency lease.", argKey("key"), argStr("lease_id"), argStr("lease")), cmdRenew),
+		{
+			Name: "cl.all", Arity: -7, Flags: []string{"write", "denyoom"}, ACL: []string{"write", "ratelimit"},
+			Keys:  KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true},
+			Group: "ratelimit", Since: "0.1.0", Complexity: "O(N) where N is the number of rules",
+			Summary: "Checks and consumes several limits atomically, all or nothing.",
+			Args: []Arg{argInt("numrules"), many(block("rule", argStr("kind"), argKey("key"), many(argStr("param")))),
+				opt(tokenArg("COST", argInt("n")))},
+			Run: cmdAll,
+		},
+
+		// Connection.
+		conn("ping", -1, "Returns the server's liveness response.", cmdPing, opt(argStr("message"))),
+		conn("echo", 2, "Returns the given string.", cmdEcho, argStr("message")),
+		with(&Command{Name: "hello", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"},
+			ACL: []string{"fast", "connection"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
+			Summary: "Handshakes with the server: protocol version, authentication, client name.",
+			Args: []Arg{opt(block("arguments", argInt("protover"), opt(block("auth", token("AUTH"), argStr("username"), argStr("password"))),
+				opt(tokenArg("SETNAME", argStr("clientname")))))}}, cmdHello),
+		with(&Command{Name: "auth", Arity: -2, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"},
+			ACL: []string{"fast", "connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(N) where N is the number of passwords",
+			Summary: "Authenticates the connection.", Args: []Arg{opt(argStr("username")), argStr("password")}}, cmdAuth),
+		conn("select", 2, "Changes the selected database (only 0 exists).", cmdSelect, argInt("index")),
+		with(&Command{Name: "quit", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "no_multi_queue"},
+			ACL: []string{"fast", "connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: "Closes the connection."}, cmdQuit),
+		with(&Command{Name: "reset", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "no_multi_queue"},
+			ACL: []string{"fast", "connection"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)", Summary: "Resets the connection."}, cmdReset),
+		container("client", "connection", "A container for client connection commands.",
+			sub("client|id", 2, "Returns the unique client ID of the connection.", cmdClientID),
+			sub("client|setname", 3, "Sets the connection name.", cmdClientSetName, argStr("connection-name")),
+			sub("client|getname", 2, "Returns the name of the connection.", cmdClientGetName),
+			sub("client|setinfo", 4, "Sets information specific to the client or connection.", cmdClientSetInfo,
+				oneof("attr", tokenArg("LIB-NAME", argStr("libname")), tokenArg("LIB-VER", argStr("libver")))),
+			sub("client|info", 2, "Returns information about the connection.", cmdClientInfo),
+			sub("client|list", -2, "Lists open connections.", cmdClientList,
+				opt(tokenArg("TYPE", oneof("client-type", token("NORMAL")))), opt(tokenArg("ID", many(argInt("client-id"))))),
+		),
+
+		// Transactions.
+		txn("multi", "Starts a transaction.", cmdMulti),
+		txn("exec", "Executes all commands in a transaction, atomically.", cmdExec),
+		txn("discard", "Discards a transaction.", cmdDiscard),
+
+		// Introspection and server.
+		with(&Command{Name: "command", Arity: -1, Flags: []string{"loading", "stale"}, ACL: []string{"slow", "connection"},
+			Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the total number of commands",
+			Summary: "Returns detailed information about all commands.",
+			Subs: []*Command{
+				sub("command|count", 2, "Returns a count of commands.", cmdCommandCount),
+				sub("command|info", -2, "Returns information about one, multiple or all commands.", cmdCommandInfo, opt(many(argStr("command-name")))),
+				sub("command|docs", -2, "Returns documentary information about one, multiple or all commands.", cmdCommandDocs, opt(many(argStr("command-name")))),
+				sub("command|list", -2, "Returns a list of command names.", cmdCommandList,
+					opt(tokenArg("FILTERBY", oneof("filterby", tokenArg("MODULE", argStr("module-name")), tokenArg("ACLCAT", argStr("category")), tokenArg("PATTERN", argStr("pattern")))))),
+			}}, cmdCommand),
+		server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section")))),
+		server("time", 1, "Returns the server time.", cmdTime),
+		server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize),
+		container("config", "server", "A container for server configuration commands.",
+			sub("config|get", -3, "Returns the effective values of configuration parameters.", cmdConfigGet, many(argStr("parameter"))),
+			sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))),
+			sub("config|resetstat", 2, "Resets the server's statistics.", cmdConfigResetStat),
+		),
+		server("save", 1, "Synchronously saves the keyspace to disk.", cmdSave),
+		server("bgsave", -1, "Asynchronously saves the keyspace to disk.", cmdBGSave, opt(token("SCHEDULE"))),
+		server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave),
+		server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
+			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE"))),
+		container("debug", "server", "Tests only: drives the server clock (needs --enable-debug-command).",
+			sub("debug|clock", -3, "Sets, advances, reads or releases the server clock.", cmdDebugClock,
+				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET")))),
+
+		// Keyspace.
+		keyCmd("exists", -2, "Determines whether one or more keys exist.", cmdExists, []string{"readonly", "fast"}, ro, many(argKey("key"))),
+		keyCmd("del", -2, "Deletes one or more keys.", cmdDel, []string{"write"}, "RM", many(argKey("key"))),
+		keyCmd("unlink", -2, "Deletes one or more keys.", cmdDel, []string{"write", "fast"}, "RM", many(argKey("key"))),
+		keyCmd("type", 2, "Determines the type of value stored at a key (the limiter kind).", cmdType, []string{"readonly", "fast"}, ro, argKey("key")),
+		keyCmd("ttl", 2, "Returns the expiration time in seconds of a key.", cmdTTL, []string{"readonly", "fast"}, ro, argKey("key")),
+		keyCmd("pttl", 2, "Returns the expiration time in milliseconds of a key.", cmdPTTL, []string{"readonly", "fast"}, ro, argKey("key")),
+		with(&Command{Name: "scan", Arity: -2, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow"},
+			Group: "generic", Since: "2.8.0", Complexity: "O(1) for every call. O(N) for a complete iteration.",
+			Summary: "Iterates over the key names in the database.",
+			Args:    []Arg{argInt("cursor"), opt(tokenArg("MATCH", argStr("pattern"))), opt(tokenArg("COUNT", argInt("count"))), opt(tokenArg("TYPE", argStr("type")))}}, cmdScan),
+		with(&Command{Name: "keys", Arity: 2, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow", "dangerous"},
+			Group: "generic", Since: "1.0.0", Complexity: "O(N) with N being the number of keys in the database",
+			Summary: "Returns all key names that match a pattern.", Args: []Arg{argStr("pattern")}}, cmdKeys),
+		flushCmd("flushdb", "Removes all keys from the current database."),
+		flushCmd("flushall", "Removes all keys from all databases."),
+	}
+	return cmds
+}
+
+func with(c *Command, run func(*Conn, [][]byte)) *Command {
+	c.Run = run
+	return c
+}
+
+func conn(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+	return &Command{Name: name, Arity: arity, Flags: []string{"fast"}, ACL: []string{"fast", "connection"},
+		Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
+}
+
+func server(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+	return &Command{Name: name, Arity: arity, Flags: []string{"admin", "noscript"}, ACL: []string{"admin", "slow", "dangerous"},
+		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
+}
+
+func txn(name, summary string, run func(*Conn, [][]byte)) *Command {
+	return &Command{Name: name, Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy", "no_multi_queue"},
+		ACL: []string{"fast", "transaction"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)", Summary: summary, Run: run}
+}
+
+func keyCmd(name string, arity int, summary string, run func(*Conn, [][]byte), flags []string, access string, args ...Arg) *Command {
+	last := 1
+	if arity < 0 {
+		last = -1
+	}
+	return &Command{Name: name, Arity: arity, Flags: flags, ACL: []string{"keyspace"},
+		Keys:  KeySpec{First: 1, Last: last, Step: 1, Flags: []string{access}},
+		Group: "generic", Since: "1.0.0", Complexity: "O(1) per key", Summary: summary, Args: args, Run: run}
+}
+
+func flushCmd(name, summary string) *Command {
+	return &Command{Name: name, Arity: -1, Flags: []string{"write"}, ACL: []string{"keyspace", "write", "slow", "dangerous"},
+		Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the total number of keys", Summary: summary,
+		Args: []Arg{opt(oneof("flush-type", token("ASYNC"), token("SYNC")))}, Run: cmdFlush}
+}
+
+func container(name, group, summary string, subs ...*Command) *Command {
+	return &Command{Name: name, Arity: -2, ACL: []string{"slow"}, Group: group, Since: "1.0.0",
+		Complexity: "Depends on subcommand.", Summary: summary, Subs: subs}
+}
+
+func sub(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+	return &Command{Name: name, Arity: arity, Flags: []string{"loading", "stale", "noscript"}, ACL: []string{"slow", "connection"},
+		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
+}

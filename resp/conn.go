@@ -1,0 +1,155 @@
+package resp
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Conn is one client connection and its state. Its fields are used only by
+// the connection's own goroutine, except those under mu (read by CLIENT LIST
+// from other connections) and the atomic counters.
+type Conn struct {
+	srv *Server
+	nc  net.Conn
+	rd  *Reader
+	out []byte
+	id  int64
+
+	proto    int // 2 or 3
+	authed   bool
+	inMulti  bool
+	multiErr bool       // a command failed to queue: EXEC aborts
+	queue    [][][]byte // MULTI queue, copied arguments
+	inExec   bool       // EXEC holds every shard lock
+	quit     bool       // close after flushing
+
+	scratch [32]byte
+	created time.Time
+
+	mu      sync.Mutex // guards the fields below
+	name    string
+	libName string
+	libVer  string
+	laddr   string
+	raddr   string
+
+	cmds     atomic.Int64
+	lastCmd  atomic.Pointer[Command]
+	respVer  atomic.Int32 // proto, for CLIENT LIST from other connections
+	lastSeen atomic.Int64 // Unix ns of the last command
+}
+
+func (s *Server) newConn(nc net.Conn) *Conn {
+	c := &Conn{
+		srv:     s,
+		nc:      nc,
+		rd:      NewReader(nc, int(s.maxBulk.Load())),
+		out:     make([]byte, 0, 4096),
+		id:      s.nextID.Add(1),
+		proto:   2,
+		authed:  *s.requirePass.Load() == "",
+		created: time.Now(),
+		laddr:   nc.LocalAddr().String(),
+		raddr:   nc.RemoteAddr().String(),
+	}
+	c.lastSeen.Store(time.Now().UnixNano())
+	c.respVer.Store(2)
+	return c
+}
+
+// flush writes the buffered replies; false means the connection is gone.
+func (c *Conn) flush() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	_, err := c.nc.Write(c.out)
+	if cap(c.out) > 1<<20 {
+		c.out = make([]byte, 0, 4096) // don't keep a huge buffer per idle client
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
+}
+
+// exec dispatches one command through the table: lookup, arity, auth, MULTI
+// queueing, then the handler.
+func (c *Conn) exec(args [][]byte) {
+	c.cmds.Add(1)
+	cmd := c.srv.table.lookup(args[0], &c.scratch)
+	if cmd == nil {
+		c.reject(errUnknownCommand(args))
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		c.reject(errWrongArgs(cmd.Name))
+		return
+	}
+	if cmd.subIndex != nil {
+		sub := cmd.sub(args[1])
+		if sub == nil {
+			c.reject(errUnknownSubcommand(cmd.Name, args[1]))
+			return
+		}
+		if !sub.arityOK(len(args)) {
+			c.reject(errWrongArgs(sub.Name))
+			return
+		}
+		cmd = sub
+	}
+	if !c.authed && !cmd.noAuth {
+		c.reject(errNoAuth)
+		return
+	}
+	if c.inMulti && !cmd.immediate {
+		c.queue = append(c.queue, cloneArgs(args))
+		c.out = appendStatus(c.out, "QUEUED")
+		return
+	}
+	if !c.inExec {
+		c.lastSeen.Store(time.Now().UnixNano())
+	}
+	c.lastCmd.Store(cmd)
+	cmd.Run(c, args)
+}
+
+// reject answers an error raised before the command ran; inside MULTI it
+// also dooms the transaction, as Redis does.
+func (c *Conn) reject(msg string) {
+	if c.inMulti {
+		c.multiErr = true
+	}
+	c.out = appendErr(c.out, msg)
+}
+
+func (c *Conn) err(msg string) { c.out = appendErr(c.out, msg) }
+
+// lock and unlock take a shard's lock unless EXEC already holds them all.
+func (c *Conn) lock(sh *shard.Shard) {
+	if !c.inExec {
+		sh.Lock()
+	}
+}
+
+func (c *Conn) unlock(sh *shard.Shard) {
+	if !c.inExec {
+		sh.Unlock()
+	}
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package resp
+
+import (
+	"strconv"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// withEntry runs fn on key's live entry (nil if none) under its shard lock.
+func withEntry(c *Conn, key []byte, fn func(sh *shard.Shard, e *shard.Entry, now int64)) {
+	now := c.srv.clock.Now()
+	sh := c.srv.store.ShardFor(key)
+	c.lock(sh)
+	fn(sh, sh.Get(key, now), now)
+	c.unlock(sh)
+}
+
+// EXISTS key [key ...]
+func cmdExists(c *Conn, args [][]byte) {
+	var n int64
+	for _, k := range args[1:] {
+		withEntry(c, k, func(_ *shard.Shard, e *shard.Entry, _ int64) {
+			if e != nil {
+				n++
+			}
+		})
+	}
+	c.out = appendInt(c.out, n)
+}
+
+// DEL key [key ...] and UNLINK key [key ...]
+func cmdDel(c *Conn, args [][]byte) {
+	var n int64
+	for _, k := range args[1:] {
+		withEntry(c, k, func(sh *shard.Shard, e *shard.Entry, _ int64) {
+			if e != nil {
+				sh.Remove(e)
+				n++
+			}
+		})
+	}
+	c.out = appendInt(c.out, n)
+}
+
+// TYPE key
+func cmdType(c *Conn, args [][]byte) {
+	name := "none"
+	withEntry(c, args[1], func(_ *shard.Shard, e *shard.Entry, _ int64) {
+		if e != nil {
+			name = e.State.Kind().String()
+		}
+	})
+	c.out = appendStatus(c.out, name)
+}
+
+// pttl returns the key's time to live in ms rounded up (equal to the
+// decision's reset_after_ms), or -2 when it does not exist.
+func pttl(c *Conn, key []byte) int64 {
+	ms := int64(-2)
+	withEntry(c, key, func(_ *shard.Shard, e *shard.Entry, now int64) {
+		if e != nil {
+			ms = (e.ExpireAt() - now + 999_999) / 1_000_000
+		}
+	})
+	return ms
+}
+
+func cmdPTTL(c *Conn, args [][]byte) { c.out = appendInt(c.out, pttl(c, args[1])) }
+
+// TTL rounds like Redis: (ms + 500) / 1000.
+func cmdTTL(c *Conn, args [][]byte) {
+	ms := pttl(c, args[1])
+	if ms >= 0 {
+		ms = (ms + 500) / 1000
+	}
+	c.out = appendInt(c.out, ms)
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+func cmdScan(c *Conn, args [][]byte) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.err("ERR invalid cursor")
+		return
+	}
+	var pattern []byte
+	count := 10
+	var kind engine.Kind
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.err(errSyntax)
+			return
+		}
+		v := args[i+1]
+		switch {
+		case equalFold(args[i], "MATCH"):
+			pattern = v
+		case equalFold(args[i], "COUNT"):
+			n, ok := parseInt(v)
+			if !ok {
+				c.err(errNotInt)
+				return
+			}
+			if n < 1 {
+				c.err(errSyntax)
+				return
+			}
+			count = int(min(n, 1<<20))
+		case equalFold(args[i], "TYPE"):
+			k, ok := engine.ParseKind(string(v))
+			if !ok {
+				c.err("ERR unknown type name '" + trunc(v) + "'")
+				return
+			}
+			kind = k
+		default:
+			c.err(errSyntax)
+			return
+		}
+	}
+	now := c.srv.clock.Now()
+	next, keys := c.srv.store.Scan(cursor, count, now, c.inExec, func(e *shard.Entry) bool {
+		return (kind == 0 || e.State.Kind() == kind) && (pattern == nil || globMatch(pattern, []byte(e.Key)))
+	})
+	c.out = appendArray(c.out, 2)
+	c.out = appendBulkStr(c.out, strconv.FormatUint(next, 10))
+	c.out = appendArray(c.out, len(keys))
+	for _, k := range keys {
+		c.out = appendBulkStr(c.out, k)
+	}
+}
+
+// KEYS pattern
+func cmdKeys(c *Conn, args [][]byte) {
+	now := c.srv.clock.Now()
+	var keys []string
+	store := c.srv.store
+	for i := 0; i < store.NumShards(); i++ {
+		sh := store.Shard(i)
+		c.lock(sh)
+		sh.Each(now, func(e *shard.Entry) bool {
+			if globMatch(args[1], []byte(e.Key)) {
+				keys = append(keys, e.Key)
+			}
+			return true
+		})
+		c.unlock(sh)
+	}
+	c.out = appendArray(c.out, len(keys))
+	for _, k := range keys {
+		c.out = appendBulkStr(c.out, k)
+	}
+}
+
+// dbsize counts live keys.
+func (c *Conn) dbsize() int64 {
+	now := c.srv.clock.Now()
+	var n int64
+	store := c.srv.store
+	for i := 0; i < store.NumShards(); i++ {
+		sh := store.Shard(i)
+		c.lock(sh)
+		sh.Each(now, func(*shard.Entry) bool { n++; return true })
+		c.unlock(sh)
+	}
+	return n
+}
+
+func cmdDBSize(c *Conn, args [][]byte) { c.out = appendInt(c.out, c.dbsize()) }
+
+// FLUSHDB [ASYNC|SYNC] and FLUSHALL [ASYNC|SYNC]
+func cmdFlush(c *Conn, args [][]byte) {
+	if len(args) == 2 && !equalFold(args[1], "ASYNC") && !equalFold(args[1], "SYNC") {
+		c.err(errSyntax)
+		return
+	}
+	store := c.srv.store
+	for i := 0; i < store.NumShards(); i++ {
+		sh := store.Shard(i)
+		c.lock(sh)
+		sh.Clear()
+		c.unlock(sh)
+	}
+	c.out = appendOK(c.out)
+}

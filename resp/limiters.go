@@ -1,0 +1,409 @@
+package resp
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// statePtr is a pointer to a limiter state type.
+type statePtr[T any] interface {
+	*T
+	engine.State
+}
+
+// update runs take on key's state (a fresh one if the key does not exist)
+// under the key's shard lock, then stores the outcome: the key is created,
+// kept until its state is fresh again (Decision.ResetAfter), or dropped.
+// ok is false when the key holds another kind of limiter (or, with accept,
+// a state that accept refuses): then nothing changes.
+func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
+	sh := c.srv.store.ShardFor(key)
+	c.lock(sh)
+	defer c.unlock(sh)
+	e := sh.Get(key, now)
+	if e == nil {
+		st := P(new(T))
+		d, _ = take(st)
+		if d.ResetAfter > 0 {
+			sh.Insert(key, st, now+int64(d.ResetAfter))
+		}
+		return d, true
+	}
+	st, isT := e.State.(P)
+	if !isT || (accept != nil && !accept(st)) {
+		return d, false
+	}
+	d, changed := take(st)
+	storeOutcome(sh, e, now, d.ResetAfter, changed)
+	return d, true
+}
+
+func storeOutcome(sh *shard.Shard, e *shard.Entry, now int64, reset time.Duration, changed bool) {
+	if reset <= 0 {
+		sh.Remove(e)
+		return
+	}
+	sh.Update(e, now+int64(reset), changed)
+}
+
+// appendDecision appends the contract's five-integer decision reply.
+func appendDecision(b []byte, d engine.Decision) []byte {
+	b = appendArray(b, 5)
+	return appendDecisionFields(b, d)
+}
+
+func appendDecisionFields(b []byte, d engine.Decision) []byte {
+	allowed := int64(0)
+	if d.Allowed {
+		allowed = 1
+	}
+	retry := ceilMs(d.RetryAfter)
+	if d.RetryAfter == engine.Never {
+		retry = -1
+	}
+	b = appendInt(b, allowed)
+	b = appendInt(b, d.Limit)
+	b = appendInt(b, d.Remaining)
+	b = appendInt(b, retry)
+	return appendInt(b, ceilMs(d.ResetAfter))
+}
+
+// appendThrottle appends redis-cell's reply:
+// [limited, limit, remaining, retry_after_s, reset_after_s].
+func appendThrottle(b []byte, d engine.Decision) []byte {
+	limited, retry := int64(1), cellSeconds(d.RetryAfter)
+	if d.Allowed {
+		limited, retry = 0, -1
+	}
+	b = appendArray(b, 5)
+	b = appendInt(b, limited)
+	b = appendInt(b, d.Limit)
+	b = appendInt(b, d.Remaining)
+	b = appendInt(b, retry)
+	return appendInt(b, cellSeconds(d.ResetAfter))
+}
+
+func takeGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) (engine.Decision, bool) {
+	now := c.srv.clock.Now()
+	return update(c, key, now, nil, func(st *engine.GCRA) (engine.Decision, bool) {
+		d := st.Take(now, p, n)
+		return d, d.Allowed && n > 0
+	})
+}
+
+// CL.THROTTLE key max_burst count_per_period period [quantity]
+func cmdThrottle(c *Conn, args [][]byte) {
+	var p engine.GCRAParams
+	var ok bool
+	n := int64(1)
+	if p.MaxBurst, ok = parsePositive(args[2]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if p.Count, ok = parsePositive(args[3]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if p.Period, ok = parseDuration(args[4]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if len(args) == 6 {
+		if n, ok = parseCost(args[5]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	d, ok := takeGCRA(c, args[1], p, n)
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendThrottle(c.out, d)
+}
+
+// GCRA key max_burst tokens_per_period period [TOKENS count]
+func cmdGCRA(c *Conn, args [][]byte) {
+	var p engine.GCRAParams
+	var ok bool
+	n := int64(1)
+	if p.MaxBurst, ok = parsePositive(args[2]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if p.Count, ok = parsePositive(args[3]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if p.Period, ok = parseSeconds(args[4]); !ok {
+		c.err(errInvalidDuration(args[4]))
+		return
+	}
+	switch {
+	case len(args) == 5:
+	case len(args) == 7 && equalFold(args[5], "TOKENS"):
+		if n, ok = parseCost(args[6]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	default:
+		c.err(errSyntax)
+		return
+	}
+	d, ok := takeGCRA(c, args[1], p, n)
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendThrottle(c.out, d)
+}
+
+// parseBucket parses "capacity rate period" at args[0:3].
+func parseBucket(c *Conn, args [][]byte) (capacity, rate int64, period time.Duration, ok bool) {
+	if capacity, ok = parsePositive(args[0]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if rate, ok = parsePositive(args[1]); !ok {
+		c.err(errNotInt)
+		return
+	}
+	if period, ok = parseDuration(args[2]); !ok {
+		c.err(errInvalidDuration(args[2]))
+	}
+	return
+}
+
+// CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
+func cmdTokenBucket(c *Conn, args [][]byte) {
+	var p engine.TokenBucketParams
+	var ok bool
+	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
+		return
+	}
+	n := int64(1)
+	rest := args[5:]
+	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
+		if n, ok = parseCost(rest[0]); !ok {
+			c.err(errNotInt)
+			return
+		}
+		rest = rest[1:]
+	}
+	switch {
+	case len(rest) == 0:
+	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
+		if p.MaxWait, ok = parseDuration(rest[1]); !ok {
+			c.err(errInvalidDuration(rest[1]))
+			return
+		}
+	default:
+		c.err(errSyntax)
+		return
+	}
+	now := c.srv.clock.Now()
+	d, ok := update(c, args[1], now, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
+		d := st.Take(now, p, n)
+		return d, d.Allowed && n > 0
+	})
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendDecision(c.out, d)
+}
+
+// CL.LEAKYBUCKET key capacity rate period [n]
+func cmdLeakyBucket(c *Conn, args [][]byte) {
+	var p engine.LeakyBucketParams
+	var ok bool
+	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
+		return
+	}
+	n := int64(1)
+	if len(args) == 6 {
+		if n, ok = parseCost(args[5]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	now := c.srv.clock.Now()
+	d, ok := update(c, args[1], now, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
+		d := st.Take(now, p, n)
+		return d, d.Allowed && n > 0
+	})
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendDecision(c.out, d)
+}
+
+func parseWindowMode(b []byte) (engine.WindowMode, bool) {
+	switch {
+	case equalFold(b, "FIXED"):
+		return engine.WindowFixed, true
+	case equalFold(b, "SLIDING"):
+		return engine.WindowSliding, true
+	case equalFold(b, "LOG"):
+		return engine.WindowLog, true
+	}
+	return 0, false
+}
+
+// parseWindow parses "limit window" at args[0:2] for mode.
+func parseWindow(c *Conn, args [][]byte, mode engine.WindowMode) (p engine.WindowParams, ok bool) {
+	p.Mode = mode
+	if p.Limit, ok = parsePositive(args[0]); !ok {
+		c.err(errNotInt)
+		return p, false
+	}
+	if p.Window, ok = parseDuration(args[1]); !ok {
+		c.err(errInvalidDuration(args[1]))
+		return p, false
+	}
+	if mode == engine.WindowLog && p.Limit > c.srv.logMax.Load() {
+		c.err("ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)")
+		return p, false
+	}
+	return p, true
+}
+
+// CL.WINDOW key limit window [n] [FIXED|SLIDING|LOG]
+func cmdWindow(c *Conn, args [][]byte) {
+	mode := engine.WindowSliding
+	n := int64(1)
+	rest := args[4:]
+	var ok bool
+	if len(rest) > 0 {
+		if m, isMode := parseWindowMode(rest[0]); isMode && len(rest) == 1 {
+			mode, rest = m, nil
+		} else if n, ok = parseCost(rest[0]); !ok {
+			c.err(errNotInt)
+			return
+		} else {
+			rest = rest[1:]
+		}
+	}
+	if len(rest) == 1 {
+		if mode, ok = parseWindowMode(rest[0]); !ok {
+			c.err(errSyntax)
+			return
+		}
+	} else if len(rest) > 1 {
+		c.err(errSyntax)
+		return
+	}
+	p, ok := parseWindow(c, args[2:4], mode)
+	if !ok {
+		return
+	}
+	now := c.srv.clock.Now()
+	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
+	d, ok := update(c, args[1], now, sameMode, func(st *engine.Window) (engine.Decision, bool) {
+		d := st.Take(now, p, n)
+		return d, d.Allowed && n > 0
+	})
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendDecision(c.out, d)
+}
+
+// newLeaseID returns an unguessable lease id: 96 random bits, 16 characters.
+func newLeaseID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// CL.ACQUIRE key limit lease [n]
+func cmdAcquire(c *Conn, args [][]byte) {
+	limit, ok := parsePositive(args[2])
+	if !ok {
+		c.err(errNotInt)
+		return
+	}
+	lease, ok := parseDuration(args[3])
+	if !ok {
+		c.err(errInvalidDuration(args[3]))
+		return
+	}
+	n := int64(1)
+	if len(args) == 5 {
+		if n, ok = parseCost(args[4]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	id := ""
+	if n > 0 {
+		id = newLeaseID()
+	}
+	now := c.srv.clock.Now()
+	d, ok := update(c, args[1], now, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
+		if n == 0 {
+			return st.Check(now, limit, 0), false
+		}
+		d := st.Acquire(now, limit, lease, n, id)
+		return d, d.Allowed
+	})
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	c.out = appendArray(c.out, 6)
+	c.out = appendDecisionFields(c.out, d)
+	if d.Allowed && n > 0 {
+		c.out = appendBulkStr(c.out, id)
+	} else {
+		c.out = appendNull(c.out, c.proto)
+	}
+}
+
+// leaseOp runs a RELEASE or RENEW on an existing concurrency key.
+func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) bool) {
+	now := c.srv.clock.Now()
+	sh := c.srv.store.ShardFor(key)
+	c.lock(sh)
+	defer c.unlock(sh)
+	e := sh.Get(key, now)
+	if e == nil {
+		c.out = appendInt(c.out, 0)
+		return
+	}
+	st, ok := e.State.(*engine.Concurrency)
+	if !ok {
+		c.err(errWrongType)
+		return
+	}
+	done := op(st, now)
+	if done {
+		storeOutcome(sh, e, now, st.ResetAfter(now), true)
+		c.out = appendInt(c.out, 1)
+		return
+	}
+	c.out = appendInt(c.out, 0)
+}
+
+// CL.RELEASE key lease_id
+func cmdRelease(c *Conn, args [][]byte) {
+	id := string(args[2])
+	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Release(now, id) })
+}
+
+// CL.RENEW key lease_id lease
+func cmdRenew(c *Conn, args [][]byte) {
+	lease, ok := parseDuration(args[3])
+	if !ok {
+		c.err(errInvalidDuration(args[3]))
+		return
+	}
+	id := string(args[2])
+	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, id, lease) })
+}

@@ -1,0 +1,227 @@
+// Package resp is rlserver's protocol layer: the RESP2/RESP3 server, the
+// per-connection state, the command table and the command handlers.
+package resp
+
+import (
+	"errors"
+	"log"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Version is rlserver's version, reported in INFO as rlserver_version.
+const Version = "0.1.0"
+
+// redisVersion is the Redis version whose behaviour rlserver follows; HELLO
+// and INFO report it so that clients gating features on it work unchanged.
+const redisVersion = "7.4.0"
+
+// Config is the server's configuration. The zero value of each field means
+// its default.
+type Config struct {
+	// RequirePass is the password AUTH and HELLO ... AUTH require ("" none).
+	RequirePass string
+	// ProtoMaxBulkLen bounds one request argument in bytes. Default 1 MB.
+	ProtoMaxBulkLen int
+	// EnableDebug enables the DEBUG command (tests only).
+	EnableDebug bool
+	// LogMaxLimit is the largest limit CL.WINDOW ... LOG accepts. Default 10000.
+	LogMaxLimit int64
+	// Persistence backs SAVE, BGSAVE, LASTSAVE and INFO persistence; nil
+	// means in memory only.
+	Persistence Persistence
+	// Logger receives the server's log lines. Default: the standard logger.
+	Logger *log.Logger
+	// Settings are reported read-only by CONFIG GET (bind, port, dir, ...).
+	Settings map[string]string
+	// OnShutdown is called by SHUTDOWN after replying is no longer needed;
+	// save tells whether to flush first. Default: nothing.
+	OnShutdown func(save bool)
+}
+
+// Persistence is what the protocol layer needs from the persistence layer.
+type Persistence interface {
+	// Save flushes every change to disk and syncs it.
+	Save() error
+	// BGSave starts a flush in the background; it fails if one is running.
+	BGSave() error
+	// LastSave returns the Unix time (s) of the last successful save.
+	LastSave() int64
+	// Info returns the fields of INFO's persistence section, in order.
+	Info() [][2]string
+}
+
+// Server serves the Redis protocol over a shard.Store.
+type Server struct {
+	store *shard.Store
+	clock *shard.Clock
+	table *Table
+	cfg   Config
+
+	requirePass atomic.Pointer[string]
+	maxBulk     atomic.Int64
+	logMax      atomic.Int64
+	maxMemory   atomic.Int64
+
+	ln       net.Listener
+	started  time.Time
+	nextID   atomic.Int64
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	closing  bool
+	wg       sync.WaitGroup
+	doneCmds atomic.Int64 // commands of closed connections
+	totConns atomic.Int64
+	rejected atomic.Int64 // connections dropped for protocol errors
+}
+
+// New returns a server over store, reading time from clock.
+func New(cfg Config, store *shard.Store, clock *shard.Clock) *Server {
+	if cfg.ProtoMaxBulkLen <= 0 {
+		cfg.ProtoMaxBulkLen = 1 << 20
+	}
+	if cfg.LogMaxLimit <= 0 {
+		cfg.LogMaxLimit = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = log.Default()
+	}
+	s := &Server{store: store, clock: clock, cfg: cfg, conns: make(map[*Conn]struct{}), started: time.Now()}
+	pass := cfg.RequirePass
+	s.requirePass.Store(&pass)
+	s.maxBulk.Store(int64(cfg.ProtoMaxBulkLen))
+	s.logMax.Store(cfg.LogMaxLimit)
+	s.table = newTable(commandTable())
+	return s
+}
+
+// Listen binds the listening socket on addr ("127.0.0.1:0" picks a port).
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until Close. It returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		c := s.newConn(nc)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.totConns.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+// Close stops accepting, lets every connection finish the command it is
+// running, closes them and waits (at most timeout) for them to go.
+func (s *Server) Close(timeout time.Duration) {
+	s.mu.Lock()
+	s.closing = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c := range s.conns {
+		// Interrupts a connection blocked in Read; one executing a command
+		// finishes it, flushes, and then sees the deadline.
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
+
+func (s *Server) serveConn(c *Conn) {
+	defer func() {
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.doneCmds.Add(c.cmds.Load())
+		s.wg.Done()
+	}()
+	for {
+		args, err := c.rd.Next()
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				c.out = appendErr(c.out, "ERR "+pe.Error())
+				c.flush()
+				s.rejected.Add(1)
+			}
+			return
+		}
+		c.exec(args)
+		if c.quit {
+			c.flush()
+			return
+		}
+		if !c.rd.Buffered() || len(c.out) > 64<<10 {
+			if !c.flush() {
+				return
+			}
+		}
+	}
+}
+
+// totalCommands is the INFO stats total_commands_processed.
+func (s *Server) totalCommands() int64 {
+	n := s.doneCmds.Load()
+	s.mu.Lock()
+	for c := range s.conns {
+		n += c.cmds.Load()
+	}
+	s.mu.Unlock()
+	return n
+}
+
+func (s *Server) numConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) logf(format string, args ...any) { s.cfg.Logger.Printf(format, args...) }
+
+// SetMaxMemory applies a memory bound (bytes, 0 none) as CONFIG SET
+// maxmemory would.
+func (s *Server) SetMaxMemory(n int64) {
+	s.maxMemory.Store(n)
+	s.store.SetMaxMemory(n)
+}

@@ -1,0 +1,151 @@
+package resp
+
+import (
+	"strings"
+)
+
+// Command is one row of the command table: everything dispatch, the arity
+// error, COMMAND INFO/DOCS/LIST and (later) cluster slot routing need to
+// know about a command. The table is the only place a command is described.
+type Command struct {
+	Name       string   // lower case; a subcommand is "container|sub"
+	Arity      int      // Redis's convention: the name counts, negative means "at least"
+	Flags      []string // Redis command flags: write, readonly, fast, denyoom, admin, noscript, loading, stale, no_auth, no_multi, movablekeys, ...
+	ACL        []string // ACL categories without '@'
+	Keys       KeySpec  // key positions (zero: no keys)
+	Group      string   // COMMAND DOCS group
+	Since      string   // version that introduced it (rlserver's for CL.*)
+	Summary    string
+	Complexity string
+	Args       []Arg
+	Subs       []*Command // subcommands of a container (CLIENT, COMMAND, CONFIG, DEBUG)
+	Run        func(c *Conn, args [][]byte)
+
+	noAuth    bool // runs before authentication
+	immediate bool // runs at once even inside MULTI
+	subIndex  map[string]*Command
+}
+
+// KeySpec gives key positions as COMMAND INFO reports them: arguments First
+// to Last (negative: counted from the end) every Step. Movable marks commands
+// whose further keys are found by parsing (CL.ALL); First is still the first
+// key, so that cluster clients route on it.
+type KeySpec struct {
+	First, Last, Step int
+	Flags             []string // RW, RO, OW, ACCESS, UPDATE, INSERT, DELETE
+	Movable           bool
+}
+
+// Arg describes one argument for COMMAND DOCS.
+type Arg struct {
+	Name     string
+	Type     string // key, string, integer, double, pure-token, oneof, block
+	Token    string
+	Optional bool
+	Multiple bool
+	Args     []Arg // for oneof and block
+}
+
+func argKey(name string) Arg         { return Arg{Name: name, Type: "key"} }
+func argStr(name string) Arg         { return Arg{Name: name, Type: "string"} }
+func argInt(name string) Arg         { return Arg{Name: name, Type: "integer"} }
+func opt(a Arg) Arg                  { a.Optional = true; return a }
+func many(a Arg) Arg                 { a.Multiple = true; return a }
+func token(tok string) Arg           { return Arg{Name: strings.ToLower(tok), Type: "pure-token", Token: tok} }
+func tokenArg(tok string, a Arg) Arg { a.Token = tok; return a }
+func oneof(name string, args ...Arg) Arg {
+	return Arg{Name: name, Type: "oneof", Args: args}
+}
+func block(name string, args ...Arg) Arg {
+	return Arg{Name: name, Type: "block", Args: args}
+}
+
+// Table is the command table, indexed for dispatch.
+type Table struct {
+	cmds   []*Command
+	byName map[string]*Command
+}
+
+func newTable(cmds []*Command) *Table {
+	t := &Table{cmds: cmds, byName: make(map[string]*Command, len(cmds))}
+	for _, c := range cmds {
+		c.prepare()
+		t.byName[c.Name] = c
+		if len(c.Subs) > 0 {
+			c.subIndex = make(map[string]*Command, len(c.Subs))
+			for _, s := range c.Subs {
+				s.prepare()
+				_, sub, _ := strings.Cut(s.Name, "|")
+				c.subIndex[sub] = s
+			}
+		}
+	}
+	return t
+}
+
+func (c *Command) prepare() {
+	for _, f := range c.Flags {
+		switch f {
+		case "no_auth":
+			c.noAuth = true
+		case "no_multi_queue":
+			c.immediate = true
+		}
+	}
+	if c.Keys.Movable && !c.hasFlag("movablekeys") {
+		c.Flags = append(c.Flags, "movablekeys")
+	}
+}
+
+func (c *Command) hasFlag(f string) bool {
+	for _, x := range c.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// arityOK reports whether n arguments (the name included) fit the arity.
+func (c *Command) arityOK(n int) bool {
+	if c.Arity >= 0 {
+		return n == c.Arity
+	}
+	return n >= -c.Arity
+}
+
+// lookup finds a command by name, case-insensitively, without allocating
+// for names already in lower case or short enough for scratch.
+func (t *Table) lookup(name []byte, scratch *[32]byte) *Command {
+	if c, ok := t.byName[string(name)]; ok {
+		return c
+	}
+	if len(name) > len(scratch) {
+		return t.byName[strings.ToLower(string(name))]
+	}
+	low := scratch[:len(name)]
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		low[i] = ch
+	}
+	return t.byName[string(low)]
+}
+
+func (c *Command) sub(name []byte) *Command {
+	return c.subIndex[strings.ToLower(string(name))]
+}
+
+// displayFlags are the flags COMMAND INFO reports (internal markers removed).
+func (c *Command) displayFlags() []string {
+	out := make([]string, 0, len(c.Flags))
+	for _, f := range c.Flags {
+		if f != "no_multi_queue" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func upper(s string) string { return strings.ToUpper(s) }
