@@ -342,12 +342,14 @@ func (s *PebbleStore) Close() error {
 	return err
 }
 
-// pebbleLogger routes Pebble's log lines to Options.Logger.
+// pebbleLogger routes Pebble's errors to Options.Logger. Its informational
+// lines (WAL replay details on every open) are dropped: the server logs one
+// line at start-up, and LoadStats says what was restored.
 type pebbleLogger struct {
 	logf func(format string, args ...any)
 }
 
-func (l pebbleLogger) Infof(format string, args ...any) { l.logf("pebble: "+format, args...) }
+func (pebbleLogger) Infof(string, ...any) {}
 
 func (l pebbleLogger) Errorf(format string, args ...any) { l.logf("pebble: error: "+format, args...) }
 
