@@ -103,7 +103,7 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 	if back.cmp(full) > 0 {
 		back = full
 	}
-	now, back = backlog{last: s.b.last, s: back}.at(now, p.Count)
+	now, back = s.b.drain(now, back, p.Count)
 	d := Decision{Limit: limit}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {

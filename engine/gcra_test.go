@@ -151,8 +151,8 @@ func TestGCRAClockBackwards(t *testing.T) {
 	const s1 = time.Second
 	runGCRA(t, new(GCRA), p, []gcraStep{
 		{10 * s1, 2, [5]int64{0, 2, 0, -1, 2}, 2 * s1},
-		{5 * s1, 1, [5]int64{1, 2, 0, 1, 2}, 2 * s1},  // as if at 10s
-		{-s1, 0, [5]int64{0, 2, 0, -1, 2}, 2 * s1},    // still 10s
+		{5 * s1, 1, [5]int64{1, 2, 0, 1, 2}, 2 * s1},   // as if at 10s
+		{-s1, 0, [5]int64{0, 2, 0, -1, 2}, 2 * s1},     // still 10s
 		{11 * s1, 1, [5]int64{0, 2, 0, -1, 2}, 2 * s1}, // one second later
 		{12 * s1, 1, [5]int64{0, 2, 0, -1, 2}, 2 * s1},
 	})

@@ -96,7 +96,7 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 	if back.cmp(full) > 0 {
 		back = full
 	}
-	now, back = backlog{last: s.b.last, s: back}.at(now, p.Rate)
+	now, back = s.b.drain(now, back, p.Rate)
 	d := Decision{Limit: p.Capacity}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {

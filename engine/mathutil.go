@@ -150,20 +150,21 @@ type backlog struct {
 	s    u128  // token·ns: (capacity − tokens) × period, see the file comment
 }
 
-// at returns the effective time and the backlog at now, draining rate per
-// nanosecond since the last update. Time going backwards (now < last) is
-// clamped on purpose: it counts as no time elapsed, so a clock step never
-// grants tokens, and the effective time is last. An empty backlog has
-// nothing to protect, so now is taken as is.
-func (b backlog) at(now, rate int64) (int64, u128) {
-	if b.s.isZero() || rate <= 0 {
-		return now, b.s
+// drain returns the effective time and the backlog at now of a backlog
+// that was s at the last update of b (s is b.s, possibly converted to new
+// parameters) and drains by rate per nanosecond. Time going backwards
+// (now < last) is clamped on purpose: it counts as no time elapsed, so a
+// clock step never grants tokens, and the effective time is last. A fresh
+// state (b.s zero) has nothing to protect, so now is taken as is.
+func (b backlog) drain(now int64, s u128, rate int64) (int64, u128) {
+	if b.s.isZero() {
+		return now, s
 	}
 	if now < b.last {
 		now = b.last
 	}
 	elapsed := uint64(now) - uint64(b.last) // exact even if the difference overflows int64
-	return now, b.s.sub(mul64(elapsed, uint64(rate)))
+	return now, s.sub(mul64(elapsed, uint64(rate)))
 }
 
 // The encoding shared by the bucket states: params, then last and backlog,

@@ -94,7 +94,7 @@ func (s *TokenBucket) decide(now int64, p TokenBucketParams, n int64) (Decision,
 	if !back.isZero() && (s.p.Capacity != p.Capacity || s.p.Period != p.Period) {
 		back = s.carry(back, p)
 	}
-	now, back = backlog{last: s.b.last, s: back}.at(now, p.Rate)
+	now, back = s.b.drain(now, back, p.Rate)
 	full := mul64(uint64(p.Capacity), uint64(p.Period))
 	d := Decision{Limit: p.Capacity}
 	after := back
