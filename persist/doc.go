@@ -7,8 +7,8 @@
 //
 // Two implementations exist: PebbleStore (Open), backed by
 // github.com/cockroachdb/pebble/v2, and MemStore (NewMemStore), which keeps
-// the same encoded records in memory for --dir "" (no persistence) and for tests of other
-// packages.
+// the same encoded records in memory, for --dir "" (no persistence) and for
+// tests of other packages.
 //
 // # On-disk format, version 1
 //
@@ -46,9 +46,12 @@
 // (default 1s) if anything was written since the last sync; callers don't run
 // a ticker. FsyncNo never fsyncs on its own. With every policy Sync (used by
 // SAVE) fsyncs on demand, and Close fsyncs the WAL before closing, so a clean
-// shutdown loses nothing. A crash (of the process or the machine) loses at
-// most the writes since the last fsync: none with FsyncAlways, about one
-// SyncInterval with FsyncEverySec, whatever the OS had not written with
-// FsyncNo. Pebble's WAL recovery guarantees that what survives is a prefix
-// of the committed batches, and every batch is atomic.
+// shutdown loses nothing.
+//
+// A crash loses at most the writes since the last fsync: none with
+// FsyncAlways, about one SyncInterval with FsyncEverySec, whatever the OS had
+// not written back with FsyncNo. (A process crash, not only a machine crash,
+// can lose unsynced writes: Pebble buffers the WAL briefly in memory.)
+// Recovery replays the WAL up to the first torn record, so each Apply batch
+// is restored whole or not at all.
 package persist

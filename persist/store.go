@@ -35,8 +35,7 @@ type LoadStats struct {
 const MaxLoadErrors = 100
 
 // Store is durable storage for limiter records. Implementations are safe for
-// concurrent use; Close must not be called concurrently with the others
-// returning (they return ErrClosed once Close has started).
+// concurrent use. Once Close has begun, the other methods return ErrClosed.
 type Store interface {
 	// Apply writes puts and deletes in one atomic batch (one call per flush
 	// of a shard's worth). Deletes are applied after puts, so a key in both
@@ -54,9 +53,9 @@ type Store interface {
 	// other error from fn stops Load and is returned.
 	//
 	// The Record's Key and Payload are only valid during the call: fn must
-	// copy them to keep them. Load is meant to run at start-up, before any
-	// Apply; a key written concurrently may be deleted by Load if its
-	// previous version had expired.
+	// copy them to keep them, and must not call the store's methods. Load is
+	// meant to run at start-up, before any Apply; a key written concurrently
+	// may be deleted by Load if its previous version had expired.
 	Load(now int64, fn func(Record) error) (LoadStats, error)
 	// Checkpoint writes a consistent copy of the store to dir, which must
 	// not exist yet (its parent is created if needed). The copy is a Pebble
