@@ -134,7 +134,7 @@ func decodeFuzz(data []byte) (capacity, rate int64, period time.Duration, maxWai
 	maxWait = time.Duration(data[3]%8) * period / 4
 	data = data[4:]
 	for len(data) >= 3 && len(ops) < 512 {
-		op := fuzzOp{n: int64(data[1]) % (capacity + 2), kind: data[2] % 3}
+		op := fuzzOp{n: int64(data[1]) % (capacity + 3), kind: data[2] % 3}
 		// time steps from 0 to a few periods, in 1/16ths of a period
 		op.dt = int64(data[0]) * (int64(period)/16 + 1)
 		if op.dt < 0 || int64(period) > maxInt64/4 {
@@ -202,9 +202,9 @@ func FuzzGCRA(f *testing.F) {
 	f.Add([]byte{63, 255, 7, 0, 0, 64, 0, 1, 1, 0, 255, 1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		capacity, rate, period, _, _ := decodeFuzz(data)
-		p := GCRAParams{MaxBurst: capacity - 1, Count: rate, Period: period}
+		p := GCRAParams{MaxBurst: capacity, Count: rate, Period: period}
 		var s GCRA
-		fuzzBucket(t, data, func(c int64) int64 { return c },
+		fuzzBucket(t, data, func(c int64) int64 { return c + 1 },
 			func(now, n int64) Decision { return s.Take(now, p, n) },
 			func(now, n int64) Decision { return s.Check(now, p, n) })
 	})

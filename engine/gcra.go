@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // GCRAParams are the limits of a GCRA limiter, as given to CL.THROTTLE and
@@ -37,15 +38,18 @@ func (p GCRAParams) Limit() int64 {
 // with the semantics and replies of redis-cell's CL.THROTTLE.
 //
 // redis-cell keeps the theoretical arrival time (TAT) and an emission
-// interval EI = period/count truncated to whole ns, and admits n when
-// max(TAT, now) + n·EI − DVT ≤ now with DVT = EI·limit. Truncating EI is
-// what lets its remaining exceed the limit at high rates (redis-cell issue
-// 50). Here TAT − now is kept multiplied by Count, as the backlog of
-// mathutil.go (backlog = (TAT − now)·Count in token·ns, Count per ns of
-// elapsed time, Period per unit admitted, DVT·Count = limit·Period), so
-// every comparison is exact and remaining = ⌊limit − backlog/Period⌋ can
-// never exceed the limit. Only the durations handed out are rounded, up, to
-// whole nanoseconds.
+// interval EI = period/count truncated to whole ns, admits n when
+// max(TAT, now) + n·EI − DVT ≤ now with DVT = EI·limit, and answers
+// remaining = (DVT − (TAT − now))/EI computed in whole microseconds. That
+// truncation is what lets remaining exceed the limit at high rates
+// (redis-cell issue 50: at 6000/s, EI = 166 666.67 ns becomes 166 µs and
+// remaining 6025 of 6001). Here nothing is truncated: the state is the time
+// of the last update and TAT − last multiplied by Count, the backlog of
+// mathutil.go in token·ns. It drains by Count per ns, grows by Period per
+// unit admitted, and DVT·Count = limit·Period, so the admission test is
+// exact and remaining = ⌊limit − backlog/Period⌋ ≤ limit at any rate. Only
+// the durations handed out are rounded, up, to whole nanoseconds. The last
+// update time is kept (redis-cell has none) to clamp time going backwards.
 //
 // The zero value is a fresh key. A GCRA is not safe for concurrent use.
 type GCRA struct {
@@ -125,8 +129,8 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 // Kind returns KindThrottle.
 func (s *GCRA) Kind() Kind { return KindThrottle }
 
-// Size returns the bytes a GCRA state holds.
-func (s *GCRA) Size() int { return gcraEncodedLen }
+// Size returns the bytes a GCRA state holds (no pointers: just the struct).
+func (s *GCRA) Size() int { return int(unsafe.Sizeof(*s)) }
 
 const (
 	gcraVersion    = 1

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // LeakyBucketParams are the limits of a leaky bucket, as given to
@@ -119,8 +120,8 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 // Kind returns KindLeakyBucket.
 func (s *LeakyBucket) Kind() Kind { return KindLeakyBucket }
 
-// Size returns the bytes a LeakyBucket state holds.
-func (s *LeakyBucket) Size() int { return leakyBucketEncodedLen }
+// Size returns the bytes a LeakyBucket state holds (no pointers: just the struct).
+func (s *LeakyBucket) Size() int { return int(unsafe.Sizeof(*s)) }
 
 const (
 	leakyBucketVersion    = 1

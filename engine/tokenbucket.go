@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // TokenBucketParams are the limits of a token bucket, as given to
@@ -145,8 +146,8 @@ func (s *TokenBucket) carry(back u128, p TokenBucketParams) u128 {
 // Kind returns KindTokenBucket.
 func (s *TokenBucket) Kind() Kind { return KindTokenBucket }
 
-// Size returns the bytes a TokenBucket state holds.
-func (s *TokenBucket) Size() int { return tokenBucketEncodedLen }
+// Size returns the bytes a TokenBucket state holds (no pointers: just the struct).
+func (s *TokenBucket) Size() int { return int(unsafe.Sizeof(*s)) }
 
 const (
 	tokenBucketVersion    = 1
