@@ -302,3 +302,20 @@ func FuzzBucketDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckRateBound makes sure the bound checker used by the property
+// tests and fuzz targets can fail.
+func TestCheckRateBound(t *testing.T) {
+	sec := int64(time.Second)
+	ok := []admitted{{0, 2}, {sec, 1}, {2 * sec, 1}, {2 * sec, 0}}
+	if err := checkRateBound(ok, 2, 1, sec, 0); err != nil {
+		t.Errorf("within the bound: %v", err)
+	}
+	over := []admitted{{2 * sec, 1}, {0, 2}, {sec - 1, 1}} // 3 units in [0, 1s−1ns]
+	if err := checkRateBound(over, 2, 1, sec, 0); err == nil {
+		t.Errorf("3 units in under a second at capacity 2, 1/s: no error")
+	}
+	if err := checkRateBound(over, 2, 1, sec, 1); err != nil {
+		t.Errorf("with 1ns of slack: %v", err)
+	}
+}
