@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# bench/compare.sh: rlserver against Redis + Lua, side by side, on this
+# machine, in one run. See BENCHMARKS.md for what it measures and why.
+#
+# Starts a real redis-server (persistence off) and rlserver (--dir '', in
+# memory) on free loopback ports, and drives both with redis-benchmark:
+# 50 clients, pipelines of 1 and 16, a hot key and 100,000 random keys.
+# Each workload runs ROUNDS times, rlserver and Redis alternating
+# (A B A B ...); the report takes medians, and the ratios are medians of the
+# per-round ratios, so that noise shared by a round cancels. Then it loads
+# MEM_KEYS distinct keys of each limiter kind into fresh servers and reports
+# bytes per key.
+#
+# Usage: bench/compare.sh
+# Environment:
+#   QUICK=1          ~2-minute run (fewer requests per run, 200,000 keys for memory)
+#   ROUNDS=n         alternating rounds per workload (default 3; at least 3 for medians)
+#   N1=n N16=n       requests per run at pipeline 1 / 16 (default 100000 / 400000)
+#   PIPELINES="1 16" pipelines to run
+#   KEYMODES="hot random"
+#   WORKLOADS="..."  subset of: tokenbucket gcra fixed log sliding leaky acquire all3 ping incr
+#   MEM_KEYS=n       keys per kind for the memory part (default 1000000; 0 skips it)
+#   SKIP_THROUGHPUT=1  memory part only
+#   PERSIST=1        run rlserver with a temporary --dir (Pebble) instead of --dir ''
+#   OUT=dir          keep raw results there (default: a temp dir, removed on exit)
+#   RLSERVER_BIN=path  use this binary instead of building ./cmd/rlserver
+#
+# Idempotent; never targets anything but 127.0.0.1; stops its own servers on
+# exit (trap).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+ROUNDS=${ROUNDS:-3}
+if [[ ${QUICK:-0} == 1 ]]; then
+	N1=${N1:-30000}
+	N16=${N16:-120000}
+	MEM_KEYS=${MEM_KEYS:-200000}
+else
+	N1=${N1:-100000}
+	N16=${N16:-400000}
+	MEM_KEYS=${MEM_KEYS:-1000000}
+fi
+PIPELINES=${PIPELINES:-"1 16"}
+KEYMODES=${KEYMODES:-"hot random"}
+WORKLOADS=${WORKLOADS:-"tokenbucket gcra fixed log sliding leaky acquire all3 ping incr"}
+RANDKEYS=100000
+CLIENTS=50
+HOST=127.0.0.1
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# --- tools -------------------------------------------------------------------
+if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null || ! command -v redis-cli >/dev/null; then
+	log "installing redis-server and redis-tools (apt-get)"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+# The Debian package starts a system redis on 6379; we never use it.
+
+TMP=$(mktemp -d /tmp/rlbench.XXXXXX)
+OUT=${OUT:-$TMP/out}
+mkdir -p "$OUT"
+PIDS=()
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [[ -n ${RLSERVER_BIN:-} ]]; then
+	RL_BIN=$RLSERVER_BIN
+else
+	RL_BIN=$TMP/rlserver
+	log "building rlserver"
+	go build -o "$RL_BIN" ./cmd/rlserver
+fi
+
+# --- servers -----------------------------------------------------------------
+USED_PORTS=" "
+free_port() {
+	local p i
+	for i in $(seq 200); do
+		p=$((20000 + RANDOM % 40000))
+		[[ $USED_PORTS == *" $p "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/$HOST/$p") 2>/dev/null; then
+			USED_PORTS+="$p "
+			echo "$p"
+			return 0
+		fi
+	done
+	echo "no free port" >&2
+	return 1
+}
+
+wait_ready() { # port pid
+	local i
+	for i in $(seq 100); do
+		if [[ $(redis-cli -h $HOST -p "$1" PING 2>/dev/null) == PONG ]]; then
+			return 0
+		fi
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "server on port $1 did not start" >&2
+	return 1
+}
+
+# start_redis: sets REDIS_PORT and REDIS_PID.
+start_redis() {
+	REDIS_PORT=$(free_port)
+	local dir=$TMP/redis.$REDIS_PORT
+	mkdir -p "$dir"
+	redis-server --bind $HOST --port "$REDIS_PORT" --protected-mode yes \
+		--save '' --appendonly no --dir "$dir" --logfile "$dir/redis.log" \
+		--daemonize no --io-threads 1 &
+	REDIS_PID=$!
+	PIDS+=("$REDIS_PID")
+	wait_ready "$REDIS_PORT" "$REDIS_PID"
+}
+
+# start_rl: sets RL_PORT and RL_PID.
+start_rl() {
+	RL_PORT=$(free_port)
+	local dir=''
+	if [[ ${PERSIST:-0} == 1 ]]; then
+		dir=$TMP/rldata.$RL_PORT
+	fi
+	"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
+	RL_PID=$!
+	PIDS+=("$RL_PID")
+	wait_ready "$RL_PORT" "$RL_PID"
+}
+
+stop() { # pid
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# Lua scripts: SCRIPT LOAD into the given redis; sets SHA_<name>.
+load_scripts() { # port
+	local s
+	for s in tokenbucket gcra fixedwindow slidinglog slidingwindow; do
+		printf -v "SHA_$s" '%s' "$(redis-cli -h $HOST -p "$1" SCRIPT LOAD "$(cat "$ROOT/bench/lua/$s.lua")")"
+	done
+}
+
+rss() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status"; }
+used_memory() { redis-cli -h $HOST -p "$1" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
+
+# --- workloads ---------------------------------------------------------------
+# Limiter parameters are generous so that the hot key is mostly admitted (the
+# admit path, which writes state, is the one that costs); LOG and ACQUIRE
+# keep O(limit) state, so they use a short window / lease instead.
+declare -A RL LUA
+set_workloads() {
+	RL[tokenbucket]="CL.TOKENBUCKET tb:__rand_int__ 1000000 1000000 1"
+	LUA[tokenbucket]="EVALSHA $SHA_tokenbucket 2 tb:__rand_int__:t tb:__rand_int__:s 1000000 1000000 1"
+	RL[gcra]="CL.THROTTLE gc:__rand_int__ 1000000 1000000 1"
+	LUA[gcra]="EVALSHA $SHA_gcra 1 gc:__rand_int__ 1000000 1000000 1 1"
+	RL[fixed]="CL.WINDOW fx:__rand_int__ 1000000000 60 FIXED"
+	LUA[fixed]="EVALSHA $SHA_fixedwindow 1 fx:__rand_int__ 1000000000 60000 1"
+	RL[log]="CL.WINDOW lg:__rand_int__ 10000 10ms LOG"
+	LUA[log]="EVALSHA $SHA_slidinglog 1 lg:__rand_int__ 10000 10 1"
+	RL[sliding]="CL.WINDOW sw:__rand_int__ 1000000000 60 SLIDING"
+	LUA[sliding]="EVALSHA $SHA_slidingwindow 1 sw:__rand_int__ 1000000000 60000 1"
+	RL[leaky]="CL.LEAKYBUCKET lk:__rand_int__ 1000000 1000000 1"
+	RL[acquire]="CL.ACQUIRE aq:__rand_int__ 1000 10ms"
+	RL[all3]="CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60"
+	RL[ping]="PING"
+	LUA[ping]="PING"
+	LUA[incr]="INCR in:__rand_int__"
+}
+
+# sanity: every command answers without an error before we time it.
+sanity() { # port command...
+	local out
+	out=$(redis-cli -h $HOST -p "$1" "${@:2}" 2>&1 | head -1)
+	if [[ $out == ERR* || $out == WRONGTYPE* || $out == *rror* || $out == NOSCRIPT* ]]; then
+		echo "sanity check failed on port $1: ${*:2} -> $out" >&2
+		exit 1
+	fi
+}
+
+# bench: one redis-benchmark run; appends a line to results.tsv.
+bench() { # port pipeline keymode workload server round command
+	local port=$1 p=$2 mode=$3 w=$4 srv=$5 round=$6 cmd=$7 n rflag=() line
+	n=$N1
+	[[ $p -gt 1 ]] && n=$N16
+	if [[ $mode == hot ]]; then
+		cmd=${cmd//__rand_int__/hot}
+	else
+		rflag=(-r $RANDKEYS)
+	fi
+	local -a args
+	read -ra args <<<"$cmd"
+	line=$(redis-benchmark -h $HOST -p "$port" -c $CLIENTS -P "$p" -n "$n" "${rflag[@]}" --csv "${args[@]}" 2>/dev/null | tail -1)
+	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" \
+		'{gsub(/"/, "", $8); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p, m, w, s, r, $2, $5, $7}' >>"$OUT/results.tsv"
+	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" \
+		'{printf "  P%-2s %-6s %-11s %-5s round %s: %10.0f ops/s  p50 %s  p99 %s ms\n", p, m, w, s, r, $2, $5, $7}' >&2
+}
+
+has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
+
+throughput() {
+	start_redis
+	start_rl
+	load_scripts "$REDIS_PORT"
+	set_workloads
+	log "redis-server $(redis-server --version | awk '{print $3}') on $HOST:$REDIS_PORT, rlserver on $HOST:$RL_PORT (dir '${PERSIST:+tmp}')"
+	local w
+	for w in $WORKLOADS; do
+		[[ -n ${RL[$w]:-} ]] && sanity "$RL_PORT" ${RL[$w]//__rand_int__/check}
+		[[ -n ${LUA[$w]:-} ]] && sanity "$REDIS_PORT" ${LUA[$w]//__rand_int__/check}
+	done
+	# Warm up both (connections, Go heap growth, Lua JIT-less interpreter caches).
+	redis-benchmark -h $HOST -p "$RL_PORT" -c $CLIENTS -P 16 -n 50000 -r $RANDKEYS -q ${RL[gcra]} >/dev/null 2>&1
+	redis-benchmark -h $HOST -p "$REDIS_PORT" -c $CLIENTS -P 16 -n 50000 -r $RANDKEYS -q ${LUA[gcra]} >/dev/null 2>&1
+	: >"$OUT/results.tsv"
+	local p mode round
+	for p in $PIPELINES; do
+		for mode in $KEYMODES; do
+			for round in $(seq "$ROUNDS"); do
+				log "pipeline $p, $mode keys, round $round of $ROUNDS"
+				for w in $WORKLOADS; do
+					if [[ -n ${RL[$w]:-} ]]; then
+						bench "$RL_PORT" "$p" "$mode" "$w" rl "$round" "${RL[$w]}"
+					fi
+					if [[ -n ${LUA[$w]:-} ]]; then
+						bench "$REDIS_PORT" "$p" "$mode" "$w" redis "$round" "${LUA[$w]}"
+					fi
+				done
+			done
+		done
+	done
+	stop "$RL_PID"
+	stop "$REDIS_PID"
+}
+
+# --- memory ------------------------------------------------------------------
+# Inline commands, one per key, for redis-cli --pipe. Keys are
+# lim:%012d (16 bytes, the length redis-benchmark's keys have); parameters
+# keep every key alive for an hour.
+gen() { # kind server sha
+	awk -v n="$MEM_KEYS" -v kind="$1" -v srv="$2" -v sha="$3" 'BEGIN {
+		for (i = 0; i < n; i++) {
+			k = sprintf("lim:%012d", i)
+			if (srv == "rl") {
+				if (kind == "tokenbucket") c = "CL.TOKENBUCKET " k " 100 1 3600"
+				else if (kind == "gcra") c = "CL.THROTTLE " k " 100 1 3600"
+				else if (kind == "fixed") c = "CL.WINDOW " k " 100 3600 FIXED"
+				else if (kind == "log") c = "CL.WINDOW " k " 100 3600 LOG"
+				else if (kind == "sliding") c = "CL.WINDOW " k " 100 3600 SLIDING"
+				else if (kind == "leaky") c = "CL.LEAKYBUCKET " k " 100 1 3600"
+				else if (kind == "acquire") c = "CL.ACQUIRE " k " 100 3600"
+			} else {
+				if (kind == "tokenbucket") c = "EVALSHA " sha " 2 " k ":t " k ":s 0.000277777777 100 1"
+				else if (kind == "gcra") c = "EVALSHA " sha " 1 " k " 100 1 3600 1"
+				else if (kind == "fixed" || kind == "log" || kind == "sliding") c = "EVALSHA " sha " 1 " k " 100 3600000 1"
+			}
+			printf "%s\r\n", c
+		}
+	}'
+}
+
+memory() {
+	: >"$OUT/memory.tsv"
+	local kind srv sha before_used before_rss after_used after_rss port pid
+	for kind in tokenbucket gcra fixed log sliding leaky acquire; do
+		for srv in rl redis; do
+			case $kind in leaky | acquire) [[ $srv == redis ]] && continue ;; esac
+			sha=
+			if [[ $srv == redis ]]; then
+				start_redis
+				port=$REDIS_PORT pid=$REDIS_PID
+				load_scripts "$port"
+				case $kind in
+				tokenbucket) sha=$SHA_tokenbucket ;;
+				gcra) sha=$SHA_gcra ;;
+				fixed) sha=$SHA_fixedwindow ;;
+				log) sha=$SHA_slidinglog ;;
+				sliding) sha=$SHA_slidingwindow ;;
+				esac
+			else
+				start_rl
+				port=$RL_PORT pid=$RL_PID
+			fi
+			gen "$kind" "$srv" "$sha" >"$TMP/load.txt"
+			sleep 0.5
+			before_used=$(used_memory "$port")
+			before_rss=$(rss "$pid")
+			redis-cli -h $HOST -p "$port" --pipe <"$TMP/load.txt" >"$TMP/pipe.log" 2>&1 || {
+				cat "$TMP/pipe.log" >&2
+				exit 1
+			}
+			if ! grep -q 'errors: 0' "$TMP/pipe.log"; then
+				cat "$TMP/pipe.log" >&2
+				exit 1
+			fi
+			sleep 1
+			after_used=$(used_memory "$port")
+			after_rss=$(rss "$pid")
+			local dbsize
+			dbsize=$(redis-cli -h $HOST -p "$port" DBSIZE)
+			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$srv" "$MEM_KEYS" "$before_used" "$after_used" "$before_rss" "$after_rss" >>"$OUT/memory.tsv"
+			log "memory $kind $srv: $MEM_KEYS limiters ($dbsize keys): used +$(((after_used - before_used) / MEM_KEYS)) B/key, RSS +$(((after_rss - before_rss) / MEM_KEYS)) B/key"
+			stop "$pid"
+		done
+	done
+	rm -f "$TMP/load.txt"
+}
+
+# --- main --------------------------------------------------------------------
+log "machine: $(nproc) cores, $(uname -sr); rounds $ROUNDS, N1=$N1 N16=$N16, memory keys $MEM_KEYS"
+if [[ ${SKIP_THROUGHPUT:-0} != 1 ]]; then
+	throughput
+fi
+mem_args=()
+if [[ $MEM_KEYS -gt 0 ]]; then
+	memory
+	mem_args=("$OUT/memory.tsv")
+fi
+echo
+echo "redis-server $(redis-server --version | awk '{print $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)')"
+echo
+if [[ -s $OUT/results.tsv ]] || [[ ${#mem_args[@]} -gt 0 ]]; then
+	[[ -f $OUT/results.tsv ]] || : >"$OUT/results.tsv"
+	go run ./bench/report "$OUT/results.tsv" "${mem_args[@]}"
+fi

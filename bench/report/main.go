@@ -1,0 +1,289 @@
+// Command report turns the raw results of bench/compare.sh into the
+// Markdown tables of BENCHMARKS.md: medians per workload, the ratios
+// rlserver / Redis+Lua and rlserver / Redis INCR (each the median of the
+// per-round ratios, so that noise shared by a round cancels), the
+// hot-key / random-key comparison, the memory table and a check of the
+// performance targets.
+//
+// Usage: go run ./bench/report RESULTS.tsv [MEMORY.tsv]
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// sample is one redis-benchmark run.
+type sample struct {
+	rps, p50, p99 float64
+}
+
+type key struct {
+	p        int
+	keys     string // hot | random
+	workload string
+	server   string // rl | redis
+}
+
+// workloads in table order; lua names the Redis+Lua equivalent.
+var workloads = []struct{ name, lua, label string }{
+	{"tokenbucket", "tokenbucket", "token bucket: CL.TOKENBUCKET vs Spring script"},
+	{"gcra", "gcra", "GCRA: CL.THROTTLE vs redis_rate script"},
+	{"fixed", "fixed", "fixed window: CL.WINDOW FIXED vs INCR+EXPIRE script"},
+	{"log", "log", "sliding log: CL.WINDOW LOG vs ZSET script"},
+	{"sliding", "sliding", "sliding counter: CL.WINDOW SLIDING vs hash script"},
+	{"leaky", "", "CL.LEAKYBUCKET"},
+	{"acquire", "", "CL.ACQUIRE"},
+	{"all3", "", "CL.ALL with 3 rules"},
+	{"ping", "ping", "PING"},
+	{"incr", "", "Redis INCR (protocol ceiling)"},
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: report RESULTS.tsv [MEMORY.tsv]")
+		os.Exit(2)
+	}
+	runs := map[key]map[int]sample{}
+	ps := map[int]bool{}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// p keys workload server round rps p50 p99
+		fl := strings.Split(sc.Text(), "\t")
+		if len(fl) != 8 {
+			continue
+		}
+		p, _ := strconv.Atoi(fl[0])
+		round, _ := strconv.Atoi(fl[4])
+		k := key{p, fl[1], fl[2], fl[3]}
+		if runs[k] == nil {
+			runs[k] = map[int]sample{}
+		}
+		runs[k][round] = sample{num(fl[5]), num(fl[6]), num(fl[7])}
+		ps[p] = true
+	}
+	f.Close()
+	var plist []int
+	for p := range ps {
+		plist = append(plist, p)
+	}
+	sort.Ints(plist)
+
+	med := func(k key, pick func(sample) float64) float64 {
+		var v []float64
+		for _, s := range runs[k] {
+			v = append(v, pick(s))
+		}
+		return median(v)
+	}
+	// ratio is the median over rounds present in both of a[r]/b[r].
+	ratio := func(a, b key) float64 {
+		var v []float64
+		for r, sa := range runs[a] {
+			if sb, ok := runs[b][r]; ok && sb.rps > 0 {
+				v = append(v, sa.rps/sb.rps)
+			}
+		}
+		return median(v)
+	}
+	rps := func(s sample) float64 { return s.rps }
+	p50 := func(s sample) float64 { return s.p50 }
+	p99 := func(s sample) float64 { return s.p99 }
+
+	fmt.Println("| pipeline | keys | workload | rlserver ops/s | p50 ms | p99 ms | Redis ops/s | p50 ms | p99 ms | rlserver / Redis+Lua | rlserver / Redis INCR |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var checks []string
+	for _, p := range plist {
+		for _, keys := range []string{"hot", "random"} {
+			incr := key{p, keys, "incr", "redis"}
+			for _, w := range workloads {
+				rl := key{p, keys, w.name, "rl"}
+				rs := key{p, keys, w.lua, "redis"}
+				if w.name == "incr" {
+					rs = incr
+				}
+				if runs[rl] == nil && runs[rs] == nil {
+					continue
+				}
+				cells := []string{fmt.Sprintf("P%d", p), keys, w.label}
+				if runs[rl] != nil {
+					cells = append(cells, ops(med(rl, rps)), ms(med(rl, p50)), ms(med(rl, p99)))
+				} else {
+					cells = append(cells, "", "", "")
+				}
+				if w.lua != "" || w.name == "incr" {
+					cells = append(cells, ops(med(rs, rps)), ms(med(rs, p50)), ms(med(rs, p99)))
+				} else {
+					cells = append(cells, "", "", "")
+				}
+				lr, ir := "", ""
+				if w.lua != "" && runs[rl] != nil && runs[rs] != nil {
+					r := ratio(rl, rs)
+					lr = fmt.Sprintf("%.2f×", r)
+					if w.name != "ping" {
+						want := 2.0
+						if p >= 16 {
+							want = 8.0
+						}
+						checks = append(checks, check(r >= want, "P%d %s %s: rlserver / Redis+Lua %.2f× (target ≥ %.0f×)", p, keys, w.name, r, want))
+						a, b := med(rl, p99), med(rs, p99)
+						checks = append(checks, check(a <= b, "P%d %s %s: p99 %.3f ms vs Redis+Lua %.3f ms (target ≤)", p, keys, w.name, a, b))
+					}
+				}
+				if w.name != "incr" && runs[rl] != nil && runs[incr] != nil {
+					r := ratio(rl, incr)
+					ir = fmt.Sprintf("%.2f×", r)
+					if w.name != "ping" {
+						checks = append(checks, check(r >= 1.0, "P%d %s %s: rlserver / Redis INCR %.2f× (target ≥ 1.0×)", p, keys, w.name, r))
+					}
+				}
+				cells = append(cells, lr, ir)
+				fmt.Println("| " + strings.Join(cells, " | ") + " |")
+			}
+		}
+	}
+
+	fmt.Println()
+	fmt.Println("Hot key vs 100,000 random keys (rlserver; median of per-round ratios random / hot):")
+	fmt.Println()
+	fmt.Println("| pipeline | workload | hot ops/s | random ops/s | random / hot |")
+	fmt.Println("|---|---|---:|---:|---:|")
+	for _, p := range plist {
+		for _, w := range workloads {
+			if w.name == "ping" || w.name == "incr" {
+				continue
+			}
+			h, r := key{p, "hot", w.name, "rl"}, key{p, "random", w.name, "rl"}
+			if runs[h] == nil || runs[r] == nil {
+				continue
+			}
+			q := ratio(r, h)
+			fmt.Printf("| P%d | %s | %s | %s | %.2f |\n", p, w.name, ops(med(h, rps)), ops(med(r, rps)), q)
+			checks = append(checks, check(q >= 0.8 && q <= 1.2, "P%d %s: random keys / hot key %.2f (target within 20%%)", p, w.name, q))
+		}
+	}
+
+	if len(os.Args) > 2 {
+		memory(os.Args[2], &checks)
+	}
+
+	fmt.Println()
+	fmt.Println("Targets:")
+	fmt.Println()
+	pass := 0
+	for _, c := range checks {
+		if strings.HasPrefix(c, "- PASS") {
+			pass++
+		}
+	}
+	fmt.Printf("%d of %d checks pass.\n\n", pass, len(checks))
+	for _, c := range checks {
+		fmt.Println(c)
+	}
+}
+
+// memory prints the bytes-per-key table from lines
+// kind server keys used_before used_after rss_before rss_after.
+func memory(path string, checks *[]string) {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	defer f.Close()
+	type row struct {
+		used, rss float64
+		keys      float64
+	}
+	rows := map[string]map[string]row{}
+	var kinds []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Split(sc.Text(), "\t")
+		if len(fl) != 7 {
+			continue
+		}
+		n := num(fl[2])
+		if n <= 0 {
+			continue
+		}
+		if rows[fl[0]] == nil {
+			rows[fl[0]] = map[string]row{}
+			kinds = append(kinds, fl[0])
+		}
+		rows[fl[0]][fl[1]] = row{(num(fl[4]) - num(fl[3])) / n, (num(fl[6]) - num(fl[5])) / n, n}
+	}
+	fmt.Println()
+	fmt.Println("Memory, bytes per limiter key (delta after loading distinct keys into a fresh server; used = Redis used_memory / rlserver Go heap in use, RSS = process VmRSS):")
+	fmt.Println()
+	fmt.Println("| kind | keys | rlserver used | rlserver RSS | Redis+Lua used | Redis+Lua RSS | ratio used | ratio RSS |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, k := range kinds {
+		rl, okl := rows[k]["rl"]
+		rs, oks := rows[k]["redis"]
+		cells := []string{k, ""}
+		if okl {
+			cells[1] = fmt.Sprintf("%.0f", rl.keys)
+			cells = append(cells, fmt.Sprintf("%.0f", rl.used), fmt.Sprintf("%.0f", rl.rss))
+		} else {
+			cells = append(cells, "", "")
+		}
+		if oks {
+			cells[1] = fmt.Sprintf("%.0f", rs.keys)
+			cells = append(cells, fmt.Sprintf("%.0f", rs.used), fmt.Sprintf("%.0f", rs.rss))
+		} else {
+			cells = append(cells, "", "")
+		}
+		if okl && oks {
+			ru, rr := rl.used/rs.used, rl.rss/rs.rss
+			cells = append(cells, fmt.Sprintf("%.2f", ru), fmt.Sprintf("%.2f", rr))
+			*checks = append(*checks, check(rr <= 0.5, "memory %s: rlserver / Redis+Lua bytes per key %.2f by RSS, %.2f by used memory (target ≤ 0.5)", k, rr, ru))
+		} else {
+			cells = append(cells, "", "")
+		}
+		fmt.Println("| " + strings.Join(cells, " | ") + " |")
+	}
+}
+
+func check(ok bool, format string, args ...any) string {
+	s := "- FAIL "
+	if ok {
+		s = "- PASS "
+	}
+	return s + fmt.Sprintf(format, args...)
+}
+
+func num(s string) float64 {
+	v, _ := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return v
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func ops(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func ms(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }

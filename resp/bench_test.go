@@ -1,0 +1,162 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"testing"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Dispatch benchmarks: a pre-built batch of 16 pipelined limiter commands
+// goes through a real server connection (reader -> table lookup -> handler
+// -> shard lock -> engine -> reply encoding -> one write), and the client
+// reads the 16 replies back. One op is one batch; ns/cmd is per command.
+// Allocations are counted for the whole process, the client side included,
+// which allocates nothing itself, so allocs/op is the server's per-batch
+// figure (divide by 16 for per command).
+//
+// The limiter parameters keep every key alive (capacity 1e9, refill one per
+// hour: a key expires only once it is full again), so the steady state
+// exercises updates of existing keys, not creation and expiry.
+
+// benchCmd encodes one request as a RESP multibulk.
+func benchCmd(args ...string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.Bytes()
+}
+
+// benchBatch returns a batch of 16 requests alternating CL.THROTTLE and
+// CL.TOKENBUCKET; key(i) names the key of request i.
+func benchBatch(key func(i int) string) []byte {
+	var b []byte
+	for i := range 16 {
+		if i%2 == 0 {
+			b = append(b, benchCmd("CL.THROTTLE", "th:"+key(i), "1000000000", "1", "3600")...)
+		} else {
+			b = append(b, benchCmd("CL.TOKENBUCKET", "tb:"+key(i), "1000000000", "1", "3600")...)
+		}
+	}
+	return b
+}
+
+// benchServer starts a server with an in-memory store whose logger
+// discards, and serves one end of conn pair made by dial.
+func benchServer(b *testing.B, serverSide net.Conn) *Server {
+	b.Helper()
+	s := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
+	c := s.newConn(serverSide)
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serveConn(c)
+	return s
+}
+
+// roundTrip writes batch and reads the 16 replies: every reply is an array
+// of five integers, six lines, so 96 line feeds end the batch.
+func roundTrip(b *testing.B, conn net.Conn, batch, buf []byte) {
+	if _, err := conn.Write(batch); err != nil {
+		b.Fatal(err)
+	}
+	lines := 0
+	for lines < 16*6 {
+		n, err := conn.Read(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if buf[0] == '-' {
+			b.Fatalf("error reply: %q", buf[:n])
+		}
+		lines += bytes.Count(buf[:n], []byte{'\n'})
+	}
+	if lines != 16*6 {
+		b.Fatalf("read %d reply lines, want %d", lines, 16*6)
+	}
+}
+
+func benchPipeline16(b *testing.B, client net.Conn, batches [][]byte) {
+	buf := make([]byte, 64<<10)
+	// Create the keys and grow the buffers first: the steady state is
+	// measured, not the first touch.
+	for _, batch := range batches {
+		roundTrip(b, client, batch, buf)
+	}
+	b.SetBytes(int64(len(batches[0])))
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		roundTrip(b, client, batches[i], buf)
+		i++
+		if i == len(batches) {
+			i = 0
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/cmd")
+}
+
+// pipelineBatches returns the batches of a sub-benchmark: one hot key
+// (every request on the same two keys), or 1,024 keys spread over 64
+// pre-built batches.
+func pipelineBatches(hot bool) [][]byte {
+	if hot {
+		return [][]byte{benchBatch(func(int) string { return "hot" })}
+	}
+	batches := make([][]byte, 64)
+	for j := range batches {
+		batches[j] = benchBatch(func(i int) string { return fmt.Sprintf("key:%06d", j*16+i) })
+	}
+	return batches
+}
+
+// BenchmarkPipeline16 drives the server over net.Pipe: no syscalls, so the
+// profile is the protocol and dispatch path alone.
+func BenchmarkPipeline16(b *testing.B) {
+	for _, hot := range []bool{true, false} {
+		name := "keys=1024"
+		if hot {
+			name = "keys=hot"
+		}
+		b.Run(name, func(b *testing.B) {
+			client, server := net.Pipe()
+			s := benchServer(b, server)
+			defer s.wg.Wait()
+			defer client.Close()
+			benchPipeline16(b, client, pipelineBatches(hot))
+		})
+	}
+}
+
+// BenchmarkPipeline16TCP is BenchmarkPipeline16 over a loopback TCP
+// connection through the server's own accept loop, syscalls included.
+func BenchmarkPipeline16TCP(b *testing.B) {
+	for _, hot := range []bool{true, false} {
+		name := "keys=1024"
+		if hot {
+			name = "keys=hot"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
+			if err := s.Listen("127.0.0.1:0"); err != nil {
+				b.Fatal(err)
+			}
+			go s.Serve()
+			defer s.Close(0)
+			client, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			benchPipeline16(b, client, pipelineBatches(hot))
+		})
+	}
+}
