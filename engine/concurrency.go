@@ -43,8 +43,9 @@ func (s *Concurrency) Kind() Kind { return KindConcurrency }
 // Acquire admits n units at now (ns) under lease id for the duration lease
 // if the units held plus n fit in limit, and returns the decision.
 // Remaining is limit minus the units held after the call (at least 0);
-// a denied RetryAfter is the time until the earliest lease expires, or
-// Never when n > limit. n == 0 peeks: nothing is stored. A denied call
+// a denied RetryAfter is, as the contract says, the time until the earliest
+// lease expires (even if that one alone frees too few units), or Never when
+// n > limit. n == 0 peeks: nothing is stored. A denied call
 // changes nothing. limit <= 0, lease <= 0 or n < 0 are denied with Never.
 func (s *Concurrency) Acquire(now int64, limit int64, lease time.Duration, n int64, id string) Decision {
 	if lease <= 0 {

@@ -76,11 +76,12 @@ func (p WindowParams) Validate() error {
 // (see winLog).
 //
 // A Window remembers the parameters it was last admitted with. A call with
-// other parameters carries the state over: the counters (or the log) are
-// first brought up to now under the old window length, then reinterpreted as
-// the current and previous windows of the new length, and clamped to the new
-// limit. A call whose mode differs from a non-fresh state's is the caller's
-// to refuse (WRONGTYPE); the engine treats that state as fresh.
+// other parameters carries the state over, clamped to the new limit: FIXED
+// and SLIDING counters move to the new window length as of the last
+// admission (see counters); a LOG keeps its instants, and drops its oldest
+// units if it holds more than the new limit. A call whose mode differs from
+// a non-fresh state's is the caller's to refuse (WRONGTYPE); the engine
+// treats that state as fresh.
 //
 // Time going backwards is clamped on purpose: a call at now earlier than the
 // last admitted instant is answered as if made at that instant, so no time
@@ -103,8 +104,9 @@ var _ State = (*Window)(nil)
 // Kind returns KindWindow.
 func (s *Window) Kind() Kind { return KindWindow }
 
-// Mode returns the mode the window was created with, or 0 when it is fresh
-// (never admitted anything).
+// Mode returns the mode of the window's admissions, or 0 for a Window that
+// never admitted anything. A window whose decision said ResetAfter 0 is
+// fresh too, whatever its Mode: the caller drops the key then.
 func (s *Window) Mode() WindowMode { return s.mode }
 
 // Take admits n units at now (ns) if the window has room for them and
