@@ -142,7 +142,7 @@ func TestProtocol(t *testing.T) {
 			if sp.name == "bytewise" && len(tc.in) > 200000 {
 				continue
 			}
-			got, err := readAll(sp.fn([]byte(tc.in)), 0)
+			got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, sp.name != "whole")
 			checkResult(t, tc.name+"/"+sp.name, got, err, tc.want, tc.wantErr)
 		}
 		// The reference parser agrees.
@@ -396,15 +396,16 @@ func FuzzReader(f *testing.F) {
 		const maxBulk = 64 // small, so that the bound is reached
 		want, wantErr := refParse(data, maxBulk)
 		readers := []struct {
-			name string
-			rd   io.Reader
+			name     string
+			rd       io.Reader
+			buffered bool
 		}{
-			{"whole", bytes.NewReader(data)},
-			{"bytewise", iotest.OneByteReader(bytes.NewReader(data))},
-			{"chunks", &chunkReader{data: data, sizes: fuzzSizes(data)}},
+			{"whole", bytes.NewReader(data), false},
+			{"bytewise", iotest.OneByteReader(bytes.NewReader(data)), true},
+			{"chunks", &chunkReader{data: data, sizes: fuzzSizes(data)}, true},
 		}
 		for _, rd := range readers {
-			got, err := readAll(rd.rd, maxBulk)
+			got, err := readAllBuffered(rd.rd, maxBulk, rd.buffered)
 			checkResult(t, rd.name, got, err, want, wantErr)
 			nargs, size := 0, 0
 			for _, c := range got {

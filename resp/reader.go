@@ -91,6 +91,9 @@ func NewReader(rd io.Reader, maxBulkLen int) *Reader {
 	if maxBulkLen <= 0 {
 		maxBulkLen = DefaultMaxBulkLen
 	}
+	// Keep length arithmetic far from overflow; such bulks hit
+	// MaxQueryBufferLen anyway.
+	maxBulkLen = min(maxBulkLen, 1<<50)
 	return &Reader{rd: rd, maxBulkLen: maxBulkLen, maxQuery: MaxQueryBufferLen, bulkLen: -1}
 }
 
@@ -153,6 +156,9 @@ func (r *Reader) skipEmpty() bool {
 		b = b[:protoInlineMaxSize+1]
 	}
 	if b[0] == '*' {
+		if len(b) > 1 && '1' <= b[1] && b[1] <= '9' {
+			return false // the common case: a non-empty request
+		}
 		i := bytes.IndexByte(b, '\r')
 		if i < 0 || i+1 >= len(b) {
 			return false
@@ -164,18 +170,17 @@ func (r *Reader) skipEmpty() bool {
 		r.scan = 0
 		return true
 	}
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		return false
-	}
-	for _, c := range b[:i] {
+	for i, c := range b {
+		if c == '\n' {
+			r.r += i + 1
+			r.scan = 0
+			return true
+		}
 		if !isCSpace(c) {
 			return false
 		}
 	}
-	r.r += i + 1
-	r.scan = 0
-	return true
+	return false
 }
 
 // parse parses what is buffered of the request at r.r. It reports done with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,12 +14,21 @@ import (
 // readAll reads commands from rd until Next fails and returns them with the
 // error.
 func readAll(rd io.Reader, maxBulkLen int) ([][]string, error) {
+	return readAllBuffered(rd, maxBulkLen, false)
+}
+
+// readAllBuffered is readAll, calling Buffered after each command if
+// buffered is set, as the server does (Buffered consumes empty requests).
+func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, error) {
 	r := NewReader(rd, maxBulkLen)
 	var cmds [][]string
 	for {
 		args, err := r.Next()
 		if err != nil {
 			return cmds, err
+		}
+		if buffered {
+			r.Buffered()
 		}
 		if len(args) == 0 {
 			return cmds, errors.New("Next returned no arguments and no error")
@@ -131,12 +141,14 @@ var validCases = []struct {
 func TestReaderValid(t *testing.T) {
 	for _, tc := range validCases {
 		for _, sp := range splitters {
-			got, err := readAll(sp.fn([]byte(tc.in)), 0)
-			if err != io.EOF {
-				t.Errorf("%s/%s: err = %v, want io.EOF", tc.name, sp.name, err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("%s/%s: got %q, want %q", tc.name, sp.name, got, tc.want)
+			for _, buffered := range []bool{false, true} {
+				got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, buffered)
+				if err != io.EOF {
+					t.Errorf("%s/%s/%v: err = %v, want io.EOF", tc.name, sp.name, buffered, err)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("%s/%s/%v: got %q, want %q", tc.name, sp.name, buffered, got, tc.want)
+				}
 			}
 		}
 	}
@@ -282,6 +294,18 @@ func TestReaderNoAllocFromAnnouncedLengths(t *testing.T) {
 	}
 	if !r.Buffered() {
 		t.Error("Buffered = false inside a partial request")
+	}
+}
+
+func TestReaderHugeMaxBulkLen(t *testing.T) {
+	for _, in := range []string{"*1\r\n$9223372036854775807\r\nabc", "*1\r\n$1000000000000\r\nabc"} {
+		r := NewReader(strings.NewReader(in), math.MaxInt)
+		if _, err := r.Next(); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+		if len(r.buf) > readerInitBuf {
+			t.Errorf("%q: buffer grew to %d", in, len(r.buf))
+		}
 	}
 }
 
