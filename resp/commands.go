@@ -5,9 +5,21 @@ package resp
 // are all read from it.
 func commandTable() []*Command {
 	const rw, ro = "RW", "RO"
+	// A limiter's most arguments are its name plus every documented one
+	// (a token argument counts twice: token and value).
 	limiter := func(name string, arity int, summary string, args ...Arg) *Command {
+		max := 1
+		for _, a := range args {
+			max++
+			if a.Token != "" && a.Type != "pure-token" {
+				max++
+			}
+		}
+		if arity > 0 {
+			max = 0
+		}
 		return &Command{
-			Name: name, Arity: arity, Flags: []string{"write", "denyoom", "fast"},
+			Name: name, Arity: arity, MaxArgs: max, Flags: []string{"write", "denyoom", "fast"},
 			ACL: []string{"write", "fast", "ratelimit"}, Keys: KeySpec{First: 1, Last: 1, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}},
 			Group: "ratelimit", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Args: args,
 		}

@@ -88,7 +88,7 @@ func (c *Conn) exec(args [][]byte) {
 		c.reject(errWrongArgs(cmd.Name))
 		return
 	}
-	if cmd.subIndex != nil {
+	if cmd.subIndex != nil && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			c.reject(errUnknownSubcommand(cmd.Name, args[1]))

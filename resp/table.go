@@ -10,6 +10,7 @@ import (
 type Command struct {
 	Name       string   // lower case; a subcommand is "container|sub"
 	Arity      int      // Redis's convention: the name counts, negative means "at least"
+	MaxArgs    int      // with a negative Arity: the most arguments (name included) accepted; 0 no bound
 	Flags      []string // Redis command flags: write, readonly, fast, denyoom, admin, noscript, loading, stale, no_auth, no_multi, movablekeys, ...
 	ACL        []string // ACL categories without '@'
 	Keys       KeySpec  // key positions (zero: no keys)
@@ -111,7 +112,7 @@ func (c *Command) arityOK(n int) bool {
 	if c.Arity >= 0 {
 		return n == c.Arity
 	}
-	return n >= -c.Arity
+	return n >= -c.Arity && (c.MaxArgs == 0 || n <= c.MaxArgs)
 }
 
 // lookup finds a command by name, case-insensitively, without allocating
