@@ -88,6 +88,21 @@ func (sh *Shard) Insert(key []byte, st engine.State, exp int64) *Entry {
 	return e
 }
 
+// Restore adds an entry loaded from disk: like Insert, but not recorded as a
+// change (the disk already holds it) and never evicting.
+func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
+	if sh.m == nil {
+		sh.m = make(map[string]*Entry)
+	}
+	if old := sh.m[string(key)]; old != nil {
+		sh.remove(old)
+	}
+	e := &Entry{Key: string(key), State: st, exp: exp, filed: notFiled}
+	sh.m[e.Key] = e
+	sh.idx.file(e)
+	sh.account(e)
+}
+
 // Update records that e's state may have changed (changed) and now expires
 // at exp.
 func (sh *Shard) Update(e *Entry, exp int64, changed bool) {

@@ -165,15 +165,15 @@ func run(args []string) int {
 	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {
-			p.Close()
+			p.Shutdown(false)
 		}
 		return 1
 	}
-	restored := 0
+	restored, how := 0, "(in memory only)"
 	if p != nil {
-		restored = p.Restored()
+		restored, how = p.Restored(), p.RestoreSummary()
 	}
-	log.Printf("ready: listening on %s, %d keys restored, %d shards, dir %q", srv.Addr(), restored, store.NumShards(), o.dir)
+	log.Printf("ready: listening on %s, %d keys restored %s, %d shards, dir %q", srv.Addr(), restored, how, store.NumShards(), o.dir)
 
 	stopSweep := startSweeper(store, clock)
 	serveErr := make(chan error, 1)

@@ -1,21 +1,33 @@
 package main
 
 import (
+	"fmt"
+	"log"
+
+	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/shard"
 )
 
-// persistence is the placeholder until the persistence layer lands: the
-// server runs in memory.
-type persistence struct{}
-
-func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persistence, error) {
-	return nil, nil
+// openPersistence opens the Pebble store under o.dir and restores the
+// keyspace from it; with --dir '' it returns nil (in memory only). A
+// directory that cannot be opened, or is locked by another process, is an
+// error: the server never starts silently empty.
+func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persist.Saver, error) {
+	if o.dir == "" {
+		return nil, nil
+	}
+	policy, err := persist.ParseFsyncPolicy(o.appendfsync)
+	if err != nil {
+		return nil, err
+	}
+	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, Logger: log.Printf})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
+	}
+	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{Interval: o.saveInterval, Logger: log.Printf})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("data directory %q: %w", o.dir, err)
+	}
+	return saver, nil
 }
-
-func (p *persistence) Save() error         { return nil }
-func (p *persistence) BGSave() error       { return nil }
-func (p *persistence) LastSave() int64     { return 0 }
-func (p *persistence) Info() [][2]string   { return nil }
-func (p *persistence) Restored() int       { return 0 }
-func (p *persistence) Close() error        { return nil }
-func (p *persistence) Shutdown(bool) error { return nil }

@@ -1,0 +1,278 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Saver connects the keyspace to a Store: it restores the keyspace at start,
+// flushes changed and deleted keys every interval, and answers SAVE, BGSAVE,
+// LASTSAVE and INFO persistence.
+//
+// A flush visits the shards one at a time: under the shard's lock it only
+// takes the list of changes and encodes them (no I/O); the Pebble batch for
+// that shard is written after the lock is released. The command path never
+// waits on disk. A batch that fails to write is kept and retried by the next
+// flush, so a transient disk error loses nothing that is still in memory.
+type Saver struct {
+	store    Store
+	keys     *shard.Store
+	clock    *shard.Clock
+	logf     func(string, ...any)
+	interval time.Duration
+
+	mu      sync.Mutex // one flush at a time; guards pending
+	pending []batch    // batches that failed to write
+
+	bgRunning  atomic.Bool
+	lastSave   atomic.Int64 // Unix s of the last successful flush
+	lastStatus atomic.Bool  // true: the last flush failed
+	lastDurUs  atomic.Int64
+	restored   int
+	skipped    int
+	expired    int
+	restoreDur time.Duration
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type batch struct {
+	puts    []Record
+	deletes [][]byte
+}
+
+// SaverOptions configures NewSaver.
+type SaverOptions struct {
+	// Interval is how often changes are flushed. Default 1s.
+	Interval time.Duration
+	// Logger receives log lines. Default: discard.
+	Logger func(format string, args ...any)
+}
+
+// NewSaver restores every record of store that has not expired into keys
+// (which must be empty and track changes), then starts flushing every
+// interval. The caller must call Shutdown, which also closes store.
+func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOptions) (*Saver, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = func(string, ...any) {}
+	}
+	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.restore(); err != nil {
+		return nil, err
+	}
+	s.lastSave.Store(time.Now().Unix())
+	go s.loop()
+	return s, nil
+}
+
+func (s *Saver) restore() error {
+	began := time.Now()
+	now := s.clock.Now()
+	st, err := s.store.Load(now, func(r Record) error {
+		state, err := engine.Decode(engine.Kind(r.Kind), r.Payload)
+		if err != nil {
+			return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
+		}
+		sh := s.keys.ShardFor(r.Key)
+		sh.Lock()
+		sh.Restore(r.Key, state, r.ExpireAt)
+		sh.Unlock()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("restoring state: %w", err)
+	}
+	for _, e := range st.Errors {
+		s.logf("skipped a record that cannot be decoded: %v", e)
+	}
+	s.restored, s.skipped, s.expired = st.Loaded, st.Skipped, st.Expired
+	s.restoreDur = time.Since(began)
+	return nil
+}
+
+// Restored returns how many keys start-up restored.
+func (s *Saver) Restored() int { return s.restored }
+
+// RestoreSummary describes start-up's restore for the ready log line.
+func (s *Saver) RestoreSummary() string {
+	return fmt.Sprintf("in %v (%d expired dropped, %d corrupt skipped)", s.restoreDur.Round(time.Millisecond), s.expired, s.skipped)
+}
+
+func (s *Saver) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if err := s.flush(); err != nil {
+				s.logf("error: flushing changes: %v", err)
+			}
+		}
+	}
+}
+
+// flush writes every change since the previous flush, one batch per shard.
+func (s *Saver) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	began := time.Now()
+	var firstErr error
+	retry := s.pending
+	s.pending = nil
+	for _, b := range retry {
+		if err := s.store.Apply(b.puts, b.deletes); err != nil {
+			s.pending = append(s.pending, b)
+			firstErr = cmpErr(firstErr, err)
+		}
+	}
+	var changes []shard.Change
+	var buf []byte
+	for i := 0; i < s.keys.NumShards(); i++ {
+		sh := s.keys.Shard(i)
+		sh.Lock()
+		var err error
+		changes, buf, err = sh.DrainChanges(changes[:0], nil)
+		sh.Unlock()
+		if err != nil {
+			firstErr = cmpErr(firstErr, err)
+			continue
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		b := toBatch(changes)
+		_ = buf
+		if err := s.store.Apply(b.puts, b.deletes); err != nil {
+			s.pending = append(s.pending, b)
+			firstErr = cmpErr(firstErr, err)
+		}
+	}
+	s.lastDurUs.Store(time.Since(began).Microseconds())
+	s.lastStatus.Store(firstErr != nil)
+	if firstErr == nil {
+		s.lastSave.Store(time.Now().Unix())
+		s.keys.ResetChanges()
+	}
+	return firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// toBatch turns a shard's changes into a batch. A key deleted and then
+// created again within one interval appears as both a deletion and a put;
+// the put is its current state, so the deletion is dropped (Store.Apply
+// applies deletions last).
+func toBatch(changes []shard.Change) batch {
+	var b batch
+	var put map[string]bool
+	for _, c := range changes {
+		if !c.Deleted {
+			b.puts = append(b.puts, Record{Key: []byte(c.Key), Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
+		}
+	}
+	for _, c := range changes {
+		if !c.Deleted {
+			continue
+		}
+		if put == nil && len(b.puts) > 0 {
+			put = make(map[string]bool, len(b.puts))
+			for _, p := range b.puts {
+				put[string(p.Key)] = true
+			}
+		}
+		if !put[c.Key] {
+			b.deletes = append(b.deletes, []byte(c.Key))
+		}
+	}
+	return b
+}
+
+// Save flushes every change and syncs the store (SAVE).
+func (s *Saver) Save() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.store.Sync()
+}
+
+// BGSave starts Save in the background (BGSAVE).
+func (s *Saver) BGSave() error {
+	if !s.bgRunning.CompareAndSwap(false, true) {
+		return errors.New("Background save already in progress")
+	}
+	go func() {
+		defer s.bgRunning.Store(false)
+		if err := s.Save(); err != nil {
+			s.logf("error: BGSAVE: %v", err)
+		}
+	}()
+	return nil
+}
+
+// LastSave returns the Unix time (s) of the last successful flush.
+func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
+
+// Info returns INFO's persistence fields, Redis's names first.
+func (s *Saver) Info() [][2]string {
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	status := "ok"
+	if s.lastStatus.Load() {
+		status = "err"
+	}
+	bg := "0"
+	if s.bgRunning.Load() {
+		bg = "1"
+	}
+	return [][2]string{
+		{"rdb_changes_since_last_save", i64(s.keys.Stats().Changes)},
+		{"rdb_bgsave_in_progress", bg},
+		{"rdb_last_save_time", i64(s.lastSave.Load())},
+		{"rdb_last_bgsave_status", status},
+		{"aof_enabled", "0"},
+		{"rl_keys_restored", strconv.Itoa(s.restored)},
+		{"rl_restore_duration_ms", i64(s.restoreDur.Milliseconds())},
+		{"rl_records_skipped", strconv.Itoa(s.skipped)},
+		{"rl_expired_dropped_at_start", strconv.Itoa(s.expired)},
+		{"rl_last_flush_duration_us", i64(s.lastDurUs.Load())},
+		{"rl_save_interval_ms", i64(s.interval.Milliseconds())},
+	}
+}
+
+// Shutdown stops the flush loop, flushes everything if save is true, and
+// closes the store.
+func (s *Saver) Shutdown(save bool) error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	var err error
+	if save {
+		err = s.Save()
+	}
+	if cerr := s.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
