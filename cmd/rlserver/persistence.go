@@ -9,7 +9,7 @@ import (
 )
 
 // openPersistence opens the Pebble store under o.dir and restores the
-// keyspace from it; with --dir '' it returns nil (in memory only). A
+// keyspace from it; with --dir ” it returns nil (in memory only). A
 // directory that cannot be opened, or is locked by another process, is an
 // error: the server never starts silently empty.
 func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persist.Saver, error) {
