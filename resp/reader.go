@@ -34,14 +34,14 @@ type ProtocolError struct {
 func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
 
 const (
-	// protoInlineMaxSize is Redis's PROTO_INLINE_MAX_SIZE: how many bytes may be
-	// buffered for an inline request or a multibulk/bulk header line before
-	// its terminator shows up.
+	// protoInlineMaxSize is Redis's PROTO_INLINE_MAX_SIZE: how many bytes
+	// may be buffered for an inline request or a multibulk/bulk header line
+	// before its terminator shows up.
 	protoInlineMaxSize = 64 * 1024
 	// readerInitBuf is the read buffer's initial size.
 	readerInitBuf = 4096
-	// readerKeepBuf and readerKeepArgs bound what an idle Reader keeps after a large
-	// request; larger buffers are dropped once fully consumed.
+	// readerKeepBuf and readerKeepArgs bound what an idle Reader keeps after
+	// a large request; larger buffers are dropped once fully consumed.
 	readerKeepBuf  = 64 * 1024
 	readerKeepArgs = 1024
 	// readerMaxEmptyReads is how many (0, nil) reads in a row Next tolerates.
