@@ -229,6 +229,15 @@ func (s *Saver) BGSave() error {
 	return nil
 }
 
+// Checkpoint flushes every change, then writes a Pebble checkpoint of the
+// store to dir (which must not exist yet).
+func (s *Saver) Checkpoint(dir string) error {
+	if err := s.Save(); err != nil {
+		return err
+	}
+	return s.store.Checkpoint(dir)
+}
+
 // LastSave returns the Unix time (s) of the last successful flush.
 func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
 

@@ -375,3 +375,18 @@ func cmdShutdown(c *Conn, args [][]byte) {
 		go f(false) // already saved above
 	}
 }
+
+// CHECKPOINT dir: an rlserver extension; flushes, then writes a consistent
+// Pebble checkpoint of the store to dir on the server's filesystem.
+func cmdCheckpoint(c *Conn, args [][]byte) {
+	p := c.srv.cfg.Persistence
+	if p == nil {
+		c.err("ERR persistence is off (--dir '')")
+		return
+	}
+	if err := p.Checkpoint(string(args[1])); err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	c.out = appendOK(c.out)
+}

@@ -53,6 +53,9 @@ type Persistence interface {
 	LastSave() int64
 	// Info returns the fields of INFO's persistence section, in order.
 	Info() [][2]string
+	// Checkpoint flushes, then writes a consistent copy of the store to
+	// dir (which must not exist yet).
+	Checkpoint(dir string) error
 }
 
 // Server serves the Redis protocol over a shard.Store.

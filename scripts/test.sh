@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, format and vet checks, then every test with
+# the race detector (integration tests build and start the real binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt -l lists unformatted files:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 12m ./...
