@@ -21,8 +21,8 @@ func parseInt(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	if len(b) > 1 && b[0] == '0' {
-		return 0, false
+	if (len(b) > 1 || neg) && b[0] == '0' {
+		return 0, false // leading zeros and "-0", as string2ll refuses them
 	}
 	var u uint64
 	for _, ch := range b {
