@@ -85,15 +85,20 @@ else
 fi
 
 # --- servers -----------------------------------------------------------------
+# Ports are picked below the kernel's ephemeral range, so that no client
+# connection of an earlier run (redis-benchmark opens thousands) holds one.
 USED_PORTS=" "
+EPHEMERAL_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+PORT_LOW=$((EPHEMERAL_LOW > 12000 ? 10000 : 2000))
+# free_port sets FREE_PORT (not echoed: a subshell would lose USED_PORTS).
 free_port() {
 	local p i
 	for i in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((PORT_LOW + RANDOM % (EPHEMERAL_LOW - PORT_LOW)))
 		[[ $USED_PORTS == *" $p "* ]] && continue
 		if ! (exec 3<>"/dev/tcp/$HOST/$p") 2>/dev/null; then
 			USED_PORTS+="$p "
-			echo "$p"
+			FREE_PORT=$p
 			return 0
 		fi
 	done
@@ -114,30 +119,43 @@ wait_ready() { # port pid
 	return 1
 }
 
-# start_redis: sets REDIS_PORT and REDIS_PID.
+# start_redis: sets REDIS_PORT and REDIS_PID (three tries on fresh ports).
 start_redis() {
-	REDIS_PORT=$(free_port)
-	local dir=$TMP/redis.$REDIS_PORT
-	mkdir -p "$dir"
-	redis-server --bind $HOST --port "$REDIS_PORT" --protected-mode yes \
-		--save '' --appendonly no --dir "$dir" --logfile "$dir/redis.log" \
-		--daemonize no --io-threads 1 &
-	REDIS_PID=$!
-	PIDS+=("$REDIS_PID")
-	wait_ready "$REDIS_PORT" "$REDIS_PID"
+	local try dir
+	for try in 1 2 3; do
+		free_port
+		REDIS_PORT=$FREE_PORT
+		dir=$TMP/redis.$REDIS_PORT
+		mkdir -p "$dir"
+		redis-server --bind $HOST --port "$REDIS_PORT" --protected-mode yes \
+			--save '' --appendonly no --dir "$dir" --logfile "$dir/redis.log" \
+			--daemonize no --io-threads 1 &
+		REDIS_PID=$!
+		PIDS+=("$REDIS_PID")
+		wait_ready "$REDIS_PORT" "$REDIS_PID" && return 0
+		tail -5 "$dir/redis.log" >&2
+		stop "$REDIS_PID"
+	done
+	exit 1
 }
 
-# start_rl: sets RL_PORT and RL_PID.
+# start_rl: sets RL_PORT and RL_PID (three tries on fresh ports).
 start_rl() {
-	RL_PORT=$(free_port)
-	local dir=''
-	if [[ ${PERSIST:-0} == 1 ]]; then
-		dir=$TMP/rldata.$RL_PORT
-	fi
-	"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
-	RL_PID=$!
-	PIDS+=("$RL_PID")
-	wait_ready "$RL_PORT" "$RL_PID"
+	local try dir=''
+	for try in 1 2 3; do
+		free_port
+		RL_PORT=$FREE_PORT
+		if [[ ${PERSIST:-0} == 1 ]]; then
+			dir=$TMP/rldata.$RL_PORT
+		fi
+		"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
+		RL_PID=$!
+		PIDS+=("$RL_PID")
+		wait_ready "$RL_PORT" "$RL_PID" && return 0
+		tail -5 "$TMP/rlserver.$RL_PORT.log" >&2
+		stop "$RL_PID"
+	done
+	exit 1
 }
 
 stop() { # pid
@@ -321,7 +339,8 @@ memory() {
 }
 
 # --- main --------------------------------------------------------------------
-log "machine: $(nproc) cores, $(uname -sr); rounds $ROUNDS, N1=$N1 N16=$N16, memory keys $MEM_KEYS"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+log "machine: $(nproc) cores, $(uname -sr), load average $LOAD_BEFORE; rounds $ROUNDS, N1=$N1 N16=$N16, memory keys $MEM_KEYS"
 if [[ ${SKIP_THROUGHPUT:-0} != 1 ]]; then
 	throughput
 fi
@@ -331,7 +350,7 @@ if [[ $MEM_KEYS -gt 0 ]]; then
 	mem_args=("$OUT/memory.tsv")
 fi
 echo
-echo "redis-server $(redis-server --version | awk '{print $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)')"
+echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)')"
 echo
 if [[ -s $OUT/results.tsv ]] || [[ ${#mem_args[@]} -gt 0 ]]; then
 	[[ -f $OUT/results.tsv ]] || : >"$OUT/results.tsv"
