@@ -628,3 +628,39 @@ func TestDebugNeedsFlag(t *testing.T) {
 	}
 	do(t, off.client(t, 2), "DEBUG", "CLOCK", "SET", "1").errIs("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
 }
+
+// TestSaveInsideMultiRefused: commands that flush take every shard lock,
+// which EXEC holds; inside MULTI they are refused instead of deadlocking.
+func TestSaveInsideMultiRefused(t *testing.T) {
+	s := start(t)
+	c := s.client(t, 2)
+	conn := c.Conn()
+	defer conn.Close()
+	if v, err := conn.Do(ctx, "MULTI").Result(); err != nil || v != "OK" {
+		t.Fatalf("MULTI = %v %v", v, err)
+	}
+	if _, err := conn.Do(ctx, "SAVE").Result(); err == nil || err.Error() != "ERR Command not allowed inside a transaction" {
+		t.Fatalf("SAVE in MULTI: %v", err)
+	}
+	if _, err := conn.Do(ctx, "EXEC").Result(); err == nil || err.Error() != "EXECABORT Transaction discarded because of previous errors." {
+		t.Fatalf("EXEC: %v", err)
+	}
+	do(t, c, "SAVE").equal("OK")
+}
+
+// TestEnvironmentConfig: every flag can be set as RLSERVER_<NAME>.
+func TestEnvironmentConfig(t *testing.T) {
+	t.Setenv("RLSERVER_REQUIREPASS", "envpass")
+	t.Setenv("RLSERVER_SHARDS", "4")
+	s := start(t)
+	raw := dial(t, s)
+	raw.send("PING\r\n")
+	raw.expect("-NOAUTH Authentication required.")
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "envpass", Protocol: 2})
+	defer c.Close()
+	do(t, c, "CONFIG", "GET", "shards").equal([]any{"shards", "4"})
+	t.Setenv("RLSERVER_SHARDS", "3")
+	if _, err := tryStart(t, ""); err == nil || !strings.Contains(err.Error(), "--shards must be a power of two") {
+		t.Fatalf("RLSERVER_SHARDS=3: %v", err)
+	}
+}

@@ -372,7 +372,9 @@ func cmdShutdown(c *Conn, args [][]byte) {
 	}
 	c.quit = true
 	if f := c.srv.cfg.OnShutdown; f != nil {
-		go f(false) // already saved above
+		// The final flush happens after every connection has finished, so
+		// that nothing acknowledged after the save above is lost.
+		go f(save)
 	}
 }
 

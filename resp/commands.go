@@ -102,15 +102,15 @@ func commandTable() []*Command {
 			sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))),
 			sub("config|resetstat", 2, "Resets the server's statistics.", cmdConfigResetStat),
 		),
-		server("save", 1, "Synchronously saves the keyspace to disk.", cmdSave),
+		noMulti(server("save", 1, "Synchronously saves the keyspace to disk.", cmdSave)),
 		server("bgsave", -1, "Asynchronously saves the keyspace to disk.", cmdBGSave, opt(token("SCHEDULE"))),
-		with(&Command{Name: "checkpoint", Arity: 2, Flags: []string{"admin", "noscript"}, ACL: []string{"admin", "slow", "dangerous"},
+		with(&Command{Name: "checkpoint", Arity: 2, Flags: []string{"admin", "noscript", "no_multi"}, ACL: []string{"admin", "slow", "dangerous"},
 			Group: "server", Since: "0.1.0", Complexity: "O(N) where N is the size of the store",
 			Summary: "Flushes, then writes a consistent copy of the store (a Pebble checkpoint) to a new directory.",
 			Args:    []Arg{argStr("directory")}}, cmdCheckpoint),
 		server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave),
-		server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
-			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE"))),
+		noMulti(server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
+			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE")))),
 		container("debug", "server", "Tests only: drives the server clock (needs --enable-debug-command).",
 			sub("debug|clock", -3, "Sets, advances, reads or releases the server clock.", cmdDebugClock,
 				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET")))),
@@ -133,6 +133,13 @@ func commandTable() []*Command {
 		flushCmd("flushall", "Removes all keys from all databases."),
 	}
 	return cmds
+}
+
+// noMulti marks a command that flushes to disk (taking every shard lock in
+// turn): inside MULTI it would wait for the locks EXEC holds.
+func noMulti(c *Command) *Command {
+	c.Flags = append(c.Flags, "no_multi")
+	return c
 }
 
 func with(c *Command, run func(*Conn, [][]byte)) *Command {

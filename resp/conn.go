@@ -104,6 +104,10 @@ func (c *Conn) exec(args [][]byte) {
 		c.reject(errNoAuth)
 		return
 	}
+	if c.inMulti && cmd.noMulti {
+		c.reject("ERR Command not allowed inside a transaction")
+		return
+	}
 	if c.inMulti && !cmd.immediate {
 		c.queue = append(c.queue, cloneArgs(args))
 		c.out = appendStatus(c.out, "QUEUED")

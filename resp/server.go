@@ -160,6 +160,7 @@ func (s *Server) Close(timeout time.Duration) {
 		// Interrupts a connection blocked in Read; one executing a command
 		// finishes it, flushes, and then sees the deadline.
 		c.nc.SetReadDeadline(time.Unix(1, 0))
+		c.nc.SetWriteDeadline(time.Now().Add(timeout))
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})

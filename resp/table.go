@@ -24,6 +24,7 @@ type Command struct {
 
 	noAuth    bool // runs before authentication
 	immediate bool // runs at once even inside MULTI
+	noMulti   bool // refused inside MULTI (it takes shard locks EXEC already holds)
 	subIndex  map[string]*Command
 }
 
@@ -91,6 +92,8 @@ func (c *Command) prepare() {
 			c.noAuth = true
 		case "no_multi_queue":
 			c.immediate = true
+		case "no_multi":
+			c.noMulti = true
 		}
 	}
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
