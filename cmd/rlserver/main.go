@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ type options struct {
 	maxBulk      string
 	logMaxLimit  int64
 	enableDebug  bool
+	cpuProfile   string
 }
 
 func main() {
@@ -55,6 +57,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -125,6 +128,15 @@ func run(args []string) int {
 	if err != nil || maxBulk < 1024 || maxBulk > 512<<20 {
 		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
 		return 2
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			log.Printf("error: --cpuprofile: %v", err)
+			return 2
+		}
+		pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	clock := shard.NewClock()
 	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != ""})
