@@ -664,3 +664,31 @@ func TestEnvironmentConfig(t *testing.T) {
 		t.Fatalf("RLSERVER_SHARDS=3: %v", err)
 	}
 }
+
+// TestMaxMemoryEvictsClosestToFresh: with --maxmemory, the keys closest to
+// their fresh state go first, so forgetting them changes the least.
+func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
+	s := start(t, "--maxmemory", "64kb")
+	c := s.client(t, 2)
+	setClock(t, c, t0)
+	pipe := c.Pipeline()
+	for i := 0; i < 1000; i++ {
+		pipe.Do(ctx, "CL.TOKENBUCKET", fmt.Sprintf("short:%04d", i), 10, 10, "1s") // fresh again in 100 ms
+	}
+	for i := 0; i < 1000; i++ {
+		pipe.Do(ctx, "CL.TOKENBUCKET", fmt.Sprintf("long:%04d", i), 10, 1, "1h") // fresh again in 6 min
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := do(t, c, "DBSIZE").val.(int64)
+	if n < 250 || n > 450 {
+		t.Fatalf("DBSIZE = %d with 64kb for ~160-byte keys, want about 400", n)
+	}
+	if short, _ := c.Keys(ctx, "short:*").Result(); len(short) != 0 {
+		t.Fatalf("%d short-lived keys survived while long-lived ones were evicted", len(short))
+	}
+	if ev := statValue(t, do(t, c, "INFO", "stats").val.(string), "evicted_keys"); ev != 2000-n {
+		t.Fatalf("evicted_keys = %d, want %d", ev, 2000-n)
+	}
+}
