@@ -36,9 +36,9 @@ func TestLimiterTokenBucket(t *testing.T) {
 			{words("CL.TOKENBUCKET tb 5 1 1s 6"), dec(0, 5, 0, -1, 5000)}, // n > capacity: never
 			{words("PTTL tb"), 5000},
 			{words("DEBUG CLOCK ADVANCE 1500"), "OK"},
-			{words("CL.TOKENBUCKET tb 5 1 1s 0"), dec(1, 5, 1, 0, 3500)}, // 1.5 tokens, floor 1
+			{words("CL.TOKENBUCKET tb 5 1 1s 0"), dec(1, 5, 1, 0, 3500)},   // 1.5 tokens, floor 1
 			{words("CL.TOKENBUCKET tb 5 1 1s 2"), dec(0, 5, 1, 500, 3500)}, // 0.5 token short
-			{words("CL.TOKENBUCKET tb 5 1 1s"), dec(1, 5, 0, 0, 4500)}, // 0.5 left: 4.5 s to full
+			{words("CL.TOKENBUCKET tb 5 1 1s"), dec(1, 5, 0, 0, 4500)},     // 0.5 left: 4.5 s to full
 		})
 		expiresIn(t, c, "tb", 4500)
 
@@ -143,8 +143,8 @@ func TestLimiterLeakyBucket(t *testing.T) {
 		c := s.client(t, proto)
 		fresh(t, c)
 		runSteps(t, c, []limStep{
-			{words("CL.LEAKYBUCKET lb 3 1 1s"), dec(1, 3, 2, 0, 1000)}, // empty before: act now
-			{words("CL.LEAKYBUCKET lb 3 1 1s"), dec(1, 3, 1, 1000, 2000)}, // level 1 ahead: wait 1 s
+			{words("CL.LEAKYBUCKET lb 3 1 1s"), dec(1, 3, 2, 0, 1000)},      // empty before: act now
+			{words("CL.LEAKYBUCKET lb 3 1 1s"), dec(1, 3, 1, 1000, 2000)},   // level 1 ahead: wait 1 s
 			{words("CL.LEAKYBUCKET lb 3 1 1s 2"), dec(0, 3, 1, 1000, 2000)}, // 2+2 > 3: fits in 1 s
 			{words("CL.LEAKYBUCKET lb 3 1 1s 1"), dec(1, 3, 0, 2000, 3000)},
 			{words("CL.LEAKYBUCKET lb 3 1 1s 4"), dec(0, 3, 0, -1, 3000)},
@@ -221,8 +221,8 @@ func TestLimiterWindowLog(t *testing.T) {
 			{words("DEBUG CLOCK ADVANCE 2000"), "OK"},
 			{words("CL.WINDOW lg 3 10s LOG"), dec(1, 3, 1, 0, 10000)},
 			{words("DEBUG CLOCK ADVANCE 3000"), "OK"},
-			{words("CL.WINDOW lg 3 10s log"), dec(1, 3, 0, 0, 10000)},    // entries at 0, 2, 5 s
-			{words("CL.WINDOW lg 3 10s LOG"), dec(0, 3, 0, 5000, 10000)}, // the 0 s entry leaves at 10 s
+			{words("CL.WINDOW lg 3 10s log"), dec(1, 3, 0, 0, 10000)},      // entries at 0, 2, 5 s
+			{words("CL.WINDOW lg 3 10s LOG"), dec(0, 3, 0, 5000, 10000)},   // the 0 s entry leaves at 10 s
 			{words("CL.WINDOW lg 3 10s 2 LOG"), dec(0, 3, 0, 7000, 10000)}, // and the 2 s one at 12 s
 			{words("CL.WINDOW lg 3 10s 4 LOG"), dec(0, 3, 0, -1, 10000)},
 			{words("DEBUG CLOCK ADVANCE 5000"), "OK"},
