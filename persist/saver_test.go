@@ -1,0 +1,563 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// The Saver tests run over a MemStore and a change-tracking keyspace with a
+// frozen clock. The flush loop's interval is an hour, so only the test's
+// Save calls flush.
+
+// saverT0 is a fixed instant: 2026-01-01T00:00:00Z in Unix ns.
+const saverT0 = int64(1767225600) * int64(time.Second)
+
+// saverParams are the token-bucket limits the tests use: 100 tokens, 1 per
+// hour, so a key consumed by n expires n hours later.
+var saverParams = engine.TokenBucketParams{Capacity: 100, Rate: 1, Period: time.Hour}
+
+type saverFixture struct {
+	t     *testing.T
+	store Store
+	mem   *MemStore
+	keys  *shard.Store
+	clock *shard.Clock
+	s     *Saver
+	logs  *lockedLines
+}
+
+type lockedLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *lockedLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *lockedLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// newSaverFixture starts a Saver over store (a fresh MemStore if nil, which
+// mem then holds) with the clock frozen at saverT0.
+func newSaverFixture(t *testing.T, store Store) *saverFixture {
+	t.Helper()
+	f := &saverFixture{t: t, store: store, logs: &lockedLines{}}
+	if store == nil {
+		f.mem = NewMemStore()
+		f.store = f.mem
+	}
+	f.keys = shard.New(shard.Options{Shards: 4, TrackChanges: true})
+	f.clock = shard.NewClock()
+	f.clock.Set(saverT0)
+	s, err := NewSaver(f.store, f.keys, f.clock, SaverOptions{Interval: time.Hour, Logger: f.logs.logf})
+	if err != nil {
+		t.Fatalf("NewSaver: %v", err)
+	}
+	f.s = s
+	t.Cleanup(func() { s.Shutdown(false) })
+	return f
+}
+
+// take consumes n tokens of key at the clock's now, as a command would:
+// create the entry or update it, under the shard's lock.
+func (f *saverFixture) take(key string, n int64) engine.Decision {
+	f.t.Helper()
+	sh := f.keys.ShardFor([]byte(key))
+	sh.Lock()
+	defer sh.Unlock()
+	now := f.clock.Now()
+	e := sh.Get([]byte(key), now)
+	st := &engine.TokenBucket{}
+	if e != nil {
+		st = e.State.(*engine.TokenBucket)
+	}
+	d := st.Take(now, saverParams, n)
+	if !d.Allowed {
+		f.t.Fatalf("take(%q, %d) denied: %+v", key, n, d)
+	}
+	exp := now + int64(d.ResetAfter)
+	if e == nil {
+		sh.Insert([]byte(key), st, exp)
+	} else {
+		sh.Update(e, exp, true)
+	}
+	return d
+}
+
+// del removes key, as DEL does.
+func (f *saverFixture) del(key string) {
+	f.t.Helper()
+	sh := f.keys.ShardFor([]byte(key))
+	sh.Lock()
+	defer sh.Unlock()
+	e := sh.Get([]byte(key), f.clock.Now())
+	if e == nil {
+		f.t.Fatalf("del(%q): no such key", key)
+	}
+	sh.Remove(e)
+}
+
+func (f *saverFixture) save() {
+	f.t.Helper()
+	if err := f.s.Save(); err != nil {
+		f.t.Fatalf("Save: %v", err)
+	}
+}
+
+// info returns one field of the Saver's INFO persistence.
+func (f *saverFixture) info(field string) string {
+	f.t.Helper()
+	for _, kv := range f.s.Info() {
+		if kv[0] == field {
+			return kv[1]
+		}
+	}
+	f.t.Fatalf("Info has no %s", field)
+	return ""
+}
+
+// storedRemaining loads store (without dropping anything: it reads at
+// saverT0) and returns each token-bucket key's remaining tokens at now, and
+// checks that each record's ExpireAt is when its bucket is full again.
+func storedRemaining(t *testing.T, store Store, now int64) map[string]int64 {
+	t.Helper()
+	recs, st := loadAll(t, store, saverT0)
+	if st.Skipped != 0 || st.Expired != 0 {
+		t.Fatalf("Load: %+v", st)
+	}
+	out := map[string]int64{}
+	for _, r := range recs {
+		if engine.Kind(r.Kind) != engine.KindTokenBucket {
+			t.Fatalf("record %q has kind %d, want %d", r.Key, r.Kind, engine.KindTokenBucket)
+		}
+		state, err := engine.Decode(engine.KindTokenBucket, r.Payload)
+		if err != nil {
+			t.Fatalf("record %q: %v", r.Key, err)
+		}
+		d := state.(*engine.TokenBucket).Check(now, saverParams, 0)
+		if want := now + int64(d.ResetAfter); r.ExpireAt != want {
+			t.Fatalf("record %q: ExpireAt %d, want %d (now + reset_after)", r.Key, r.ExpireAt, want)
+		}
+		out[string(r.Key)] = d.Remaining
+	}
+	return out
+}
+
+func wantStored(t *testing.T, store Store, now int64, want map[string]int64) {
+	t.Helper()
+	got := storedRemaining(t, store, now)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored remaining = %v, want %v", got, want)
+	}
+}
+
+// TestSaverFlushWritesPutsAndDeletes: a flush writes every changed key's
+// state and removes deleted keys; INFO persistence follows.
+func TestSaverFlushWritesPutsAndDeletes(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	if got := f.info("rdb_changes_since_last_save"); got != "0" {
+		t.Fatalf("rdb_changes_since_last_save = %s at start, want 0", got)
+	}
+	f.take("a", 10)
+	f.take("b", 20)
+	f.take("c", 30)
+	if got := f.info("rdb_changes_since_last_save"); got != "3" {
+		t.Fatalf("rdb_changes_since_last_save = %s, want 3", got)
+	}
+	f.save()
+	wantStored(t, f.mem, saverT0, map[string]int64{"a": 90, "b": 80, "c": 70})
+	if got := f.info("rdb_changes_since_last_save"); got != "0" {
+		t.Fatalf("rdb_changes_since_last_save = %s after Save, want 0", got)
+	}
+	if got := f.info("rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("rdb_last_bgsave_status = %s, want ok", got)
+	}
+
+	f.clock.Advance(time.Minute)
+	f.del("a")
+	f.take("b", 5)
+	f.save()
+	wantStored(t, f.mem, saverT0+int64(time.Minute), map[string]int64{"b": 75, "c": 70})
+
+	// A flush with nothing changed writes nothing and keeps the store.
+	f.save()
+	wantStored(t, f.mem, saverT0+int64(time.Minute), map[string]int64{"b": 75, "c": 70})
+
+	// FLUSHDB (Clear) deletes every key on the next flush.
+	for i := 0; i < f.keys.NumShards(); i++ {
+		sh := f.keys.Shard(i)
+		sh.Lock()
+		sh.Clear()
+		sh.Unlock()
+	}
+	f.save()
+	if n := f.mem.Len(); n != 0 {
+		t.Fatalf("after Clear and Save the store holds %d records, want 0", n)
+	}
+}
+
+// TestSaverDeleteRecreateOneInterval: a key deleted and created again
+// between two flushes is stored with its new state: the stale deletion is
+// dropped, whether or not the key was on disk before. Deleted again, it is
+// gone.
+func TestSaverDeleteRecreateOneInterval(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	f.take("old", 10)
+	f.save()
+	f.del("old")
+	f.take("old", 3)
+	f.take("new", 10)
+	f.del("new")
+	f.take("new", 4)
+	f.take("gone", 1)
+	f.del("gone")
+	f.take("gone", 2)
+	f.del("gone")
+	f.save()
+	wantStored(t, f.mem, saverT0, map[string]int64{"old": 97, "new": 96})
+}
+
+// flakyStore fails the Apply calls whose 1-based numbers are in fail, and
+// can run a hook inside Apply.
+type flakyStore struct {
+	Store
+	mu    sync.Mutex
+	calls int
+	fail  []int
+	hook  func() // run inside every Apply, before writing
+}
+
+var errFlaky = errors.New("flaky: disk full")
+
+func (s *flakyStore) Apply(puts []Record, deletes [][]byte) error {
+	s.mu.Lock()
+	s.calls++
+	fail := slices.Contains(s.fail, s.calls)
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	if fail {
+		return errFlaky
+	}
+	return s.Store.Apply(puts, deletes)
+}
+
+// TestSaverRetriesFailedApply: a batch that fails to write is kept and
+// written by the next flush; meanwhile SAVE fails, the status says err, the
+// change counter and LASTSAVE don't move.
+func TestSaverRetriesFailedApply(t *testing.T) {
+	mem := NewMemStore()
+	flaky := &flakyStore{Store: mem, fail: []int{1}}
+	f := newSaverFixture(t, flaky)
+	last := f.s.LastSave()
+	f.take("a", 10)
+	if err := f.s.Save(); !errors.Is(err, errFlaky) {
+		t.Fatalf("Save = %v, want %v", err, errFlaky)
+	}
+	if n := mem.Len(); n != 0 {
+		t.Fatalf("store holds %d records after a failed Apply, want 0", n)
+	}
+	if got := f.info("rdb_last_bgsave_status"); got != "err" {
+		t.Fatalf("rdb_last_bgsave_status = %s after a failed flush, want err", got)
+	}
+	if got := f.info("rdb_changes_since_last_save"); got != "1" {
+		t.Fatalf("rdb_changes_since_last_save = %s after a failed flush, want 1", got)
+	}
+	if got := f.s.LastSave(); got != last {
+		t.Fatalf("LastSave = %d after a failed flush, want %d", got, last)
+	}
+	// Nothing changed since: the retry alone writes a.
+	f.save()
+	wantStored(t, mem, saverT0, map[string]int64{"a": 90})
+	if got := f.info("rdb_last_bgsave_status"); got != "ok" {
+		t.Fatalf("rdb_last_bgsave_status = %s, want ok", got)
+	}
+	if got := f.info("rdb_changes_since_last_save"); got != "0" {
+		t.Fatalf("rdb_changes_since_last_save = %s, want 0", got)
+	}
+}
+
+// TestSaverRetryNeverOverwritesNewerState: a failed batch whose retry fails
+// again while the next, newer batch for the same key is written must not
+// be written over that newer state later (nor resurrect a key deleted
+// since). The store fails Apply calls 1 and 2: flush 1 fails (a = 90,
+// b = 90); flush 2's retry of it fails, its new batch (a = 85, b deleted)
+// is written; flush 3 retries the old batch.
+func TestSaverRetryNeverOverwritesNewerState(t *testing.T) {
+	mem := NewMemStore()
+	flaky := &flakyStore{Store: mem, fail: []int{1, 2}}
+	f := newSaverFixture(t, flaky)
+	// a and b share a shard so that each flush is one Apply call.
+	b := sameShard(f.keys, "a", "b")
+	f.take("a", 10)
+	f.take(b, 10)
+	if err := f.s.Save(); !errors.Is(err, errFlaky) {
+		t.Fatalf("flush 1: Save = %v, want %v", err, errFlaky)
+	}
+	f.take("a", 5)
+	f.del(b)
+	if err := f.s.Save(); !errors.Is(err, errFlaky) {
+		t.Fatalf("flush 2: Save = %v, want %v (the retry fails)", err, errFlaky)
+	}
+	wantStored(t, mem, saverT0, map[string]int64{"a": 85})
+	if err := f.s.Save(); err != nil {
+		t.Fatalf("flush 3: Save = %v", err)
+	}
+	// Memory says a = 85 and no b; so must the store.
+	wantStored(t, mem, saverT0, map[string]int64{"a": 85})
+}
+
+// TestSaverChangesCounterCountsWritesDuringFlush: a write that lands in a
+// shard after the flush has drained it (while the batch is being written)
+// is not on disk, so rdb_changes_since_last_save must not read 0 after that
+// flush. Tests and operators poll that field to know everything is saved.
+func TestSaverChangesCounterCountsWritesDuringFlush(t *testing.T) {
+	mem := NewMemStore()
+	flaky := &flakyStore{Store: mem}
+	f := newSaverFixture(t, flaky)
+	f.take("a", 10)
+	// late is in a's shard, which the flush has drained when it writes.
+	late := sameShard(f.keys, "a", "late")
+	var once sync.Once
+	flaky.hook = func() { once.Do(func() { f.take(late, 1) }) }
+	f.save()
+	flaky.hook = nil
+	if got := storedRemaining(t, mem, saverT0); len(got) != 1 {
+		t.Fatalf("stored = %v, want only a (late was written after the drain)", got)
+	}
+	if got := f.info("rdb_changes_since_last_save"); got != "1" {
+		t.Fatalf("rdb_changes_since_last_save = %s with late unsaved, want 1", got)
+	}
+	f.save()
+	wantStored(t, mem, saverT0, map[string]int64{"a": 90, late: 99})
+	if got := f.info("rdb_changes_since_last_save"); got != "0" {
+		t.Fatalf("rdb_changes_since_last_save = %s, want 0", got)
+	}
+}
+
+// sameShard returns prefix, or prefix followed by a number, so that it is
+// in base's shard.
+func sameShard(keys *shard.Store, base, prefix string) string {
+	k := prefix
+	for i := 0; keys.ShardIndex([]byte(k)) != keys.ShardIndex([]byte(base)); i++ {
+		k = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return k
+}
+
+// tbRecord encodes a token-bucket record for key with n tokens consumed at
+// saverT0.
+func tbRecord(t *testing.T, key string, n int64) Record {
+	t.Helper()
+	var st engine.TokenBucket
+	d := st.Take(saverT0, saverParams, n)
+	payload, err := st.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Record{Key: []byte(key), Kind: uint8(engine.KindTokenBucket), ExpireAt: saverT0 + int64(d.ResetAfter), Payload: payload}
+}
+
+// restoredRemaining returns the keyspace's keys and remaining tokens at now.
+func restoredRemaining(f *saverFixture, now int64) map[string]int64 {
+	out := map[string]int64{}
+	for i := 0; i < f.keys.NumShards(); i++ {
+		sh := f.keys.Shard(i)
+		sh.Lock()
+		sh.Each(now, func(e *shard.Entry) bool {
+			tb, ok := e.State.(*engine.TokenBucket)
+			if !ok {
+				f.t.Errorf("key %q restored as %T", e.Key, e.State)
+				return true
+			}
+			d := tb.Check(now, saverParams, 0)
+			if e.ExpireAt() != now+int64(d.ResetAfter) {
+				f.t.Errorf("key %q restored with expiry %d, want %d", e.Key, e.ExpireAt(), now+int64(d.ResetAfter))
+			}
+			out[e.Key] = d.Remaining
+			return true
+		})
+		sh.Unlock()
+	}
+	return out
+}
+
+// TestSaverRestoreSkipsCorrupt: records whose payload the engine can't
+// decode (a valid kind with garbage, an unknown kind) are skipped, counted,
+// logged by key and left in the store; the rest is restored and not counted
+// as changes.
+func TestSaverRestoreSkipsCorrupt(t *testing.T) {
+	mem := NewMemStore()
+	apply(t, mem, []Record{
+		tbRecord(t, "good", 10),
+		{Key: []byte("garbage"), Kind: uint8(engine.KindTokenBucket), ExpireAt: saverT0 + int64(time.Hour), Payload: []byte("garbage")},
+		{Key: []byte("alien"), Kind: 99, ExpireAt: saverT0 + int64(time.Hour), Payload: []byte{1, 2, 3}},
+	})
+	f := newSaverFixture(t, mem)
+	if got := f.s.Restored(); got != 1 {
+		t.Fatalf("Restored = %d, want 1", got)
+	}
+	for field, want := range map[string]string{"rl_keys_restored": "1", "rl_records_skipped": "2", "rl_expired_dropped_at_start": "0", "rdb_changes_since_last_save": "0"} {
+		if got := f.info(field); got != want {
+			t.Errorf("%s = %s, want %s", field, got, want)
+		}
+	}
+	if got := f.s.RestoreSummary(); !strings.HasSuffix(got, "(0 expired dropped, 2 corrupt skipped)") {
+		t.Errorf("RestoreSummary = %q", got)
+	}
+	logs := f.logs.String()
+	for _, k := range []string{`"garbage"`, `"alien"`} {
+		if !strings.Contains(logs, "skipped a record that cannot be decoded: ") || !strings.Contains(logs, k) {
+			t.Errorf("no log line for %s:\n%s", k, logs)
+		}
+	}
+	if got := restoredRemaining(f, saverT0); fmt.Sprint(got) != "map[good:90]" {
+		t.Errorf("keyspace = %v, want map[good:90]", got)
+	}
+	if n := mem.Len(); n != 3 {
+		t.Errorf("store holds %d records, want 3 (corrupt ones stay)", n)
+	}
+	// Restored keys are not changes: a flush writes nothing new.
+	f.save()
+	if n := mem.Len(); n != 3 {
+		t.Errorf("store holds %d records after Save, want 3", n)
+	}
+}
+
+// TestSaverRestoreDropsExpired: records whose state became fresh by the
+// clock's now (ExpireAt <= now) are not restored and are deleted from the
+// store; one that expires a nanosecond later is restored.
+func TestSaverRestoreDropsExpired(t *testing.T) {
+	mem := NewMemStore()
+	past := tbRecord(t, "past", 1)
+	past.ExpireAt = saverT0 - 1
+	exact := tbRecord(t, "exact", 1)
+	exact.ExpireAt = saverT0
+	apply(t, mem, []Record{past, exact, tbRecord(t, "live", 1)})
+	f := newSaverFixture(t, mem)
+	if got := f.s.Restored(); got != 1 {
+		t.Fatalf("Restored = %d, want 1", got)
+	}
+	if got := f.info("rl_expired_dropped_at_start"); got != "2" {
+		t.Fatalf("rl_expired_dropped_at_start = %s, want 2", got)
+	}
+	if got := restoredRemaining(f, saverT0); fmt.Sprint(got) != "map[live:99]" {
+		t.Fatalf("keyspace = %v, want map[live:99]", got)
+	}
+	if n := mem.Len(); n != 1 {
+		t.Fatalf("store holds %d records, want 1 (expired ones deleted)", n)
+	}
+}
+
+// TestSaverShutdown: Shutdown(true) flushes before closing the store;
+// Shutdown(false) closes it without flushing.
+func TestSaverShutdown(t *testing.T) {
+	for _, save := range []bool{true, false} {
+		t.Run(fmt.Sprint("save=", save), func(t *testing.T) {
+			mem := NewMemStore()
+			flaky := &flakyStore{Store: mem} // Close is the MemStore's
+			f := newSaverFixture(t, flaky)
+			f.take("a", 10)
+			applied := false
+			flaky.hook = func() { applied = true }
+			if err := f.s.Shutdown(save); err != nil {
+				t.Fatalf("Shutdown(%v): %v", save, err)
+			}
+			if applied != save {
+				t.Fatalf("Shutdown(%v) applied a batch: %v", save, applied)
+			}
+			if err := mem.Apply(nil, nil); !errors.Is(err, ErrClosed) {
+				t.Fatalf("store after Shutdown: Apply = %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+// TestSaverBGSave: BGSAVE flushes in the background; INFO's in-progress
+// flag returns to 0 and the data is stored.
+func TestSaverBGSave(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	f.take("a", 10)
+	if err := f.s.BGSave(); err != nil {
+		t.Fatalf("BGSave: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.info("rdb_bgsave_in_progress") != "0" || f.info("rdb_changes_since_last_save") != "0" {
+		if time.Now().After(deadline) {
+			t.Fatal("BGSAVE did not finish in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	wantStored(t, f.mem, saverT0, map[string]int64{"a": 90})
+}
+
+// TestSaverConcurrentWrites: commands keep writing while flushes run (run
+// with -race); after the writers stop, one more flush leaves the store
+// equal to the keyspace.
+func TestSaverConcurrentWrites(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	const writers, perWriter = 4, 50
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				key := fmt.Sprintf("k%d", (w*perWriter+i)%16)
+				sh := f.keys.ShardFor([]byte(key))
+				sh.Lock()
+				now := f.clock.Now()
+				e := sh.Get([]byte(key), now)
+				if e != nil && i%7 == 0 {
+					sh.Remove(e)
+					sh.Unlock()
+					continue
+				}
+				st := &engine.TokenBucket{}
+				if e != nil {
+					st = e.State.(*engine.TokenBucket)
+				}
+				d := st.Take(now, saverParams, 1)
+				if d.Allowed {
+					if e == nil {
+						sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
+					} else {
+						sh.Update(e, now+int64(d.ResetAfter), true)
+					}
+				}
+				sh.Unlock()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for flushing := true; flushing; {
+		select {
+		case <-done:
+			flushing = false
+		default:
+			if err := f.s.Save(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.save()
+	want := restoredRemaining(f, saverT0)
+	wantStored(t, f.mem, saverT0, want)
+}
