@@ -567,21 +567,27 @@ func TestLimiterErrors(t *testing.T) {
 // since the epoch; the key must still hold its state.
 func TestLimiterHugeDurations(t *testing.T) {
 	s := start(t)
-	c := s.client(t, 2)
-	fresh(t, c)
-	// 1 token short at 1 per 100000 d: 8 640 000 000 000 ms to full.
-	do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(1, 1, 0, 0, 8640000000000))
-	do(t, c, "EXISTS", "big").equal(1)
-	do(t, c, "PTTL", "big").equal(8640000000000)
-	do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(0, 1, 0, 8640000000000, 8640000000000))
-
-	// A 106751-day sliding window: fresh after the rest of this window and
-	// the whole next one, beyond 2^63-1 ns: reset_after saturates, but it
-	// must stay positive, equal PTTL, and the key must keep its count.
-	first := do(t, c, words("CL.WINDOW huge 5 106751d")...).ints()
-	if first[0] != 1 || first[2] != 4 || first[4] <= 0 {
-		t.Fatalf("CL.WINDOW huge 5 106751d = %v, want [1 5 4 0 reset>0]", first)
-	}
-	do(t, c, "PTTL", "huge").equal(first[4])
-	do(t, c, words("CL.WINDOW huge 5 106751d 0")...).equal(dec(1, 5, 4, 0, first[4]))
+	t.Run("TokenBucketExpiryBeyondInt64", func(t *testing.T) {
+		c := s.client(t, 2)
+		fresh(t, c)
+		// 1 token short at 1 per 100000 d: 8 640 000 000 000 ms to full.
+		do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(1, 1, 0, 0, 8640000000000))
+		do(t, c, "EXISTS", "big").equal(1)
+		do(t, c, "PTTL", "big").equal(8640000000000)
+		do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(0, 1, 0, 8640000000000, 8640000000000))
+	})
+	t.Run("SlidingResetSaturates", func(t *testing.T) {
+		c := s.client(t, 2)
+		fresh(t, c)
+		// A 106751-day sliding window: fresh after the rest of this window
+		// and the whole next one, beyond 2^63-1 ns: reset_after saturates,
+		// but it must stay positive, equal PTTL, and the key must keep its
+		// count.
+		first := do(t, c, words("CL.WINDOW huge 5 106751d")...).ints()
+		if first[0] != 1 || first[2] != 4 || first[4] <= 0 {
+			t.Fatalf("CL.WINDOW huge 5 106751d = %v, want [1 5 4 0 reset>0]", first)
+		}
+		do(t, c, "PTTL", "huge").equal(first[4])
+		do(t, c, words("CL.WINDOW huge 5 106751d 0")...).equal(dec(1, 5, 4, 0, first[4]))
+	})
 }
