@@ -229,7 +229,7 @@ func TestCommandTable(t *testing.T) {
 		}{
 			"cl.throttle": {-5, 1, 1, 1}, "gcra": {-5, 1, 1, 1}, "cl.tokenbucket": {-5, 1, 1, 1},
 			"cl.leakybucket": {-5, 1, 1, 1}, "cl.window": {-4, 1, 1, 1}, "cl.acquire": {-4, 1, 1, 1},
-			"cl.release": {3, 1, 1, 1}, "cl.renew": {4, 1, 1, 1}, "cl.all": {-7, 3, 3, 1},
+			"cl.release": {3, 1, 1, 1}, "cl.renew": {4, 1, 1, 1}, "cl.all": {-6, 3, 3, 1},
 			"del": {-2, 1, -1, 1}, "exists": {-2, 1, -1, 1}, "type": {2, 1, 1, 1}, "pttl": {2, 1, 1, 1},
 			"ping": {-1, 0, 0, 0}, "hello": {-1, 0, 0, 0}, "scan": {-2, 0, 0, 0}, "client": {-2, 0, 0, 0},
 			"multi": {1, 0, 0, 0}, "info": {-1, 0, 0, 0}, "config": {-2, 0, 0, 0}, "command": {-1, 0, 0, 0},

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -105,7 +106,9 @@ func TestLimiterParameterChanges(t *testing.T) {
 		// Leaky: level 4 of 5 is clamped to 2 of 2 (as of the last update).
 		{words("CL.LEAKYBUCKET pl 5 1 1s 4"), dec(1, 5, 1, 0, 4000)},
 		{words("CL.LEAKYBUCKET pl 2 1 1s 0"), dec(1, 2, 0, 0, 2000)},
-		{words("PTTL pl"), 2000}, // PTTL follows the last decision's reset_after
+		// A peek (or denial) never shortens the expiry: under capacity 5,
+		// the state it stored, the key is fresh only in 4 s.
+		{words("PTTL pl"), 4000},
 		{words("CL.LEAKYBUCKET pl 2 1 1s"), dec(0, 2, 0, 1000, 2000)},
 		{words("DEBUG CLOCK ADVANCE 1000"), "OK"},
 		{words("CL.LEAKYBUCKET pl 2 1 1s"), dec(1, 2, 0, 1000, 2000)}, // level 2 drained to 1, +1
@@ -562,6 +565,10 @@ func TestLimiterErrors(t *testing.T) {
 	})
 }
 
+// endOfTimeMs is the PTTL of a key whose expiry saturated at 2^63-1 ns,
+// seen from t0: ceil((2^63-1 - t0 ns) / 1 ms).
+const endOfTimeMs = (math.MaxInt64-t0*1_000_000)/1_000_000 + 1
+
 // TestLimiterHugeDurations: the longest durations the contract accepts
 // still limit. A period of 100000 days puts the key's expiry past 2^63 ns
 // since the epoch; the key must still hold its state.
@@ -573,7 +580,9 @@ func TestLimiterHugeDurations(t *testing.T) {
 		// 1 token short at 1 per 100000 d: 8 640 000 000 000 ms to full.
 		do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(1, 1, 0, 0, 8640000000000))
 		do(t, c, "EXISTS", "big").equal(1)
-		do(t, c, "PTTL", "big").equal(8640000000000)
+		// The key's expiry saturates at the end of int64 time (2262): PTTL
+		// counts down to that instant, not beyond.
+		do(t, c, "PTTL", "big").equal(endOfTimeMs)
 		do(t, c, words("CL.TOKENBUCKET big 1 1 100000d")...).equal(dec(0, 1, 0, 8640000000000, 8640000000000))
 	})
 	t.Run("SlidingResetSaturates", func(t *testing.T) {
@@ -587,7 +596,7 @@ func TestLimiterHugeDurations(t *testing.T) {
 		if first[0] != 1 || first[2] != 4 || first[4] <= 0 {
 			t.Fatalf("CL.WINDOW huge 5 106751d = %v, want [1 5 4 0 reset>0]", first)
 		}
-		do(t, c, "PTTL", "huge").equal(first[4])
+		do(t, c, "PTTL", "huge").equal(endOfTimeMs)
 		do(t, c, words("CL.WINDOW huge 5 106751d 0")...).equal(dec(1, 5, 4, 0, first[4]))
 	})
 }

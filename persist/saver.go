@@ -28,8 +28,7 @@ type Saver struct {
 	logf     func(string, ...any)
 	interval time.Duration
 
-	mu      sync.Mutex // one flush at a time; guards pending
-	pending []batch    // batches that failed to write
+	mu sync.Mutex // one flush at a time
 
 	bgRunning  atomic.Bool
 	lastSave   atomic.Int64 // Unix s of the last successful flush
@@ -39,6 +38,8 @@ type Saver struct {
 	skipped    int
 	expired    int
 	restoreDur time.Duration
+
+	fsyncOnFlush bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -55,6 +56,9 @@ type SaverOptions struct {
 	Interval time.Duration
 	// Logger receives log lines. Default: discard.
 	Logger func(format string, args ...any)
+	// NoSyncOnFlush skips the sync after each periodic flush (appendfsync
+	// no): then a crash can lose what Pebble still buffers in the process.
+	NoSyncOnFlush bool
 }
 
 // NewSaver restores every record of store that has not expired into keys
@@ -68,7 +72,7 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 		opts.Logger = func(string, ...any) {}
 	}
 	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		fsyncOnFlush: !opts.NoSyncOnFlush, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.restore(); err != nil {
 		return nil, err
 	}
@@ -119,34 +123,38 @@ func (s *Saver) loop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if err := s.flush(); err != nil {
+			// Sync after a flush that wrote something: Pebble holds an
+			// unsynced write-ahead log block in the process, so without it
+			// a crash (even kill -9, not only a power loss) could lose more
+			// than one save interval. The "no" policy skips it (the store
+			// policy sets NoSyncOnFlush).
+			wrote, err := s.flush()
+			if err == nil && wrote && s.fsyncOnFlush {
+				err = s.store.Sync()
+			}
+			if err != nil {
 				s.logf("error: flushing changes: %v", err)
 			}
 		}
 	}
 }
 
-// flush writes every change since the previous flush, one batch per shard.
-func (s *Saver) flush() error {
+// flush writes every change since the previous flush, one batch per shard,
+// and returns whether it wrote anything. A batch that fails to write is
+// not kept: its keys are marked changed again, so the next flush writes
+// their state as it is then (never an older one over a newer).
+func (s *Saver) flush() (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	began := time.Now()
 	var firstErr error
-	retry := s.pending
-	s.pending = nil
-	for _, b := range retry {
-		if err := s.store.Apply(b.puts, b.deletes); err != nil {
-			s.pending = append(s.pending, b)
-			firstErr = cmpErr(firstErr, err)
-		}
-	}
 	var changes []shard.Change
 	var buf []byte
 	for i := 0; i < s.keys.NumShards(); i++ {
 		sh := s.keys.Shard(i)
 		sh.Lock()
 		var err error
-		changes, buf, err = sh.DrainChanges(changes[:0], nil)
+		changes, buf, err = sh.DrainChanges(changes[:0], buf[:0])
 		sh.Unlock()
 		if err != nil {
 			firstErr = cmpErr(firstErr, err)
@@ -156,19 +164,25 @@ func (s *Saver) flush() error {
 			continue
 		}
 		b := toBatch(changes)
-		_ = buf
 		if err := s.store.Apply(b.puts, b.deletes); err != nil {
-			s.pending = append(s.pending, b)
 			firstErr = cmpErr(firstErr, err)
+			keys := make([]string, len(changes))
+			for j, c := range changes {
+				keys[j] = c.Key
+			}
+			sh.Lock()
+			sh.Redirty(keys)
+			sh.Unlock()
+			continue
 		}
+		wrote = true
 	}
 	s.lastDurUs.Store(time.Since(began).Microseconds())
 	s.lastStatus.Store(firstErr != nil)
 	if firstErr == nil {
 		s.lastSave.Store(time.Now().Unix())
-		s.keys.ResetChanges()
 	}
-	return firstErr
+	return wrote, firstErr
 }
 
 func cmpErr(first, err error) error {
@@ -209,7 +223,7 @@ func toBatch(changes []shard.Change) batch {
 
 // Save flushes every change and syncs the store (SAVE).
 func (s *Saver) Save() error {
-	if err := s.flush(); err != nil {
+	if _, err := s.flush(); err != nil {
 		return err
 	}
 	return s.store.Sync()

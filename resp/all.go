@@ -224,7 +224,7 @@ func cmdAll(c *Conn, args [][]byte) {
 			case r.entry != nil:
 				storeOutcome(sh, r.entry, now, r.d.ResetAfter, n > 0)
 			case r.d.ResetAfter > 0:
-				sh.Insert(r.key, r.fresh, now+int64(r.d.ResetAfter))
+				sh.Insert(r.key, r.fresh, expireAt(now, r.d.ResetAfter))
 			}
 		}
 	}

@@ -148,7 +148,11 @@ func ceilMs(d time.Duration) int64 {
 	if d < 0 {
 		return -1
 	}
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
 }
 
 // cellSeconds rounds a duration the way redis-cell does: whole seconds, plus

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestRounding(t *testing.T) {
 	}{
 		{0, 0, 0}, {1, 1, 0}, {time.Millisecond, 1, 1}, {999 * time.Microsecond, 1, 0},
 		{3 * time.Second, 3000, 3}, {3100 * time.Millisecond, 3100, 4}, {3*time.Second + 500*time.Microsecond, 3001, 3},
-		{-1, -1, -1},
+		{-1, -1, -1}, {math.MaxInt64, math.MaxInt64/int64(time.Millisecond) + 1, math.MaxInt64/int64(time.Second) + 1},
 	} {
 		if got := ceilMs(tc.d); got != tc.ms {
 			t.Errorf("ceilMs(%v) = %d, want %d", tc.d, got, tc.ms)

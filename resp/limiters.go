@@ -3,6 +3,7 @@ package resp
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"math"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -29,7 +30,7 @@ func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P)
 		st := P(new(T))
 		d, _ = take(st)
 		if d.ResetAfter > 0 {
-			sh.Insert(key, st, now+int64(d.ResetAfter))
+			sh.Insert(key, st, expireAt(now, d.ResetAfter))
 		}
 		return d, true
 	}
@@ -42,12 +43,29 @@ func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P)
 	return d, true
 }
 
+// storeOutcome keeps e until its state is fresh again, now+reset, or drops
+// it when it already is. A call that changed nothing (a peek, a denial)
+// only ever extends the expiry: with other parameters than the state was
+// stored under it may report an earlier reset, and expiring the key then
+// would forget state that is not fresh under its stored parameters.
 func storeOutcome(sh *shard.Shard, e *shard.Entry, now int64, reset time.Duration, changed bool) {
-	if reset <= 0 {
+	exp := expireAt(now, reset)
+	if !changed {
+		exp = max(exp, e.ExpireAt())
+	}
+	if exp <= now {
 		sh.Remove(e)
 		return
 	}
-	sh.Update(e, now+int64(reset), changed)
+	sh.Update(e, exp, changed)
+}
+
+// expireAt returns now+d, saturating instead of wrapping for huge d.
+func expireAt(now int64, d time.Duration) int64 {
+	if d > 0 && now > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return now + int64(d)
 }
 
 // appendDecision appends the contract's five-integer decision reply.

@@ -176,9 +176,11 @@ type Change struct {
 
 // DrainChanges appends to dst every change since the previous call,
 // deletions first (so that a key deleted then created again ends up
-// present), and forgets them. Payloads are encoded into buf, which is
-// returned grown. The caller holds the lock; no I/O happens here.
+// present), forgets them and zeroes the shard's changes-since-save count.
+// Payloads are encoded into buf, which is returned grown. The caller holds
+// the lock; no I/O happens here.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error) {
+	sh.changes.Store(0)
 	for _, k := range sh.deleted {
 		dst = append(dst, Change{Key: k, Deleted: true})
 	}
@@ -200,6 +202,21 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 	}
 	sh.dirty = sh.dirty[:0]
 	return dst, buf, nil
+}
+
+// Redirty records keys as changed again (a flush that failed to write
+// them): a live key's current state will be written by the next
+// DrainChanges, a key that is gone will be deleted. The caller holds the
+// lock.
+func (sh *Shard) Redirty(keys []string) {
+	for _, k := range keys {
+		if e := sh.m[k]; e != nil && !e.dead {
+			sh.markDirty(e)
+		} else if sh.track {
+			sh.deleted = append(sh.deleted, k)
+			sh.changes.Add(1)
+		}
+	}
 }
 
 func (sh *Shard) remove(e *Entry) {
@@ -341,13 +358,4 @@ func (s *Store) Stats() Stats {
 		st.Evicted += sh.evicted.Load()
 	}
 	return st
-}
-
-// ResetChanges zeroes the changes-since-save counters and returns their sum.
-func (s *Store) ResetChanges() int64 {
-	var n int64
-	for i := range s.shards {
-		n += s.shards[i].changes.Swap(0)
-	}
-	return n
 }

@@ -24,7 +24,9 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 	if err != nil {
 		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
 	}
-	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{Interval: o.saveInterval, Logger: log.Printf})
+	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
+		Interval: o.saveInterval, Logger: log.Printf, NoSyncOnFlush: policy == persist.FsyncNo,
+	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("data directory %q: %w", o.dir, err)
