@@ -15,15 +15,16 @@ type GCRAParams struct {
 	Period   time.Duration // the period Count refers to
 }
 
-// Validate reports whether every field is positive.
+// Validate reports whether Count and Period are positive and MaxBurst is not
+// negative (0 is redis-cell's "no burst": a limit of one).
 func (p GCRAParams) Validate() error {
-	if !allPositive(p.MaxBurst, p.Count, int64(p.Period)) {
+	if p.MaxBurst < 0 || !allPositive(p.Count, int64(p.Period)) {
 		return errGCRAParams
 	}
 	return nil
 }
 
-var errGCRAParams = errors.New("engine: gcra: max_burst, count and period must be positive")
+var errGCRAParams = errors.New("engine: gcra: count and period must be positive, max_burst not negative")
 
 // Limit returns MaxBurst+1 (saturating at the largest int64): the most units
 // that can ever be admitted at once.

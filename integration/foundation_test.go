@@ -96,6 +96,19 @@ func itoa(n int64) string {
 	return itoa(n/10) + string(rune('0'+n%10))
 }
 
+// TestRedisCellEndToEnd is redis-cell's end-to-end test (tests/e2e.rs):
+// max_burst 0, 1 token per 2 s; time driven with DEBUG CLOCK instead of a
+// sleep.
+func TestRedisCellEndToEnd(t *testing.T) {
+	s := start(t)
+	c := s.client(t, 2)
+	setClock(t, c, t0)
+	do(t, c, "CL.THROTTLE", "user123", 0, 1, 2, 1).equal([]int64{0, 1, 0, -1, 2})
+	do(t, c, "CL.THROTTLE", "user123", 0, 1, 2, 1).equal([]int64{1, 1, 0, 2, 2})
+	advance(t, c, 2000)
+	do(t, c, "CL.THROTTLE", "user123", 0, 1, 2, 1).equal([]int64{0, 1, 0, -1, 2})
+}
+
 func TestThrottleFixesAndErrors(t *testing.T) {
 	s := start(t)
 	c := s.client(t, 2)
@@ -109,7 +122,7 @@ func TestThrottleFixesAndErrors(t *testing.T) {
 		advance(t, c, 1)
 	}
 	for _, bad := range [][]any{
-		{"CL.THROTTLE", "k", 0, 1, 1}, {"CL.THROTTLE", "k", -1, 1, 1}, {"CL.THROTTLE", "k", 1, 0, 1},
+		{"CL.THROTTLE", "k", -1, 1, 1}, {"CL.THROTTLE", "k", 1, 0, 1},
 		{"CL.THROTTLE", "k", 1, 1, 0}, {"CL.THROTTLE", "k", 1, 1, -5}, {"CL.THROTTLE", "k", 1, 1, 1, -1},
 		{"CL.THROTTLE", "k", "x", 1, 1}, {"CL.THROTTLE", "k", 1, 1, "1.5"},
 	} {

@@ -75,7 +75,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 			}
 			r.a, r.dur = wp.Limit, wp.Window
 		case engine.KindThrottle:
-			if r.a, ok = parsePositive(p[0]); ok {
+			if r.a, ok = parseCost(p[0]); ok { // max_burst may be 0
 				if r.b, ok = parsePositive(p[1]); ok {
 					r.dur, ok = parseDuration(p[2])
 				}

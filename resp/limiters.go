@@ -118,7 +118,7 @@ func cmdThrottle(c *Conn, args [][]byte) {
 	var p engine.GCRAParams
 	var ok bool
 	n := int64(1)
-	if p.MaxBurst, ok = parsePositive(args[2]); !ok {
+	if p.MaxBurst, ok = parseCost(args[2]); !ok { // 0 is allowed: a limit of 1
 		c.err(errNotInt)
 		return
 	}
@@ -149,7 +149,7 @@ func cmdGCRA(c *Conn, args [][]byte) {
 	var p engine.GCRAParams
 	var ok bool
 	n := int64(1)
-	if p.MaxBurst, ok = parsePositive(args[2]); !ok {
+	if p.MaxBurst, ok = parseCost(args[2]); !ok { // 0 is allowed: a limit of 1
 		c.err(errNotInt)
 		return
 	}
