@@ -105,38 +105,31 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 	return appendInt(b, cellSeconds(d.ResetAfter))
 }
 
-func takeGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) (engine.Decision, bool) {
+// parseGCRA parses "max_burst count period" at args[0:3], the period with
+// periodOf; a bad period answers periodErr(period).
+func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) (p engine.GCRAParams, ok bool) {
+	if p.MaxBurst, ok = parseCost(args[0]); !ok { // 0 is allowed: a limit of 1
+		c.err(errNotInt)
+		return p, false
+	}
+	if p.Count, ok = parsePositive(args[1]); !ok {
+		c.err(errNotInt)
+		return p, false
+	}
+	if p.Period, ok = periodOf(args[2]); !ok {
+		c.err(periodErr(args[2]))
+		return p, false
+	}
+	return p, true
+}
+
+// replyGCRA runs the GCRA request and answers in redis-cell's form.
+func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
 	now := c.srv.clock.Now()
-	return update(c, key, now, nil, func(st *engine.GCRA) (engine.Decision, bool) {
+	d, ok := update(c, key, now, nil, func(st *engine.GCRA) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
-}
-
-// CL.THROTTLE key max_burst count_per_period period [quantity]
-func cmdThrottle(c *Conn, args [][]byte) {
-	var p engine.GCRAParams
-	var ok bool
-	n := int64(1)
-	if p.MaxBurst, ok = parseCost(args[2]); !ok { // 0 is allowed: a limit of 1
-		c.err(errNotInt)
-		return
-	}
-	if p.Count, ok = parsePositive(args[3]); !ok {
-		c.err(errNotInt)
-		return
-	}
-	if p.Period, ok = parseDuration(args[4]); !ok {
-		c.err(errNotInt)
-		return
-	}
-	if len(args) == 6 {
-		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
-			return
-		}
-	}
-	d, ok := takeGCRA(c, args[1], p, n)
 	if !ok {
 		c.err(errWrongType)
 		return
@@ -144,23 +137,32 @@ func cmdThrottle(c *Conn, args [][]byte) {
 	c.out = appendThrottle(c.out, d)
 }
 
+// CL.THROTTLE key max_burst count_per_period period [quantity]
+//
+// As in redis-cell, every bad number, the period included, answers "not an
+// integer".
+func cmdThrottle(c *Conn, args [][]byte) {
+	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return errNotInt })
+	if !ok {
+		return
+	}
+	n := int64(1)
+	if len(args) == 6 {
+		if n, ok = parseCost(args[5]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	replyGCRA(c, args[1], p, n)
+}
+
 // GCRA key max_burst tokens_per_period period [TOKENS count]
 func cmdGCRA(c *Conn, args [][]byte) {
-	var p engine.GCRAParams
-	var ok bool
+	p, ok := parseGCRA(c, args[2:5], parseSeconds, errInvalidDuration)
+	if !ok {
+		return
+	}
 	n := int64(1)
-	if p.MaxBurst, ok = parseCost(args[2]); !ok { // 0 is allowed: a limit of 1
-		c.err(errNotInt)
-		return
-	}
-	if p.Count, ok = parsePositive(args[3]); !ok {
-		c.err(errNotInt)
-		return
-	}
-	if p.Period, ok = parseSeconds(args[4]); !ok {
-		c.err(errInvalidDuration(args[4]))
-		return
-	}
 	switch {
 	case len(args) == 5:
 	case len(args) == 7 && equalFold(args[5], "TOKENS"):
@@ -172,12 +174,7 @@ func cmdGCRA(c *Conn, args [][]byte) {
 		c.err(errSyntax)
 		return
 	}
-	d, ok := takeGCRA(c, args[1], p, n)
-	if !ok {
-		c.err(errWrongType)
-		return
-	}
-	c.out = appendThrottle(c.out, d)
+	replyGCRA(c, args[1], p, n)
 }
 
 // parseBucket parses "capacity rate period" at args[0:3].
