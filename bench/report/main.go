@@ -153,7 +153,7 @@ func main() {
 	}
 
 	fmt.Println()
-	fmt.Println("Hot key vs 100,000 random keys (rlserver; median of per-round ratios random / hot):")
+	fmt.Println("### Hot key vs 100,000 random keys (rlserver; median of per-round ratios random / hot)")
 	fmt.Println()
 	fmt.Println("| pipeline | workload | hot ops/s | random ops/s | random / hot |")
 	fmt.Println("|---|---|---:|---:|---:|")
@@ -177,7 +177,7 @@ func main() {
 	}
 
 	fmt.Println()
-	fmt.Println("Targets:")
+	fmt.Println("### Targets")
 	fmt.Println()
 	pass := 0
 	for _, c := range checks {
@@ -223,7 +223,7 @@ func memory(path string, checks *[]string) {
 		rows[fl[0]][fl[1]] = row{(num(fl[4]) - num(fl[3])) / n, (num(fl[6]) - num(fl[5])) / n, n}
 	}
 	fmt.Println()
-	fmt.Println("Memory, bytes per limiter key (delta after loading distinct keys into a fresh server; used = Redis used_memory / rlserver Go heap in use, RSS = process VmRSS):")
+	fmt.Println("### Memory: bytes per limiter key (growth after loading distinct keys into a fresh server; used = Redis used_memory / rlserver Go heap in use, RSS = process VmRSS)")
 	fmt.Println()
 	fmt.Println("| kind | keys | rlserver used | rlserver RSS | Redis+Lua used | Redis+Lua RSS | ratio used | ratio RSS |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
