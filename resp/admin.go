@@ -299,6 +299,7 @@ func cmdDebugClock(c *Conn, args [][]byte) {
 			return
 		}
 		c.srv.clock.Set(ms * 1e6)
+		c.batchNow = 0
 	case equalFold(op, "ADVANCE") && len(args) == 4:
 		ms, ok := parseInt(args[3])
 		if !ok || ms > (1<<63-1)/int64(1e6) || ms < -((1<<63-1)/int64(1e6)) {
@@ -306,8 +307,10 @@ func cmdDebugClock(c *Conn, args [][]byte) {
 			return
 		}
 		c.srv.clock.Advance(time.Duration(ms) * time.Millisecond)
+		c.batchNow = 0
 	case equalFold(op, "REAL") && len(args) == 3:
 		c.srv.clock.Real()
+		c.batchNow = 0
 	case equalFold(op, "GET") && len(args) == 3:
 		c.out = appendInt(c.out, c.srv.clock.Now()/1e6)
 		return

@@ -18,6 +18,7 @@ type allRule struct {
 	dur   time.Duration // period or window
 	entry *shard.Entry  // existing entry, if any
 	fresh engine.State  // state for a key that does not exist yet
+	state engine.State  // the state the rule runs on (entry's or fresh)
 	d     engine.Decision
 }
 
@@ -54,7 +55,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 		c.err(errSyntax)
 		return nil, 0, false
 	}
-	rules = make([]allRule, 0, count)
+	rules = c.allRules[:0] // reused across calls: CL.ALL allocates nothing in steady state
 	for i := int64(0); i < count; i++ {
 		if len(rest) == 0 {
 			c.err(errSyntax)
@@ -187,7 +188,15 @@ func cmdAll(c *Conn, args [][]byte) {
 		return
 	}
 	store := c.srv.store
-	idx := make([]int, len(rules))
+	defer func() {
+		clear(rules) // drop references to entries and states
+		c.allRules = rules[:0]
+	}()
+	idx := c.allIdx[:0]
+	for range rules {
+		idx = append(idx, 0)
+	}
+	defer func() { c.allIdx = idx[:0] }()
 	for i := range rules {
 		rules[i].shard = store.ShardIndex(rules[i].key)
 		idx[i] = rules[i].shard
@@ -202,23 +211,22 @@ func cmdAll(c *Conn, args [][]byte) {
 			c.unlock(store.Shard(idx[j]))
 		}
 	}()
-	now := c.srv.clock.Now()
-	states := make([]engine.State, len(rules))
+	now := c.now()
 	all := true
 	for i := range rules {
 		r := &rules[i]
 		r.entry = store.Shard(r.shard).Get(r.key, now)
-		if states[i] = r.stateOf(); states[i] == nil {
+		if r.state = r.stateOf(); r.state == nil {
 			c.err(errWrongType)
 			return
 		}
-		r.d = r.run(states[i], now, n, false)
+		r.d = r.run(r.state, now, n, false)
 		all = all && r.d.Allowed
 	}
 	if all {
 		for i := range rules {
 			r := &rules[i]
-			r.d = r.run(states[i], now, n, true)
+			r.d = r.run(r.state, now, n, true)
 			sh := store.Shard(r.shard)
 			switch {
 			case r.entry != nil:

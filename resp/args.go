@@ -59,28 +59,26 @@ func parseCost(b []byte) (int64, bool) {
 	return n, ok && n >= 0
 }
 
-var durationUnits = [...]struct {
-	suffix string
-	unit   time.Duration
-}{
-	{"ms", time.Millisecond},
-	{"s", time.Second},
-	{"m", time.Minute},
-	{"h", time.Hour},
-	{"d", 24 * time.Hour},
-}
-
 // parseDuration parses an integer with an optional unit suffix (ms, s, m, h,
 // d); a bare integer means seconds. Zero, negative, non-integer and
 // overflowing values are rejected.
 func parseDuration(b []byte) (time.Duration, bool) {
-	unit := time.Second
-	num := b
-	for _, u := range durationUnits {
-		if n := len(b) - len(u.suffix); n > 0 && string(b[n:]) == u.suffix {
-			unit, num = u.unit, b[:n]
-			break
+	if len(b) == 0 {
+		return 0, false
+	}
+	unit, num := time.Second, b
+	switch b[len(b)-1] {
+	case 's':
+		num = b[:len(b)-1]
+		if len(num) > 0 && num[len(num)-1] == 'm' {
+			unit, num = time.Millisecond, num[:len(num)-1]
 		}
+	case 'm':
+		unit, num = time.Minute, b[:len(b)-1]
+	case 'h':
+		unit, num = time.Hour, b[:len(b)-1]
+	case 'd':
+		unit, num = 24*time.Hour, b[:len(b)-1]
 	}
 	v, ok := parseInt(num)
 	if !ok || v <= 0 || v > int64(1<<63-1)/int64(unit) {

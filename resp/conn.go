@@ -1,6 +1,7 @@
 package resp
 
 import (
+	mrand "math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -27,8 +28,14 @@ type Conn struct {
 	inExec   bool       // EXEC holds every shard lock
 	quit     bool       // close after flushing
 
-	scratch [32]byte
-	created time.Time
+	scratch  [32]byte
+	created  time.Time
+	batchNow int64          // the clock, read once per batch of pipelined commands (0: not yet)
+	batchCmd int64          // commands run in this batch, published at its end
+	last     *Command       // the last command run, published at the batch's end
+	ids      *mrand.ChaCha8 // lease ids (see newLeaseID)
+	allRules []allRule      // CL.ALL scratch
+	allIdx   []int          // CL.ALL scratch
 
 	mu      sync.Mutex // guards the fields below
 	name    string
@@ -75,10 +82,32 @@ func (c *Conn) flush() bool {
 	return err == nil
 }
 
+// now returns the server clock, read once per batch: the commands of one
+// pipelined batch arrived together and are decided at one instant (as are
+// those of one EXEC). DEBUG CLOCK resets it.
+func (c *Conn) now() int64 {
+	if c.batchNow == 0 {
+		c.batchNow = c.srv.clock.Now()
+	}
+	return c.batchNow
+}
+
+// endBatch publishes the batch's statistics for INFO and CLIENT LIST (read
+// by other goroutines) once, instead of per command, and forgets its clock.
+func (c *Conn) endBatch() {
+	c.batchNow = 0
+	if c.batchCmd > 0 {
+		c.cmds.Add(c.batchCmd)
+		c.batchCmd = 0
+		c.lastCmd.Store(c.last)
+		c.lastSeen.Store(time.Now().UnixNano())
+	}
+}
+
 // exec dispatches one command through the table: lookup, arity, auth, MULTI
 // queueing, then the handler.
 func (c *Conn) exec(args [][]byte) {
-	c.cmds.Add(1)
+	c.batchCmd++
 	cmd := c.srv.table.lookup(args[0], &c.scratch)
 	if cmd == nil {
 		c.reject(errUnknownCommand(args))
@@ -113,10 +142,7 @@ func (c *Conn) exec(args [][]byte) {
 		c.out = appendStatus(c.out, "QUEUED")
 		return
 	}
-	if !c.inExec {
-		c.lastSeen.Store(time.Now().UnixNano())
-	}
-	c.lastCmd.Store(cmd)
+	c.last = cmd
 	cmd.Run(c, args)
 }
 

@@ -192,7 +192,7 @@ func cmdExec(c *Conn, args [][]byte) {
 }
 
 func cmdTime(c *Conn, args [][]byte) {
-	now := c.srv.clock.Now()
+	now := c.now()
 	c.out = appendArray(c.out, 2)
 	c.out = appendBulkStr(c.out, strconv.FormatInt(now/1e9, 10))
 	c.out = appendBulkStr(c.out, strconv.FormatInt(now%1e9/1e3, 10))

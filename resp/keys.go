@@ -9,7 +9,7 @@ import (
 
 // withEntry runs fn on key's live entry (nil if none) under its shard lock.
 func withEntry(c *Conn, key []byte, fn func(sh *shard.Shard, e *shard.Entry, now int64)) {
-	now := c.srv.clock.Now()
+	now := c.now()
 	sh := c.srv.store.ShardFor(key)
 	c.lock(sh)
 	fn(sh, sh.Get(key, now), now)
@@ -119,7 +119,7 @@ func cmdScan(c *Conn, args [][]byte) {
 			return
 		}
 	}
-	now := c.srv.clock.Now()
+	now := c.now()
 	next, keys := c.srv.store.Scan(cursor, count, now, c.inExec, func(e *shard.Entry) bool {
 		return (kind == 0 || e.State.Kind() == kind) && (pattern == nil || globMatch(pattern, []byte(e.Key)))
 	})
@@ -133,7 +133,7 @@ func cmdScan(c *Conn, args [][]byte) {
 
 // KEYS pattern
 func cmdKeys(c *Conn, args [][]byte) {
-	now := c.srv.clock.Now()
+	now := c.now()
 	var keys []string
 	store := c.srv.store
 	for i := 0; i < store.NumShards(); i++ {
@@ -155,7 +155,7 @@ func cmdKeys(c *Conn, args [][]byte) {
 
 // dbsize counts live keys.
 func (c *Conn) dbsize() int64 {
-	now := c.srv.clock.Now()
+	now := c.now()
 	var n int64
 	store := c.srv.store
 	for i := 0; i < store.NumShards(); i++ {

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"math"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -25,7 +26,25 @@ func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P)
 	sh := c.srv.store.ShardFor(key)
 	c.lock(sh)
 	defer c.unlock(sh)
-	e := sh.Get(key, now)
+	e := sh.Lookup(key)
+	if e != nil && e.ExpireAt() <= now {
+		// Its state is a fresh key's: reuse the entry and state in place
+		// when the kind matches (keys that come back after expiring are
+		// the common case with many keys).
+		if st, isT := e.State.(P); isT {
+			var zero T
+			*(*T)(st) = zero
+			d, _ = take(st)
+			if d.ResetAfter > 0 {
+				sh.Revive(e, expireAt(now, d.ResetAfter))
+			} else {
+				sh.Expire(e)
+			}
+			return d, true
+		}
+		sh.Expire(e)
+		e = nil
+	}
 	if e == nil {
 		st := P(new(T))
 		d, _ = take(st)
@@ -125,7 +144,7 @@ func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, boo
 
 // replyGCRA runs the GCRA request and answers in redis-cell's form.
 func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
-	now := c.srv.clock.Now()
+	now := c.now()
 	d, ok := update(c, key, now, nil, func(st *engine.GCRA) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
@@ -220,7 +239,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 		c.err(errSyntax)
 		return
 	}
-	now := c.srv.clock.Now()
+	now := c.now()
 	d, ok := update(c, args[1], now, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
@@ -246,7 +265,7 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 			return
 		}
 	}
-	now := c.srv.clock.Now()
+	now := c.now()
 	d, ok := update(c, args[1], now, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
@@ -317,7 +336,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	now := c.srv.clock.Now()
+	now := c.now()
 	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
 	d, ok := update(c, args[1], now, sameMode, func(st *engine.Window) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
@@ -330,10 +349,18 @@ func cmdWindow(c *Conn, args [][]byte) {
 	c.out = appendDecision(c.out, d)
 }
 
-// newLeaseID returns an unguessable lease id: 96 random bits, 16 characters.
-func newLeaseID() string {
+// newLeaseID returns an unguessable lease id: 96 random bits, 16
+// characters. The bits come from the connection's ChaCha8 stream (a
+// cryptographically strong generator) seeded once from crypto/rand, so an
+// id costs no system call.
+func (c *Conn) newLeaseID() string {
+	if c.ids == nil {
+		var seed [32]byte
+		rand.Read(seed[:])
+		c.ids = mrand.NewChaCha8(seed)
+	}
 	var b [12]byte
-	rand.Read(b[:])
+	c.ids.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
@@ -357,15 +384,14 @@ func cmdAcquire(c *Conn, args [][]byte) {
 		}
 	}
 	id := ""
-	if n > 0 {
-		id = newLeaseID()
-	}
-	now := c.srv.clock.Now()
+	now := c.now()
 	d, ok := update(c, args[1], now, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
-		if n == 0 {
-			return st.Check(now, limit, 0), false
+		d := st.Check(now, limit, n)
+		if n == 0 || !d.Allowed {
+			return d, false // an id is made only for an admitted request
 		}
-		d := st.Acquire(now, limit, lease, n, id)
+		id = c.newLeaseID()
+		d = st.Acquire(now, limit, lease, n, id)
 		return d, d.Allowed
 	})
 	if !ok {
@@ -383,7 +409,7 @@ func cmdAcquire(c *Conn, args [][]byte) {
 
 // leaseOp runs a RELEASE or RENEW on an existing concurrency key.
 func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) bool) {
-	now := c.srv.clock.Now()
+	now := c.now()
 	sh := c.srv.store.ShardFor(key)
 	c.lock(sh)
 	defer c.unlock(sh)

@@ -184,6 +184,7 @@ func (s *Server) serveConn(c *Conn) {
 		args, err := c.rd.Next()
 		if err != nil {
 			var pe *ProtocolError
+			c.endBatch()
 			if errors.As(err, &pe) {
 				c.out = appendErr(c.out, "ERR "+pe.Error())
 				c.flush()
@@ -193,10 +194,12 @@ func (s *Server) serveConn(c *Conn) {
 		}
 		c.exec(args)
 		if c.quit {
+			c.endBatch()
 			c.flush()
 			return
 		}
 		if !c.rd.Buffered() || len(c.out) > 64<<10 {
+			c.endBatch()
 			if !c.flush() {
 				return
 			}

@@ -73,6 +73,7 @@ func newTable(cmds []*Command) *Table {
 	for _, c := range cmds {
 		c.prepare()
 		t.byName[c.Name] = c
+		t.byName[strings.ToUpper(c.Name)] = c // clients mostly send upper case: one lookup
 		if len(c.Subs) > 0 {
 			c.subIndex = make(map[string]*Command, len(c.Subs))
 			for _, s := range c.Subs {

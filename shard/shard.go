@@ -65,11 +65,28 @@ func (sh *Shard) Get(key []byte, now int64) *Entry {
 		return nil
 	}
 	if e.exp <= now {
-		sh.remove(e)
-		sh.expired.Add(1)
+		sh.Expire(e)
 		return nil
 	}
 	return e
+}
+
+// Lookup returns key's entry even if it has expired (then its state is a
+// fresh key's): the caller may Revive it in place, saving an allocation and
+// two map operations, or Expire it.
+func (sh *Shard) Lookup(key []byte) *Entry { return sh.m[string(key)] }
+
+// Expire removes an entry whose state became fresh.
+func (sh *Shard) Expire(e *Entry) {
+	sh.remove(e)
+	sh.expired.Add(1)
+}
+
+// Revive gives an expired entry (found by Lookup), whose state the caller
+// has reset and used again, the expiry exp, as if it were new.
+func (sh *Shard) Revive(e *Entry, exp int64) {
+	sh.expired.Add(1)
+	sh.Update(e, exp, true)
 }
 
 // Insert adds a new entry for key (which must not be live) expiring at exp.
