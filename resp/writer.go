@@ -11,11 +11,29 @@ import (
 // chosen by the protocol the connection negotiated. Every helper appends to
 // the connection's output buffer, flushed once per pipelined batch.
 
-func appendInt(b []byte, n int64) []byte      { return redcon.AppendInt(b, n) }
+// appendInt appends an integer reply; single digits, the most common
+// values in limiter replies, skip the conversion.
+func appendInt(b []byte, n int64) []byte {
+	if n >= 0 && n < 10 {
+		return append(b, ':', byte('0'+n), '\r', '\n')
+	}
+	b = append(b, ':')
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, '\r', '\n')
+}
+
 func appendBulk(b []byte, s []byte) []byte    { return redcon.AppendBulk(b, s) }
 func appendBulkStr(b []byte, s string) []byte { return redcon.AppendBulkString(b, s) }
-func appendArray(b []byte, n int) []byte      { return redcon.AppendArray(b, n) }
-func appendOK(b []byte) []byte                { return append(b, "+OK\r\n"...) }
+func appendArray(b []byte, n int) []byte {
+	if n >= 0 && n < 10 {
+		return append(b, '*', byte('0'+n), '\r', '\n')
+	}
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+func appendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
 
 // appendStatus appends a simple string (+s). s must not contain CR or LF.
 func appendStatus(b []byte, s string) []byte {
