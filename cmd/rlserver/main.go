@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type options struct {
 	logMaxLimit  int64
 	enableDebug  bool
 	cpuProfile   string
+	threads      int
 }
 
 func main() {
@@ -57,6 +59,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
+	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -79,6 +82,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.shards < 1 || o.shards > shard.MaxShards || o.shards&(o.shards-1) != 0 {
 		return nil, fmt.Errorf("--shards must be a power of two between 1 and %d", shard.MaxShards)
+	}
+	if o.threads < 1 {
+		return nil, fmt.Errorf("--threads must be at least 1")
 	}
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
@@ -129,6 +135,7 @@ func run(args []string) int {
 		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
 		return 2
 	}
+	runtime.GOMAXPROCS(o.threads)
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
