@@ -59,7 +59,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
-	fs.IntVar(&o.threads, "threads", runtime.NumCPU(), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
+	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
