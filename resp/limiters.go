@@ -46,10 +46,10 @@ func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P)
 		e = nil
 	}
 	if e == nil {
-		st := P(new(T))
+		e, st := shard.NewEntry[T, P](key)
 		d, _ = take(st)
 		if d.ResetAfter > 0 {
-			sh.Insert(key, st, expireAt(now, d.ResetAfter))
+			sh.Add(e, expireAt(now, d.ResetAfter))
 		}
 		return d, true
 	}

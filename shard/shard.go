@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -89,12 +90,52 @@ func (sh *Shard) Revive(e *Entry, exp int64) {
 	sh.Update(e, exp, true)
 }
 
+// inlineKey is the longest key stored inside its entry's allocation.
+const inlineKey = 24
+
+// block is an Entry allocated together with its state and, when short, its
+// key: a lookup then touches one allocation instead of three (the map's key
+// comparison, the entry and the state are neighbours in memory), which is
+// what random-key workloads wait on.
+type block[T any] struct {
+	Entry
+	state T
+	key   [inlineKey]byte
+}
+
+// NewEntry returns an entry for key holding a fresh state of type T (P is
+// *T), allocated in one piece, for Add.
+func NewEntry[T any, P interface {
+	*T
+	engine.State
+}](key []byte) (*Entry, P) {
+	b := &block[T]{}
+	b.filed = notFiled
+	if len(key) <= inlineKey {
+		n := copy(b.key[:], key)
+		b.Key = unsafe.String(&b.key[0], n)
+	} else {
+		b.Key = string(key)
+	}
+	st := P(&b.state)
+	b.State = st
+	return &b.Entry, st
+}
+
 // Insert adds a new entry for key (which must not be live) expiring at exp.
 func (sh *Shard) Insert(key []byte, st engine.State, exp int64) *Entry {
+	e := &Entry{Key: string(key), State: st, filed: notFiled}
+	sh.Add(e, exp)
+	return e
+}
+
+// Add adds e, made by NewEntry, whose key must not be live, expiring at
+// exp.
+func (sh *Shard) Add(e *Entry, exp int64) {
 	if sh.m == nil {
 		sh.m = make(map[string]*Entry)
 	}
-	e := &Entry{Key: string(key), State: st, exp: exp, filed: notFiled}
+	e.exp = exp
 	sh.m[e.Key] = e
 	sh.idx.file(e)
 	sh.account(e)
@@ -102,7 +143,6 @@ func (sh *Shard) Insert(key []byte, st engine.State, exp int64) *Entry {
 	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
 		sh.evict(e)
 	}
-	return e
 }
 
 // Restore adds an entry loaded from disk: like Insert, but not recorded as a
