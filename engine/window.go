@@ -90,13 +90,13 @@ func (p WindowParams) Validate() error {
 // limits never wrap or panic.
 type Window struct {
 	mode   WindowMode
-	limit  int64 // Limit of the last admission
-	window int64 // Window of the last admission, ns
-	last   int64 // instant of the last admission, ns
-	start  int64 // FIXED, SLIDING: start of the current aligned window, ns
-	cur    int64 // FIXED, SLIDING: units admitted in [start, start+window)
-	prev   int64 // SLIDING: units admitted in [start-window, start)
-	log    winLog
+	limit  int64   // Limit of the last admission
+	window int64   // Window of the last admission, ns
+	last   int64   // instant of the last admission, ns
+	start  int64   // FIXED, SLIDING: start of the current aligned window, ns
+	cur    int64   // FIXED, SLIDING: units admitted in [start, start+window)
+	prev   int64   // SLIDING: units admitted in [start-window, start)
+	log    *winLog // LOG only (nil otherwise: FIXED and SLIDING keys stay small)
 }
 
 var _ State = (*Window)(nil)
@@ -211,7 +211,7 @@ func (s *Window) decideCounter(now int64, p WindowParams, n int64, commit bool) 
 	d := Decision{Allowed: ok, Limit: limit}
 	if ok {
 		if commit && n > 0 {
-			s.log = winLog{}
+			s.log = nil
 			s.mode, s.limit, s.window, s.last = p.Mode, limit, w, now
 			s.start, s.cur, s.prev = start, cur+n, prev
 		}
@@ -407,9 +407,9 @@ func (l *winLog) resize(c int) {
 
 func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Decision {
 	w, limit := int64(p.Window), p.Limit
-	l := &s.log
 	var fresh winLog
-	if s.mode != WindowLog {
+	l := s.log
+	if s.mode != WindowLog || l == nil {
 		l = &fresh
 	}
 	first, base, total := l.view(now, w, limit)
@@ -423,8 +423,11 @@ func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Deci
 		if commit && n > 0 {
 			if s.mode != WindowLog {
 				*s = Window{}
-				l = &s.log
 			}
+			if s.log == nil {
+				s.log = new(winLog)
+			}
+			l = s.log
 			l.commit(first, base)
 			l.push(now, n)
 			s.mode, s.limit, s.window, s.last = WindowLog, limit, w, now
@@ -488,10 +491,14 @@ func (s *Window) AppendBinary(b []byte) ([]byte, error) {
 		b = le.AppendUint64(b, uint64(s.cur))
 		return le.AppendUint64(b, uint64(s.prev)), nil
 	}
-	b = le.AppendUint64(b, s.log.base)
-	b = le.AppendUint32(b, uint32(s.log.n))
-	for i := 0; i < s.log.n; i++ {
-		e := s.log.at(i)
+	l := s.log
+	if l == nil {
+		l = &winLog{}
+	}
+	b = le.AppendUint64(b, l.base)
+	b = le.AppendUint32(b, uint32(l.n))
+	for i := 0; i < l.n; i++ {
+		e := l.at(i)
 		b = le.AppendUint64(b, uint64(e.t))
 		b = le.AppendUint64(b, e.cum)
 	}
@@ -500,7 +507,11 @@ func (s *Window) AppendBinary(b []byte) ([]byte, error) {
 
 // Size returns an estimate of the heap bytes the window holds.
 func (s *Window) Size() int {
-	return int(unsafe.Sizeof(*s)) + cap(s.log.buf)*int(unsafe.Sizeof(winEntry{}))
+	n := int(unsafe.Sizeof(*s))
+	if s.log != nil {
+		n += int(unsafe.Sizeof(*s.log)) + cap(s.log.buf)*int(unsafe.Sizeof(winEntry{}))
+	}
+	return n
 }
 
 // decodeWindow restores a Window encoded by AppendBinary. It returns
@@ -545,7 +556,8 @@ func decodeWindow(b []byte) (*Window, error) {
 	if uint64(len(b)-windowLogLen) != count*winEntryLen {
 		return nil, ErrCorrupt
 	}
-	l := &s.log
+	s.log = new(winLog)
+	l := s.log
 	if count > 0 {
 		size := 4
 		for uint64(size) < count {

@@ -248,6 +248,9 @@ func TestWindowLogRing(t *testing.T) {
 		}
 		now += int64(time.Second)
 	}
+	if s.log == nil {
+		t.Fatal("a LOG window holds no log")
+	}
 	if s.log.n != 0 && s.log.n > limit {
 		t.Fatalf("log holds %d entries, limit %d", s.log.n, limit)
 	}
