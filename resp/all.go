@@ -10,16 +10,17 @@ import (
 
 // allRule is one parsed rule of CL.ALL.
 type allRule struct {
-	kind  engine.Kind
-	mode  engine.WindowMode
-	key   []byte
-	shard int
-	a, b  int64         // capacity/limit/max_burst, rate/count
-	dur   time.Duration // period or window
-	entry *shard.Entry  // existing entry, if any
-	fresh engine.State  // state for a key that does not exist yet
-	state engine.State  // the state the rule runs on (entry's or fresh)
-	d     engine.Decision
+	kind    engine.Kind
+	mode    engine.WindowMode
+	key     []byte
+	shard   int
+	a, b    int64         // capacity/limit/max_burst, rate/count
+	dur     time.Duration // period or window
+	entry   *shard.Entry  // the key's entry: live, revived or new (see find)
+	state   engine.State  // entry's state
+	revived bool          // entry had expired and was reset in place
+	added   bool          // entry is new, not yet in its shard
+	d       engine.Decision
 }
 
 // allRuleArity maps a CL.ALL rule name to its positional argument count (key
@@ -145,35 +146,65 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 	panic("resp: CL.ALL rule of unknown kind")
 }
 
-func newState(kind engine.Kind) engine.State {
+// newEntryFor allocates an entry holding a fresh state of the kind (see
+// shard.NewEntry); it is added to its shard only if the rule leaves state.
+func newEntryFor(kind engine.Kind, key []byte) (*shard.Entry, engine.State) {
 	switch kind {
 	case engine.KindThrottle:
-		return new(engine.GCRA)
+		return shard.NewEntry[engine.GCRA](key)
 	case engine.KindTokenBucket:
-		return new(engine.TokenBucket)
+		return shard.NewEntry[engine.TokenBucket](key)
 	case engine.KindLeakyBucket:
-		return new(engine.LeakyBucket)
+		return shard.NewEntry[engine.LeakyBucket](key)
 	case engine.KindWindow:
-		return new(engine.Window)
+		return shard.NewEntry[engine.Window](key)
 	}
-	panic("resp: no fresh state for kind")
+	panic("resp: CL.ALL rule of unknown kind")
 }
 
-// stateOf returns the rule's current state, or nil when the key holds
-// another kind of limiter (or a window of another mode).
-func (r *allRule) stateOf() engine.State {
-	if r.entry == nil {
-		r.fresh = newState(r.kind)
-		return r.fresh
+// resetState makes st a fresh key's state, in place.
+func resetState(st engine.State) {
+	switch s := st.(type) {
+	case *engine.GCRA:
+		*s = engine.GCRA{}
+	case *engine.TokenBucket:
+		*s = engine.TokenBucket{}
+	case *engine.LeakyBucket:
+		*s = engine.LeakyBucket{}
+	case *engine.Window:
+		*s = engine.Window{}
 	}
-	st := r.entry.State
-	if st.Kind() != r.kind {
-		return nil
+}
+
+// find sets the rule's entry and state: the live entry's; an expired entry
+// of the same kind, reset in place (revived); or a new entry. It returns
+// false when the key holds another kind of limiter, or a window of another
+// mode.
+func (r *allRule) find(sh *shard.Shard, now int64) bool {
+	r.revived, r.added = false, false
+	e := sh.Lookup(r.key)
+	if e != nil && e.ExpireAt() <= now {
+		if e.State.Kind() == r.kind {
+			resetState(e.State)
+			r.entry, r.state, r.revived = e, e.State, true
+			return true
+		}
+		sh.Expire(e)
+		e = nil
 	}
-	if w, ok := st.(*engine.Window); ok && w.Mode() != 0 && w.Mode() != r.mode {
-		return nil
+	if e == nil {
+		r.entry, r.state = newEntryFor(r.kind, r.key)
+		r.added = true
+		return true
 	}
-	return st
+	if e.State.Kind() != r.kind {
+		return false
+	}
+	if w, ok := e.State.(*engine.Window); ok && w.Mode() != 0 && w.Mode() != r.mode {
+		return false
+	}
+	r.entry, r.state = e, e.State
+	return true
 }
 
 // CL.ALL numrules rule [rule ...] [COST n]
@@ -215,8 +246,7 @@ func cmdAll(c *Conn, args [][]byte) {
 	all := true
 	for i := range rules {
 		r := &rules[i]
-		r.entry = store.Shard(r.shard).Get(r.key, now)
-		if r.state = r.stateOf(); r.state == nil {
+		if !r.find(store.Shard(r.shard), now) {
 			c.err(errWrongType)
 			return
 		}
@@ -229,10 +259,18 @@ func cmdAll(c *Conn, args [][]byte) {
 			r.d = r.run(r.state, now, n, true)
 			sh := store.Shard(r.shard)
 			switch {
-			case r.entry != nil:
+			case r.added:
+				if r.d.ResetAfter > 0 {
+					sh.Add(r.entry, expireAt(now, r.d.ResetAfter))
+				}
+			case r.revived:
+				if r.d.ResetAfter > 0 {
+					sh.Revive(r.entry, expireAt(now, r.d.ResetAfter))
+				} else {
+					sh.Expire(r.entry)
+				}
+			default:
 				storeOutcome(sh, r.entry, now, r.d.ResetAfter, n > 0)
-			case r.d.ResetAfter > 0:
-				sh.Insert(r.key, r.fresh, expireAt(now, r.d.ResetAfter))
 			}
 		}
 	}
