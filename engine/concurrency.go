@@ -20,13 +20,18 @@ import (
 // last change is answered as if made at that instant, so no lease comes back
 // to life. Instants before the Unix epoch are taken as the epoch.
 //
-// Operations are O(leases), at most limit of them; lease ids are the
-// caller's (unique, e.g. from crypto/rand) and are stored as given.
+// Leases are kept in expiry order with a running total of their units, so
+// Acquire and Check cost O(expired leases dropped) plus, for an admission,
+// an insertion that is an append when lease lengths are equal; Release and
+// Renew look the id up in O(leases), at most limit of them. Lease ids are
+// the caller's (unique, e.g. from crypto/rand) and are stored as given.
 type Concurrency struct {
-	limit  int64 // limit of the last acquisition
-	lease  int64 // lease duration of the last acquisition, ns
-	last   int64 // instant of the last change, ns
-	leases []lease
+	limit   int64   // limit of the last acquisition
+	lease   int64   // lease duration of the last acquisition, ns
+	last    int64   // instant of the last change, ns
+	leases  []lease // by expiry, earliest first
+	held    int64   // units of every lease in leases (live or not yet pruned)
+	idBytes int     // bytes of every lease id, for Size
 }
 
 type lease struct {
@@ -67,20 +72,18 @@ func (s *Concurrency) clamp(now int64) int64 {
 }
 
 // scan returns the units held by leases live at now, and the earliest and
-// latest expiry among them (0 when none is live).
+// latest expiry among them (0 when none is live). Expired leases are the
+// first ones; scan skips them without changing anything.
 func (s *Concurrency) scan(now int64) (held, earliest, latest int64) {
-	for i := range s.leases {
-		l := &s.leases[i]
-		if l.expiry <= now {
-			continue
-		}
-		held = winAdd(held, l.units)
-		if earliest == 0 || l.expiry < earliest {
-			earliest = l.expiry
-		}
-		latest = max(latest, l.expiry)
+	held = s.held
+	i := 0
+	for ; i < len(s.leases) && s.leases[i].expiry <= now; i++ {
+		held -= s.leases[i].units
 	}
-	return held, earliest, latest
+	if i == len(s.leases) {
+		return 0, 0, 0
+	}
+	return held, s.leases[i].expiry, s.leases[len(s.leases)-1].expiry
 }
 
 func (s *Concurrency) decide(now, limit, leaseNS, n int64, id string, commit bool) Decision {
@@ -95,7 +98,7 @@ func (s *Concurrency) decide(now, limit, leaseNS, n int64, id string, commit boo
 		if commit && n > 0 {
 			expiry := winAdd(now, leaseNS)
 			s.prune(now)
-			s.leases = append(s.leases, lease{id: id, units: n, expiry: expiry})
+			s.insert(lease{id: id, units: n, expiry: expiry})
 			s.limit, s.lease, s.last = limit, leaseNS, now
 			latest = max(latest, expiry)
 		}
@@ -111,6 +114,31 @@ func (s *Concurrency) decide(now, limit, leaseNS, n int64, id string, commit boo
 	return d
 }
 
+// insert adds l at its place in expiry order (after leases expiring at the
+// same instant).
+func (s *Concurrency) insert(l lease) {
+	i := len(s.leases)
+	for i > 0 && s.leases[i-1].expiry > l.expiry {
+		i--
+	}
+	s.leases = append(s.leases, lease{})
+	copy(s.leases[i+1:], s.leases[i:])
+	s.leases[i] = l
+	s.held = winAdd(s.held, l.units)
+	s.idBytes += len(l.id)
+}
+
+// remove drops the lease at index i.
+func (s *Concurrency) remove(i int) lease {
+	l := s.leases[i]
+	copy(s.leases[i:], s.leases[i+1:])
+	s.leases[len(s.leases)-1] = lease{}
+	s.leases = s.leases[:len(s.leases)-1]
+	s.held -= l.units
+	s.idBytes -= len(l.id)
+	return l
+}
+
 // find returns the index of the lease id live at now, or -1.
 func (s *Concurrency) find(now int64, id string) int {
 	for i := range s.leases {
@@ -121,20 +149,23 @@ func (s *Concurrency) find(now int64, id string) int {
 	return -1
 }
 
-// prune drops the leases expired at now.
+// prune drops the leases expired at now (the first ones).
 func (s *Concurrency) prune(now int64) {
-	kept := s.leases[:0]
-	for _, l := range s.leases {
-		if l.expiry > now {
-			kept = append(kept, l)
-		}
+	i := 0
+	for ; i < len(s.leases) && s.leases[i].expiry <= now; i++ {
+		s.held -= s.leases[i].units
+		s.idBytes -= len(s.leases[i].id)
 	}
-	clear(s.leases[len(kept):]) // drop the ids
-	s.leases = kept
-	if len(kept) == 0 {
+	if i == 0 {
+		return
+	}
+	kept := copy(s.leases, s.leases[i:])
+	clear(s.leases[kept:]) // drop the ids
+	s.leases = s.leases[:kept]
+	if kept == 0 {
 		s.leases = nil
-	} else if cap(kept) > 16 && len(kept)*4 <= cap(kept) {
-		s.leases = append([]lease(nil), kept...)
+	} else if cap(s.leases) > 16 && kept*4 <= cap(s.leases) {
+		s.leases = append([]lease(nil), s.leases...)
 	}
 }
 
@@ -146,7 +177,7 @@ func (s *Concurrency) Release(now int64, id string) bool {
 	if i < 0 {
 		return false
 	}
-	s.leases[i].expiry = now // expired: pruned below
+	s.remove(i)
 	s.prune(now)
 	s.last = now
 	return true
@@ -161,7 +192,9 @@ func (s *Concurrency) Renew(now int64, id string, lease time.Duration) bool {
 	if i < 0 || lease <= 0 {
 		return false
 	}
-	s.leases[i].expiry = winAdd(now, int64(lease))
+	l := s.remove(i)
+	l.expiry = winAdd(now, int64(lease))
+	s.insert(l)
 	s.prune(now)
 	s.last = now
 	return true
@@ -190,6 +223,7 @@ func (s *Concurrency) Held(now int64) int64 {
 //	[25:29]  number of leases, uint32
 //	[29:]    leases: expiry ns (8), units (8), id length uint32 (4), id
 //
+// Leases are stored in expiry order, earliest first (decoding checks it).
 // Expired leases are stored until pruned: they are invisible either way.
 const (
 	concurrencyVersion   = 1
@@ -217,11 +251,7 @@ func (s *Concurrency) AppendBinary(b []byte) ([]byte, error) {
 
 // Size returns an estimate of the heap bytes the state holds.
 func (s *Concurrency) Size() int {
-	n := int(unsafe.Sizeof(*s)) + cap(s.leases)*int(unsafe.Sizeof(lease{}))
-	for _, l := range s.leases {
-		n += len(l.id)
-	}
-	return n
+	return int(unsafe.Sizeof(*s)) + cap(s.leases)*int(unsafe.Sizeof(lease{})) + s.idBytes
 }
 
 // decodeConcurrency restores a Concurrency encoded by AppendBinary. It
@@ -256,7 +286,15 @@ func decodeConcurrency(b []byte) (*Concurrency, error) {
 		}
 		l.id = string(b[:idLen])
 		b = b[idLen:]
+		if len(s.leases) > 0 && l.expiry < s.leases[len(s.leases)-1].expiry {
+			return nil, ErrCorrupt // leases are stored in expiry order
+		}
+		if l.units > maxInt64-s.held {
+			return nil, ErrCorrupt // more units than any limit admits
+		}
 		s.leases = append(s.leases, l)
+		s.held += l.units
+		s.idBytes += len(l.id)
 	}
 	if len(b) != 0 {
 		return nil, ErrCorrupt
