@@ -149,7 +149,7 @@ func TestOpenLockedInProcess(t *testing.T) {
 // exists for.
 func TestOpenLockedByOtherProcess(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PERSIST_HELPER_LOCK_DIR="+dir)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -178,11 +178,18 @@ func TestOpenLockedByOtherProcess(t *testing.T) {
 	t.Logf("Open: %v", err)
 }
 
-func TestHelperHoldLock(t *testing.T) {
-	dir := os.Getenv("PERSIST_HELPER_LOCK_DIR")
-	if dir == "" {
-		t.Skip("helper process for TestOpenLockedByOtherProcess")
+// TestMain doubles as the helper process of TestOpenLockedByOtherProcess:
+// with PERSIST_HELPER_LOCK_DIR set it holds that directory's lock until its
+// stdin closes, instead of running tests.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("PERSIST_HELPER_LOCK_DIR"); dir != "" {
+		holdLock(dir)
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+func holdLock(dir string) {
 	s, err := Open(&Options{Dir: dir})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
