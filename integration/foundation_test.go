@@ -178,6 +178,9 @@ func TestHelloAndClientInfo(t *testing.T) {
 	do(t, c, "CLIENT", "GETNAME").equal("worker-1")
 	do(t, c, "CLIENT", "SETNAME", "bad name").errIs("ERR Client names cannot contain spaces, newlines or special characters.")
 	do(t, c, "CLIENT", "NOPE").errIs("ERR unknown subcommand 'NOPE'. Try CLIENT HELP.")
+	if help, err := c.Do(ctx, "CLIENT", "HELP").StringSlice(); err != nil || len(help) < 3 || help[0] != "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:" || help[1] != "ID" {
+		t.Fatalf("CLIENT HELP = %q %v", help, err)
+	}
 	do(t, c, "CLIENT", "SETNAME").errIs("ERR wrong number of arguments for 'client|setname' command")
 	if id := do(t, c, "CLIENT", "ID"); id.err != nil || id.val.(int64) <= 0 {
 		t.Fatalf("CLIENT ID = %v %v", id.val, id.err)

@@ -75,6 +75,7 @@ func newTable(cmds []*Command) *Table {
 		t.byName[c.Name] = c
 		t.byName[strings.ToUpper(c.Name)] = c // clients mostly send upper case: one lookup
 		if len(c.Subs) > 0 {
+			c.Subs = append(c.Subs, helpFor(c))
 			c.subIndex = make(map[string]*Command, len(c.Subs))
 			for _, s := range c.Subs {
 				s.prepare()
@@ -154,3 +155,24 @@ func (c *Command) displayFlags() []string {
 }
 
 func upper(s string) string { return strings.ToUpper(s) }
+
+// helpFor makes a container's HELP subcommand, listing its subcommands
+// from the table as Redis's HELP replies do.
+func helpFor(container *Command) *Command {
+	name := container.Name
+	return &Command{
+		Name: name + "|help", Arity: 2, Flags: []string{"loading", "stale"}, ACL: []string{"slow"},
+		Group: container.Group, Since: "0.1.0", Complexity: "O(1)", Summary: "Shows helpful text about the different subcommands.",
+		Run: func(c *Conn, args [][]byte) {
+			lines := []string{upper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
+			for _, s := range container.Subs {
+				_, sub, _ := strings.Cut(s.Name, "|")
+				lines = append(lines, upper(sub), "    "+s.Summary)
+			}
+			c.out = appendArray(c.out, len(lines))
+			for _, l := range lines {
+				c.out = appendStatus(c.out, l)
+			}
+		},
+	}
+}
