@@ -22,6 +22,10 @@ type statePtr[T any] interface {
 // kept until its state is fresh again (Decision.ResetAfter), or dropped.
 // ok is false when the key holds another kind of limiter (or, with accept,
 // a state that accept refuses): then nothing changes.
+//
+// Each command passes its own small take closure calling its engine's Take
+// directly: a generic helper over a Take method constraint was measured at
+// 10-18% more per command (BenchmarkExec), through dictionary calls.
 func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
 	sh := c.srv.store.ShardFor(key)
 	c.lock(sh)
