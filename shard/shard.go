@@ -152,7 +152,10 @@ func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
 		sh.m = make(map[string]*Entry)
 	}
 	if old := sh.m[string(key)]; old != nil {
-		sh.remove(old)
+		// A key restored twice: the later record wins. The disk holds
+		// it, so this is no deletion to record.
+		old.dead, old.filed = true, notFiled
+		sh.mem.Add(-int64(old.size))
 	}
 	e := &Entry{Key: string(key), State: st, exp: exp, filed: notFiled}
 	sh.m[e.Key] = e
