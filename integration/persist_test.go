@@ -608,3 +608,26 @@ func TestPersistEveryKind(t *testing.T) {
 	do(t, c, "PTTL", "conc").equal(2 * hourMs)
 	do(t, c, "CL.RELEASE", "conc", "no-such-lease").equal(0)
 }
+
+// TestPersistRevivedKey: a key whose state became fresh and is used again
+// (its entry revived in place, or swept and created anew) is written with
+// its new state and parameters, and restored so.
+func TestPersistRevivedKey(t *testing.T) {
+	dir := t.TempDir()
+	s := startIn(t, dir, "--save-interval", "1h")
+	c := s.client(t, 3)
+	do(t, c, "CL.TOKENBUCKET", "rv", 10, 10, "1s", 5).equal(dec(1, 10, 5, 0, 500))
+	do(t, c, "SAVE").equal("OK")
+	advance(t, c, 1000) // fresh again; no EXISTS here, which would drop it
+	began := time.Now()
+	got := bucket100(t, c, "rv", 3)
+	wantBucket(t, got, 97, 0)
+	shutdown(t, s, c, "SAVE")
+
+	s2 := startIn(t, dir)
+	c2 := s2.client(t, 3)
+	wantRestored(t, s2, c2, 1)
+	// The restarted clock is real again, a second behind the advanced one
+	// the state was written at: time going backwards counts as none.
+	wantBucket(t, bucket100(t, c2, "rv", 0), 97, time.Since(began)+time.Second)
+}
