@@ -1,0 +1,53 @@
+package resp
+
+import (
+	"io"
+	"log"
+	"testing"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// TestExpiredKeyRevivedInPlace: a key whose state became fresh is reused
+// (same entry, reset state) when it comes back, with the same replies a
+// new key gets; a key of another kind replaces it.
+func TestExpiredKeyRevivedInPlace(t *testing.T) {
+	clock := shard.NewClock()
+	clock.Set(1_767_225_600_000_000_000)
+	store := shard.New(shard.Options{Shards: 1})
+	srv := New(Config{Logger: log.New(io.Discard, "", 0)}, store, clock)
+	c := &Conn{srv: srv, proto: 2, authed: true}
+	run := func(args ...string) string {
+		b := make([][]byte, len(args))
+		for i, a := range args {
+			b[i] = []byte(a)
+		}
+		c.out = c.out[:0]
+		c.exec(b)
+		c.endBatch()
+		return string(c.out)
+	}
+	want := "*5\r\n:1\r\n:10\r\n:5\r\n:0\r\n:500\r\n"
+	if got := run("CL.TOKENBUCKET", "k", "10", "10", "1s", "5"); got != want {
+		t.Fatalf("first take = %q, want %q", got, want)
+	}
+	sh := store.Shard(0)
+	before := sh.Lookup([]byte("k"))
+	clock.Advance(600_000_000) // fresh after 500 ms
+	if got := run("CL.TOKENBUCKET", "k", "10", "10", "1s", "5"); got != want {
+		t.Fatalf("take after expiry = %q, want %q (as a new key)", got, want)
+	}
+	if after := sh.Lookup([]byte("k")); after != before {
+		t.Fatal("the expired entry was replaced, not revived")
+	}
+	if st := store.Stats(); st.Expired != 1 {
+		t.Fatalf("expired_keys = %d, want 1", st.Expired)
+	}
+	clock.Advance(600_000_000)
+	if got := run("CL.WINDOW", "k", "5", "1m", "FIXED"); got != "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:"+"59400\r\n" {
+		t.Fatalf("another kind on the expired key = %q", got)
+	}
+	if run("TYPE", "k") != "+window\r\n" {
+		t.Fatal("TYPE after another kind took the expired key is not window")
+	}
+}
