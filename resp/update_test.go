@@ -44,7 +44,7 @@ func TestExpiredKeyRevivedInPlace(t *testing.T) {
 		t.Fatalf("expired_keys = %d, want 1", st.Expired)
 	}
 	clock.Advance(600_000_000)
-	if got := run("CL.WINDOW", "k", "5", "1m", "FIXED"); got != "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:"+"59400\r\n" {
+	if got := run("CL.WINDOW", "k", "5", "1m", "FIXED"); got != "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:58800\r\n" {
 		t.Fatalf("another kind on the expired key = %q", got)
 	}
 	if run("TYPE", "k") != "+window\r\n" {
