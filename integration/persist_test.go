@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -630,4 +631,29 @@ func TestPersistRevivedKey(t *testing.T) {
 	// The restarted clock is real again, a second behind the advanced one
 	// the state was written at: time going backwards counts as none.
 	wantBucket(t, bucket100(t, c2, "rv", 0), 97, time.Since(began)+time.Second)
+}
+
+// TestPersistCheckpoint: CHECKPOINT flushes and writes a consistent copy of
+// the store that a server starts from; the target must not exist; without
+// persistence it is an error.
+func TestPersistCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(t.TempDir(), "backup")
+	s := startIn(t, dir, "--save-interval", "1h")
+	c := s.client(t, 2)
+	began := time.Now()
+	wantBucket(t, bucket100(t, c, "ck", 30), 70, 0)
+	do(t, c, "CHECKPOINT", ck).equal("OK")
+	if r := do(t, c, "CHECKPOINT", ck); r.err == nil || !strings.HasPrefix(r.err.Error(), "ERR ") || !strings.Contains(r.err.Error(), "exists") {
+		t.Fatalf("CHECKPOINT onto an existing dir: %v", r.err)
+	}
+	wantBucket(t, bucket100(t, c, "ck", 10), 60, time.Since(began)) // after the checkpoint: not in it
+
+	b := startIn(t, ck)
+	cb := b.client(t, 2)
+	wantRestored(t, b, cb, 1)
+	wantBucket(t, bucket100(t, cb, "ck", 0), 70, time.Since(began))
+
+	mem := start(t)
+	do(t, mem.client(t, 2), "CHECKPOINT", filepath.Join(t.TempDir(), "x")).errIs("ERR persistence is off (--dir '')")
 }
