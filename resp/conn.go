@@ -28,14 +28,17 @@ type Conn struct {
 	inExec   bool       // EXEC holds every shard lock
 	quit     bool       // close after flushing
 
-	scratch  [32]byte
-	created  time.Time
-	batchNow int64          // the clock, read once per batch of pipelined commands (0: not yet)
-	batchCmd int64          // commands run in this batch, published at its end
-	last     *Command       // the last command run, published at the batch's end
-	ids      *mrand.ChaCha8 // lease ids (see newLeaseID)
-	allRules []allRule      // CL.ALL scratch
-	allIdx   []int          // CL.ALL scratch
+	scratch     [32]byte
+	created     time.Time
+	batchNow    int64          // the clock, read once per batch of pipelined commands (0: not yet)
+	batchCmd    int64          // commands run in this batch, published at its end
+	last        *Command       // the last command run, published at the batch's end
+	ids         *mrand.ChaCha8 // lease ids (see newLeaseID)
+	lastName    *Command       // the command last looked up by name
+	lastNameBuf [32]byte       // the name it was looked up by, as sent
+	lastNameLen int
+	allRules    []allRule // CL.ALL scratch
+	allIdx      []int     // CL.ALL scratch
 
 	mu      sync.Mutex // guards the fields below
 	name    string
@@ -108,7 +111,15 @@ func (c *Conn) endBatch() {
 // queueing, then the handler.
 func (c *Conn) exec(args [][]byte) {
 	c.batchCmd++
-	cmd := c.srv.table.lookup(args[0], &c.scratch)
+	// Pipelines repeat one command: compare with the last name looked up
+	// before asking the table's map.
+	var cmd *Command
+	if c.lastName != nil && string(args[0]) == string(c.lastNameBuf[:c.lastNameLen]) {
+		cmd = c.lastName
+	} else if cmd = c.srv.table.lookup(args[0], &c.scratch); cmd != nil && len(args[0]) <= len(c.lastNameBuf) {
+		c.lastName = cmd
+		c.lastNameLen = copy(c.lastNameBuf[:], args[0])
+	}
 	if cmd == nil {
 		c.reject(errUnknownCommand(args))
 		return

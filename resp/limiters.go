@@ -29,7 +29,14 @@ type statePtr[T any] interface {
 func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
 	sh := c.srv.store.ShardFor(key)
 	c.lock(sh)
-	defer c.unlock(sh)
+	d, ok = updateLocked(sh, key, now, accept, take)
+	c.unlock(sh)
+	return d, ok
+}
+
+// updateLocked is update's body, under the shard lock (no defer on the
+// hot path).
+func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
 	e := sh.Lookup(key)
 	if e != nil && e.ExpireAt() <= now {
 		// Its state is a fresh key's: reuse the entry and state in place
