@@ -5,7 +5,6 @@ package resp
 const (
 	errSyntax      = "ERR syntax error"
 	errNotInt      = "ERR value is not an integer or out of range"
-	errNotFloat    = "ERR value is not a valid float"
 	errWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	errNoAuth      = "NOAUTH Authentication required."
 	errWrongPass   = "WRONGPASS invalid username-password pair or user is disabled."
@@ -17,8 +16,6 @@ const (
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
 	errNoProto     = "NOPROTO unsupported protocol version"
 	errDebugOff    = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-	errCrossSlot   = "CROSSSLOT Keys in request don't hash to the same slot"
-	errOOM         = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
 func errWrongArgs(name string) string {

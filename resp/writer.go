@@ -76,15 +76,6 @@ func appendSet(b []byte, proto, n int) []byte {
 	return appendArray(b, n)
 }
 
-func appendDouble(b []byte, proto int, f float64) []byte {
-	if proto == 3 {
-		b = append(b, ',')
-		b = strconv.AppendFloat(b, f, 'g', -1, 64)
-		return append(b, '\r', '\n')
-	}
-	return appendBulkStr(b, strconv.FormatFloat(f, 'g', -1, 64))
-}
-
 func appendBool(b []byte, proto int, v bool) []byte {
 	if proto == 3 {
 		if v {
