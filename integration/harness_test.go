@@ -63,12 +63,11 @@ func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l
 
 var readyRE = regexp.MustCompile(`ready: listening on 127\.0\.0\.1:(\d+), (\d+) keys restored`)
 
-// start runs rlserver on 127.0.0.1:0 with the debug command on, in memory
-// unless a --dir is given, and waits for its ready line.
+// start runs rlserver on 127.0.0.1:0 with the debug command on, persisting
+// to a fresh temporary directory, and waits for its ready line.
 func start(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := startIn(t, "", args...)
-	return s
+	return startIn(t, t.TempDir(), args...)
 }
 
 // startIn starts a server persisting to dir ("" means in memory).

@@ -383,7 +383,7 @@ func TestPersistSecondServerRefused(t *testing.T) {
 func TestPersistInMemoryWritesNothing(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd) // the default --dir ./data would land here
-	s := start(t)
+	s := startIn(t, "")
 	if !strings.Contains(s.logs.String(), `0 keys restored (in memory only), `) || !strings.Contains(s.logs.String(), `dir ""`) {
 		t.Fatalf("ready line does not say in memory only:\n%s", s.logs)
 	}
@@ -401,7 +401,7 @@ func TestPersistInMemoryWritesNothing(t *testing.T) {
 		t.Fatalf("--dir '' wrote %d entries in the working directory, first %q", len(ents), ents[0].Name())
 	}
 
-	s = start(t)
+	s = startIn(t, "")
 	c = s.client(t, 3)
 	do(t, c, "EXISTS", "k").equal(0)
 	do(t, c, "DBSIZE").equal(0)
@@ -654,6 +654,6 @@ func TestPersistCheckpoint(t *testing.T) {
 	wantRestored(t, b, cb, 1)
 	wantBucket(t, bucket100(t, cb, "ck", 0), 70, time.Since(began))
 
-	mem := start(t)
+	mem := startIn(t, "")
 	do(t, mem.client(t, 2), "CHECKPOINT", filepath.Join(t.TempDir(), "x")).errIs("ERR persistence is off (--dir '')")
 }
