@@ -708,3 +708,16 @@ func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
 		t.Fatalf("evicted_keys = %d, want %d", ev, 2000-n)
 	}
 }
+
+// TestRepliesBeforePartialRequest: replies to the complete commands of a
+// read are sent before the server waits for the rest of a partial one, as
+// Redis does (a client may wait for them before sending more).
+func TestRepliesBeforePartialRequest(t *testing.T) {
+	s := start(t)
+	c := dial(t, s)
+	c.send("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nh")
+	c.expect("+PONG")
+	c.send("i\r\n")
+	c.expect("$2")
+	c.expect("hi")
+}

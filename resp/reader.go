@@ -82,6 +82,7 @@ type Reader struct {
 
 	perr  error // sticky protocol error
 	ioErr error // read error that came with data, returned once
+	ready bool  // Ready parsed a complete request: args holds it for Next
 }
 
 // NewReader returns a Reader reading requests from rd. maxBulkLen is
@@ -104,6 +105,10 @@ func NewReader(rd io.Reader, maxBulkLen int) *Reader {
 // and closes), and keeps returning it; I/O errors (io.EOF etc.) are returned
 // as is, and a later call reads again.
 func (r *Reader) Next() (args [][]byte, err error) {
+	if r.ready {
+		r.ready = false
+		return r.args, nil
+	}
 	if r.perr != nil {
 		return nil, r.perr
 	}
@@ -130,6 +135,31 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		}
 		if err := r.fill(); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// Ready reports, without reading, whether Next will return at once: a
+// complete request (or a protocol error) is buffered. The server keeps
+// executing a pipelined batch while it is true, and sends the batch's
+// replies (and releases what the batch holds) before Next may block on a
+// partial request, as Redis does.
+func (r *Reader) Ready() bool {
+	if r.ready || r.perr != nil {
+		return true
+	}
+	for {
+		done, err := r.parse()
+		if err != nil {
+			r.perr = err
+			return true
+		}
+		if !done {
+			return false
+		}
+		if len(r.args) > 0 {
+			r.ready = true
+			return true
 		}
 	}
 }

@@ -393,3 +393,26 @@ func BenchmarkReaderInlinePipeline(b *testing.B) {
 		}
 	}
 }
+
+// TestReaderReady: Ready reports a complete buffered request without
+// reading, keeps it for Next, and is false on a partial one.
+func TestReaderReady(t *testing.T) {
+	r := NewReader(strings.NewReader("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n*1\r\n$4\r\nPI"), 0)
+	args, err := r.Next()
+	if err != nil || len(args) != 1 || string(args[0]) != "PING" {
+		t.Fatalf("Next = %q, %v", args, err)
+	}
+	if !r.Ready() || !r.Ready() {
+		t.Fatal("Ready = false with ECHO hi buffered")
+	}
+	args, err = r.Next()
+	if err != nil || len(args) != 2 || string(args[1]) != "hi" {
+		t.Fatalf("Next after Ready = %q, %v", args, err)
+	}
+	if r.Ready() {
+		t.Fatal("Ready = true with only a partial request buffered")
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next on the partial request at EOF = %v, want io.EOF", err)
+	}
+}

@@ -198,7 +198,7 @@ func (s *Server) serveConn(c *Conn) {
 			c.flush()
 			return
 		}
-		if !c.rd.Buffered() || len(c.out) > 64<<10 {
+		if !c.rd.Ready() || len(c.out) > 64<<10 {
 			c.endBatch()
 			if !c.flush() {
 				return
