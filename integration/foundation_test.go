@@ -393,6 +393,11 @@ func TestInfoAndKeyspace(t *testing.T) {
 	if n2 != n1+2 {
 		t.Fatalf("total_commands_processed went %d -> %d, want +2", n1, n2)
 	}
+	do(t, c, "CONFIG", "RESETSTAT").equal("OK")
+	// As in Redis, RESETSTAT itself is counted after the reset.
+	if n := statValue(t, do(t, c, "INFO", "stats").val.(string), "total_commands_processed"); n != 1 {
+		t.Fatalf("total_commands_processed after CONFIG RESETSTAT = %d, want 1", n)
+	}
 	do(t, c, "DBSIZE").equal(3)
 	do(t, c, "TYPE", "a").equal("throttle")
 	do(t, c, "TYPE", "b").equal("tokenbucket")

@@ -167,7 +167,20 @@ func validConfigValue(name string, v []byte) bool {
 	return true
 }
 
-func cmdConfigResetStat(c *Conn, args [][]byte) { c.out = appendOK(c.out) }
+// CONFIG RESETSTAT zeroes the counters INFO stats reports.
+func cmdConfigResetStat(c *Conn, args [][]byte) {
+	s := c.srv
+	s.doneCmds.Store(0)
+	s.totConns.Store(0)
+	s.rejected.Store(0)
+	s.mu.Lock()
+	for other := range s.conns {
+		other.cmds.Store(0)
+	}
+	s.mu.Unlock()
+	s.store.ResetStats()
+	c.out = appendOK(c.out)
+}
 
 // INFO [section ...]
 func cmdInfo(c *Conn, args [][]byte) {

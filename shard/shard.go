@@ -407,6 +407,14 @@ type Stats struct {
 	Memory, Changes, Expired, Evicted int64
 }
 
+// ResetStats zeroes the expired and evicted counters (CONFIG RESETSTAT).
+func (s *Store) ResetStats() {
+	for i := range s.shards {
+		s.shards[i].expired.Store(0)
+		s.shards[i].evicted.Store(0)
+	}
+}
+
 // Stats sums the shards' counters.
 func (s *Store) Stats() Stats {
 	var st Stats
