@@ -143,7 +143,8 @@ func (r *Reader) Next() (args [][]byte, err error) {
 // complete request (or a protocol error) is buffered. The server keeps
 // executing a pipelined batch while it is true, and sends the batch's
 // replies (and releases what the batch holds) before Next may block on a
-// partial request, as Redis does.
+// partial request, as Redis does. Like Next, it invalidates the arguments
+// the previous Next returned.
 func (r *Reader) Ready() bool {
 	if r.ready || r.perr != nil {
 		return true
@@ -162,55 +163,6 @@ func (r *Reader) Ready() bool {
 			return true
 		}
 	}
-}
-
-// Buffered reports whether a complete-or-partial next request is already
-// buffered, so the server can keep executing a pipelined batch and flush
-// replies once when it returns false. Complete empty requests (blank lines,
-// `*0`) are consumed here rather than reported, so a trailing blank line does
-// not hold back the replies.
-func (r *Reader) Buffered() bool {
-	if r.perr != nil || r.multi {
-		return true
-	}
-	for r.r < r.w && r.skipEmpty() {
-	}
-	return r.r < r.w
-}
-
-// skipEmpty consumes one complete empty request at r.r and reports whether
-// it did.
-func (r *Reader) skipEmpty() bool {
-	b := r.buf[r.r:r.w]
-	if len(b) > protoInlineMaxSize+1 {
-		b = b[:protoInlineMaxSize+1]
-	}
-	if b[0] == '*' {
-		if len(b) > 1 && '1' <= b[1] && b[1] <= '9' {
-			return false // the common case: a non-empty request
-		}
-		i := bytes.IndexByte(b, '\r')
-		if i < 0 || i+1 >= len(b) {
-			return false
-		}
-		if n, ok := string2ll(b[1:i]); !ok || n > 0 {
-			return false
-		}
-		r.r += i + 2
-		r.scan = 0
-		return true
-	}
-	for i, c := range b {
-		if c == '\n' {
-			r.r += i + 1
-			r.scan = 0
-			return true
-		}
-		if !isCSpace(c) {
-			return false
-		}
-	}
-	return false
 }
 
 // parse parses what is buffered of the request at r.r. It reports done with

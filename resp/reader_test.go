@@ -17,8 +17,9 @@ func readAll(rd io.Reader, maxBulkLen int) ([][]string, error) {
 	return readAllBuffered(rd, maxBulkLen, false)
 }
 
-// readAllBuffered is readAll, calling Buffered after each command if
-// buffered is set, as the server does (Buffered consumes empty requests).
+// readAllBuffered is readAll, calling Ready after each command if buffered
+// is set, as the server does (Ready parses ahead and consumes empty
+// requests).
 func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, error) {
 	r := NewReader(rd, maxBulkLen)
 	var cmds [][]string
@@ -26,9 +27,6 @@ func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, e
 		args, err := r.Next()
 		if err != nil {
 			return cmds, err
-		}
-		if buffered {
-			r.Buffered()
 		}
 		if len(args) == 0 {
 			return cmds, errors.New("Next returned no arguments and no error")
@@ -38,6 +36,9 @@ func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, e
 			cmd[i] = string(a)
 		}
 		cmds = append(cmds, cmd)
+		if buffered {
+			r.Ready() // after using args: Ready parses ahead, as Next does
+		}
 	}
 }
 
@@ -170,21 +171,21 @@ func TestReaderArgsCapped(t *testing.T) {
 	}
 }
 
-func TestReaderBuffered(t *testing.T) {
+func TestReaderReadyAfterNext(t *testing.T) {
 	ping := "*1\r\n$4\r\nPING\r\n"
 	tests := []struct {
 		name   string
 		chunks []string
-		want   []bool // Buffered after each Next
+		want   []bool // Ready after each Next
 	}{
 		{"batch", []string{ping + ping + ping}, []bool{true, true, false}},
 		{"two batches", []string{ping + ping, ping}, []bool{true, false, false}},
-		{"partial next", []string{ping + "*1\r\n$4\r\nPI", "NG\r\n"}, []bool{true, false}},
+		{"partial next", []string{ping + "*1\r\n$4\r\nPI", "NG\r\n"}, []bool{false, false}},
 		{"inline batch", []string{"PING\r\nPING\n"}, []bool{true, false}},
 		{"trailing blank line", []string{"PING\r\n\r\n"}, []bool{false}},
 		{"trailing empty multibulk", []string{ping + "*0\r\n*-1\r\n \n"}, []bool{false}},
 		{"blank then command", []string{ping + "\r\n" + ping}, []bool{true, false}},
-		{"partial blank line", []string{ping + "  "}, []bool{true}},
+		{"partial blank line", []string{ping + "  "}, []bool{false}},
 	}
 	for _, tc := range tests {
 		s := &scriptReader{}
@@ -192,16 +193,16 @@ func TestReaderBuffered(t *testing.T) {
 			s.chunks = append(s.chunks, []byte(c))
 		}
 		r := NewReader(s, 0)
-		if r.Buffered() {
-			t.Errorf("%s: Buffered before any read", tc.name)
+		if r.Ready() {
+			t.Errorf("%s: Ready before any read", tc.name)
 		}
 		for i, want := range tc.want {
 			args, err := r.Next()
 			if err != nil || len(args) != 1 || string(args[0]) != "PING" {
 				t.Fatalf("%s: Next %d = %q, %v", tc.name, i, args, err)
 			}
-			if got := r.Buffered(); got != want {
-				t.Errorf("%s: Buffered after %d = %v, want %v", tc.name, i, got, want)
+			if got := r.Ready(); got != want {
+				t.Errorf("%s: Ready after %d = %v, want %v", tc.name, i, got, want)
 			}
 		}
 		if _, err := r.Next(); err != io.EOF {
@@ -292,8 +293,8 @@ func TestReaderNoAllocFromAnnouncedLengths(t *testing.T) {
 	if cap(r.spans) > 16 {
 		t.Errorf("argument slice cap %d for 1 argument received", cap(r.spans))
 	}
-	if !r.Buffered() {
-		t.Error("Buffered = false inside a partial request")
+	if r.Ready() {
+		t.Error("Ready = true inside a partial request")
 	}
 }
 
@@ -342,9 +343,9 @@ func TestReaderZeroAllocs(t *testing.T) {
 				if err != nil || len(args) != 5 {
 					t.Fatalf("got %q, %v", args, err)
 				}
-				r.Buffered()
+				r.Ready()
 			}
-			if r.Buffered() {
+			if r.Ready() {
 				t.Fatal("batch not consumed")
 			}
 		})
@@ -367,7 +368,7 @@ func BenchmarkReaderPipeline(b *testing.B) {
 			if err != nil || len(args) != 5 {
 				b.Fatalf("got %q, %v", args, err)
 			}
-			if !r.Buffered() {
+			if !r.Ready() {
 				break
 			}
 		}
@@ -387,7 +388,7 @@ func BenchmarkReaderInlinePipeline(b *testing.B) {
 			if _, err := r.Next(); err != nil {
 				b.Fatal(err)
 			}
-			if !r.Buffered() {
+			if !r.Ready() {
 				break
 			}
 		}
