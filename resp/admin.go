@@ -19,7 +19,7 @@ var configParams = map[string]configParam{
 	"maxmemory": {
 		get: func(s *Server) string { return strconv.FormatInt(s.maxMemory.Load(), 10) },
 		set: func(s *Server, v []byte) bool {
-			n, ok := parseMemory(v)
+			n, ok := ParseMemory(v)
 			if ok {
 				s.maxMemory.Store(n)
 				s.store.SetMaxMemory(n)
@@ -34,7 +34,7 @@ var configParams = map[string]configParam{
 	"proto-max-bulk-len": {
 		get: func(s *Server) string { return strconv.FormatInt(s.maxBulk.Load(), 10) },
 		set: func(s *Server, v []byte) bool {
-			n, ok := parseMemory(v)
+			n, ok := ParseMemory(v)
 			if ok && n >= 1024 && n <= 512<<20 {
 				s.maxBulk.Store(n)
 				return true
@@ -57,9 +57,10 @@ var configParams = map[string]configParam{
 	"save":       {get: func(*Server) string { return "" }},
 }
 
-// parseMemory parses a byte count with Redis's optional units (k, kb, m, mb,
-// g, gb; case-insensitive).
-func parseMemory(v []byte) (int64, bool) {
+// ParseMemory parses a byte count with Redis's optional units, as in
+// redis.conf and CONFIG SET: k, m, g are powers of 1000, kb, mb, gb powers
+// of 1024, b bytes; case-insensitive.
+func ParseMemory(v []byte) (int64, bool) {
 	s := strings.ToLower(string(v))
 	mul := int64(1)
 	for _, u := range []struct {
@@ -155,10 +156,10 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 func validConfigValue(name string, v []byte) bool {
 	switch name {
 	case "maxmemory":
-		_, ok := parseMemory(v)
+		_, ok := ParseMemory(v)
 		return ok
 	case "proto-max-bulk-len":
-		n, ok := parseMemory(v)
+		n, ok := ParseMemory(v)
 		return ok && n >= 1024 && n <= 512<<20
 	case "log-max-limit":
 		_, ok := parsePositive(v)

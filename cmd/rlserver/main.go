@@ -98,22 +98,11 @@ func parseOptions(args []string) (*options, error) {
 }
 
 func parseBytes(s string) (int64, error) {
-	low := strings.ToLower(s)
-	mul := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"b", 1}} {
-		if strings.HasSuffix(low, u.suf) {
-			low, mul = strings.TrimSuffix(low, u.suf), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(low, 10, 64)
-	if err != nil || n < 0 {
+	n, ok := resp.ParseMemory([]byte(s))
+	if !ok {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
-	return n * mul, nil
+	return n, nil
 }
 
 func run(args []string) int {
