@@ -132,13 +132,7 @@ func (sh *Shard) Insert(key []byte, st engine.State, exp int64) *Entry {
 // Add adds e, made by NewEntry, whose key must not be live, expiring at
 // exp.
 func (sh *Shard) Add(e *Entry, exp int64) {
-	if sh.m == nil {
-		sh.m = make(map[string]*Entry)
-	}
-	e.exp = exp
-	sh.m[e.Key] = e
-	sh.idx.file(e)
-	sh.account(e)
+	sh.link(e, exp)
 	sh.markDirty(e)
 	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
 		sh.evict(e)
@@ -148,16 +142,21 @@ func (sh *Shard) Add(e *Entry, exp int64) {
 // Restore adds an entry loaded from disk: like Insert, but not recorded as a
 // change (the disk already holds it) and never evicting.
 func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
-	if sh.m == nil {
-		sh.m = make(map[string]*Entry)
-	}
 	if old := sh.m[string(key)]; old != nil {
 		// A key restored twice: the later record wins. The disk holds
 		// it, so this is no deletion to record.
 		old.dead, old.filed = true, notFiled
 		sh.mem.Add(-int64(old.size))
 	}
-	e := &Entry{Key: string(key), State: st, exp: exp, filed: notFiled}
+	sh.link(&Entry{Key: string(key), State: st, filed: notFiled}, exp)
+}
+
+// link puts e in the map and the expiry index and accounts for it.
+func (sh *Shard) link(e *Entry, exp int64) {
+	if sh.m == nil {
+		sh.m = make(map[string]*Entry)
+	}
+	e.exp = exp
 	sh.m[e.Key] = e
 	sh.idx.file(e)
 	sh.account(e)
