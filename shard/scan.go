@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"hash/maphash"
 	"slices"
 )
@@ -48,15 +49,7 @@ func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match fun
 		if !locked {
 			sh.Unlock()
 		}
-		slices.SortFunc(found, func(a, b item) int {
-			switch {
-			case a.pos < b.pos:
-				return -1
-			case a.pos > b.pos:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(found, func(a, b item) int { return cmp.Compare(a.pos, b.pos) })
 		want := count - len(out)
 		if len(found) > want {
 			// Stop between two distinct positions so that no key sharing a
