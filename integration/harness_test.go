@@ -103,7 +103,9 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 	}
 	s := &server{t: t, cmd: cmd, Dir: dir, logs: &logBuffer{}, done: make(chan struct{})}
 	ready := make(chan string, 1)
+	logged := make(chan struct{}) // closed when stderr reaches EOF
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -118,7 +120,9 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 			}
 		}
 	}()
-	go func() { s.err = cmd.Wait(); close(s.done) }()
+	// Wait only after stderr is read to its end: Wait closes the pipe, and
+	// the last lines (an error before exit) would be lost.
+	go func() { <-logged; s.err = cmd.Wait(); close(s.done) }()
 	select {
 	case port := <-ready:
 		s.Port = port
