@@ -102,7 +102,7 @@ func cmdConfigGet(c *Conn, args [][]byte) {
 	for _, pat := range args[2:] {
 		low := []byte(strings.ToLower(string(pat)))
 		for _, n := range names {
-			if !seen[n] && globMatch(low, []byte(n)) {
+			if !seen[n] && globMatch(low, n) {
 				seen[n] = true
 				v, _ := c.srv.configValue(n)
 				pairs = append(pairs, [2]string{n, v})

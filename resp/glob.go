@@ -2,11 +2,11 @@ package resp
 
 // globMatch reports whether str matches the glob pattern with Redis's
 // stringmatchlen rules: * ? [abc] [^abc] [a-z] and \ escapes, case-sensitive.
-func globMatch(pattern, str []byte) bool {
+func globMatch(pattern []byte, str string) bool {
 	return globMatchDepth(pattern, str, 0)
 }
 
-func globMatchDepth(p, s []byte, depth int) bool {
+func globMatchDepth(p []byte, s string, depth int) bool {
 	if depth > 1000 {
 		return false // pathological patterns: Redis bounds the recursion too
 	}

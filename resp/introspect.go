@@ -245,7 +245,7 @@ func cmdCommandList(c *Conn, args [][]byte) {
 				return false
 			}
 		case equalFold(args[3], "PATTERN"):
-			keep = func(cmd *Command) bool { return globMatch(v, []byte(cmd.Name)) }
+			keep = func(cmd *Command) bool { return globMatch(v, cmd.Name) }
 		default:
 			c.err(errSyntax)
 			return

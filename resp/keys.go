@@ -121,7 +121,7 @@ func cmdScan(c *Conn, args [][]byte) {
 	}
 	now := c.now()
 	next, keys := c.srv.store.Scan(cursor, count, now, c.inExec, func(e *shard.Entry) bool {
-		return (kind == 0 || e.State.Kind() == kind) && (pattern == nil || globMatch(pattern, []byte(e.Key)))
+		return (kind == 0 || e.State.Kind() == kind) && (pattern == nil || globMatch(pattern, e.Key))
 	})
 	c.out = appendArray(c.out, 2)
 	c.out = appendBulkStr(c.out, strconv.FormatUint(next, 10))
@@ -140,7 +140,7 @@ func cmdKeys(c *Conn, args [][]byte) {
 		sh := store.Shard(i)
 		c.lock(sh)
 		sh.Each(now, func(e *shard.Entry) bool {
-			if globMatch(args[1], []byte(e.Key)) {
+			if globMatch(args[1], e.Key) {
 				keys = append(keys, e.Key)
 			}
 			return true
