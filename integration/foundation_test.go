@@ -689,7 +689,7 @@ func TestEnvironmentConfig(t *testing.T) {
 // TestMaxMemoryEvictsClosestToFresh: with --maxmemory, the keys closest to
 // their fresh state go first, so forgetting them changes the least.
 func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
-	s := start(t, "--maxmemory", "64kb")
+	s := start(t, "--maxmemory", "16kb")
 	c := s.client(t, 2)
 	setClock(t, c, t0)
 	pipe := c.Pipeline()
@@ -704,7 +704,7 @@ func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
 	}
 	n := do(t, c, "DBSIZE").val.(int64)
 	if n < 250 || n > 450 {
-		t.Fatalf("DBSIZE = %d with 64kb for ~160-byte keys, want about 400", n)
+		t.Fatalf("DBSIZE = %d with 16kb for ~40-byte keys, want about 400", n)
 	}
 	if short, _ := c.Keys(ctx, "short:*").Result(); len(short) != 0 {
 		t.Fatalf("%d short-lived keys survived while long-lived ones were evicted", len(short))

@@ -80,21 +80,15 @@ func (f *saverFixture) take(key string, n int64) engine.Decision {
 	sh.Lock()
 	defer sh.Unlock()
 	now := f.clock.Now()
-	e := sh.Get([]byte(key), now)
 	st := &engine.TokenBucket{}
-	if e != nil {
-		st = e.State.(*engine.TokenBucket)
+	if got, _, ok := sh.Get([]byte(key), now); ok {
+		st = got.(*engine.TokenBucket)
 	}
 	d := st.Take(now, saverParams, n)
 	if !d.Allowed {
 		f.t.Fatalf("take(%q, %d) denied: %+v", key, n, d)
 	}
-	exp := now + int64(d.ResetAfter)
-	if e == nil {
-		sh.Insert([]byte(key), st, exp)
-	} else {
-		sh.Update(e, exp, true)
-	}
+	sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
 	return d
 }
 
@@ -104,11 +98,9 @@ func (f *saverFixture) del(key string) {
 	sh := f.keys.ShardFor([]byte(key))
 	sh.Lock()
 	defer sh.Unlock()
-	e := sh.Get([]byte(key), f.clock.Now())
-	if e == nil {
+	if !sh.Delete([]byte(key), f.clock.Now()) {
 		f.t.Fatalf("del(%q): no such key", key)
 	}
-	sh.Remove(e)
 }
 
 func (f *saverFixture) save() {
@@ -380,17 +372,18 @@ func restoredRemaining(f *saverFixture, now int64) map[string]int64 {
 	for i := 0; i < f.keys.NumShards(); i++ {
 		sh := f.keys.Shard(i)
 		sh.Lock()
-		sh.Each(now, func(e *shard.Entry) bool {
-			tb, ok := e.State.(*engine.TokenBucket)
+		sh.Each(now, func(it shard.Item) bool {
+			st := sh.State(it)
+			tb, ok := st.(*engine.TokenBucket)
 			if !ok {
-				f.t.Errorf("key %q restored as %T", e.Key, e.State)
+				f.t.Errorf("key %q restored as %T", it.Key, st)
 				return true
 			}
 			d := tb.Check(now, saverParams, 0)
-			if e.ExpireAt() != now+int64(d.ResetAfter) {
-				f.t.Errorf("key %q restored with expiry %d, want %d", e.Key, e.ExpireAt(), now+int64(d.ResetAfter))
+			if it.ExpireAt != now+int64(d.ResetAfter) {
+				f.t.Errorf("key %q restored with expiry %d, want %d", it.Key, it.ExpireAt, now+int64(d.ResetAfter))
 			}
-			out[e.Key] = d.Remaining
+			out[string(it.Key)] = d.Remaining
 			return true
 		})
 		sh.Unlock()
@@ -523,23 +516,19 @@ func TestSaverConcurrentWrites(t *testing.T) {
 				sh := f.keys.ShardFor([]byte(key))
 				sh.Lock()
 				now := f.clock.Now()
-				e := sh.Get([]byte(key), now)
-				if e != nil && i%7 == 0 {
-					sh.Remove(e)
+				got, _, ok := sh.Get([]byte(key), now)
+				if ok && i%7 == 0 {
+					sh.Delete([]byte(key), now)
 					sh.Unlock()
 					continue
 				}
 				st := &engine.TokenBucket{}
-				if e != nil {
-					st = e.State.(*engine.TokenBucket)
+				if ok {
+					st = got.(*engine.TokenBucket)
 				}
 				d := st.Take(now, saverParams, 1)
 				if d.Allowed {
-					if e == nil {
-						sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
-					} else {
-						sh.Update(e, now+int64(d.ResetAfter), true)
-					}
+					sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
 				}
 				sh.Unlock()
 			}

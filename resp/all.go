@@ -13,13 +13,14 @@ type allRule struct {
 	kind    engine.Kind
 	mode    engine.WindowMode
 	key     []byte
+	h       uint64 // the key's hash
 	shard   int
 	a, b    int64         // capacity/limit/max_burst, rate/count
 	dur     time.Duration // period or window
-	entry   *shard.Entry  // the key's entry: live, revived or new (see find)
-	state   engine.State  // entry's state
-	revived bool          // entry had expired and was reset in place
-	added   bool          // entry is new, not yet in its shard
+	state   engine.State  // the key's state: live, revived or new (see find)
+	revived bool          // the key had expired; state was reset
+	added   bool          // the key is new, not yet in its shard
+	scratch *engine.State // where state came from when not a box (see keep)
 	d       engine.Decision
 }
 
@@ -146,22 +147,6 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 	panic("resp: CL.ALL rule of unknown kind")
 }
 
-// newEntryFor allocates an entry holding a fresh state of the kind (see
-// shard.NewEntry); it is added to its shard only if the rule leaves state.
-func newEntryFor(kind engine.Kind, key []byte) (*shard.Entry, engine.State) {
-	switch kind {
-	case engine.KindThrottle:
-		return shard.NewEntry[engine.GCRA](key)
-	case engine.KindTokenBucket:
-		return shard.NewEntry[engine.TokenBucket](key)
-	case engine.KindLeakyBucket:
-		return shard.NewEntry[engine.LeakyBucket](key)
-	case engine.KindWindow:
-		return shard.NewEntry[engine.Window](key)
-	}
-	panic("resp: CL.ALL rule of unknown kind")
-}
-
 // resetState makes st a fresh key's state, in place.
 func resetState(st engine.State) {
 	switch s := st.(type) {
@@ -176,35 +161,74 @@ func resetState(st engine.State) {
 	}
 }
 
-// find sets the rule's entry and state: the live entry's; an expired entry
-// of the same kind, reset in place (revived); or a new entry. It returns
-// false when the key holds another kind of limiter, or a window of another
-// mode.
-func (r *allRule) find(sh *shard.Shard, now int64) bool {
-	r.revived, r.added = false, false
-	e := sh.Lookup(r.key)
-	if e != nil && e.ExpireAt() <= now {
-		if e.State.Kind() == r.kind {
-			resetState(e.State)
-			r.entry, r.state, r.revived = e, e.State, true
+// ruleScratch returns connection scratch for rule i's state (its kind's
+// slot, allocated on first use).
+func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
+	for len(c.allStates) < (i+1)*8 {
+		c.allStates = append(c.allStates, nil)
+	}
+	p := &c.allStates[i*8+int(kind)]
+	if *p == nil {
+		*p = shard.NewState(kind)
+	}
+	return p
+}
+
+// find sets the rule's state: the live key's; an expired key's of the same
+// kind, reset (revived); or a fresh one (added). It returns false when the
+// key holds another kind of limiter, or a window of another mode.
+func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
+	r.revived, r.added, r.scratch = false, false, scratch
+	f := sh.Find(r.key, r.h)
+	if f.OK && f.Exp <= now {
+		if f.Kind == r.kind {
+			r.state, r.revived = *scratch, true
+			if f.Boxed {
+				r.state = sh.Load(f, *scratch)
+			}
+			resetState(r.state)
 			return true
 		}
-		sh.Expire(e)
-		e = nil
+		sh.Expire(f)
+		f = shard.Found{}
 	}
-	if e == nil {
-		r.entry, r.state = newEntryFor(r.kind, r.key)
-		r.added = true
+	if !f.OK {
+		r.state, r.added = *scratch, true
+		resetState(r.state)
 		return true
 	}
-	if e.State.Kind() != r.kind {
+	if f.Kind != r.kind {
 		return false
 	}
-	if w, ok := e.State.(*engine.Window); ok && w.Mode() != 0 && w.Mode() != r.mode {
+	r.state = sh.Load(f, *scratch)
+	if w, ok := r.state.(*engine.Window); ok && w.Mode() != 0 && w.Mode() != r.mode {
 		return false
 	}
-	r.entry, r.state = e, e.State
 	return true
+}
+
+// store writes the rule's taken state back (its shard may have changed
+// since find, so the key is found again).
+func (r *allRule) store(sh *shard.Shard, now, n int64) {
+	f := sh.Find(r.key, r.h)
+	kept := false
+	switch {
+	case r.added:
+		if r.d.ResetAfter > 0 {
+			kept = sh.Put(f, r.key, r.h, r.state, expireAt(now, r.d.ResetAfter), true)
+		}
+	case r.revived:
+		if r.d.ResetAfter > 0 {
+			kept = sh.Revive(f, r.key, r.h, r.state, expireAt(now, r.d.ResetAfter))
+		} else {
+			sh.Expire(f)
+		}
+	default:
+		kept = storeOutcome(sh, f, r.key, r.h, r.state, now, r.d.ResetAfter, n > 0)
+	}
+	if kept {
+		*r.scratch = nil // the shard holds it now
+	}
 }
 
 // CL.ALL numrules rule [rule ...] [COST n]
@@ -220,7 +244,7 @@ func cmdAll(c *Conn, args [][]byte) {
 	}
 	store := c.srv.store
 	defer func() {
-		clear(rules) // drop references to entries and states
+		clear(rules) // drop references to states
 		c.allRules = rules[:0]
 	}()
 	idx := c.allIdx[:0]
@@ -229,7 +253,8 @@ func cmdAll(c *Conn, args [][]byte) {
 	}
 	defer func() { c.allIdx = idx[:0] }()
 	for i := range rules {
-		rules[i].shard = store.ShardIndex(rules[i].key)
+		rules[i].h = store.Hash(rules[i].key)
+		rules[i].shard = store.ShardIndexOf(rules[i].h)
 		idx[i] = rules[i].shard
 	}
 	slices.Sort(idx)
@@ -246,7 +271,7 @@ func cmdAll(c *Conn, args [][]byte) {
 	all := true
 	for i := range rules {
 		r := &rules[i]
-		if !r.find(store.Shard(r.shard), now) {
+		if !r.find(store.Shard(r.shard), now, c.ruleScratch(i, r.kind)) {
 			c.err(errWrongType)
 			return
 		}
@@ -257,21 +282,7 @@ func cmdAll(c *Conn, args [][]byte) {
 		for i := range rules {
 			r := &rules[i]
 			r.d = r.run(r.state, now, n, true)
-			sh := store.Shard(r.shard)
-			switch {
-			case r.added:
-				if r.d.ResetAfter > 0 {
-					sh.Add(r.entry, expireAt(now, r.d.ResetAfter))
-				}
-			case r.revived:
-				if r.d.ResetAfter > 0 {
-					sh.Revive(r.entry, expireAt(now, r.d.ResetAfter))
-				} else {
-					sh.Expire(r.entry)
-				}
-			default:
-				storeOutcome(sh, r.entry, now, r.d.ResetAfter, n > 0)
-			}
+			r.store(store.Shard(r.shard), now, n)
 		}
 	}
 	c.out = appendArray(c.out, 1+len(rules))

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -39,6 +40,8 @@ type Conn struct {
 	lastNameLen int
 	allRules    []allRule // CL.ALL scratch
 	allIdx      []int     // CL.ALL scratch
+	allStates   []engine.State // CL.ALL scratch states: rule i, kind k at i*8+k
+	st          states         // scratch states (see update)
 
 	mu      sync.Mutex // guards the fields below
 	name    string

@@ -2,17 +2,21 @@ package resp
 
 import (
 	"strconv"
+	"unsafe"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
 
-// withEntry runs fn on key's live entry (nil if none) under its shard lock.
-func withEntry(c *Conn, key []byte, fn func(sh *shard.Shard, e *shard.Entry, now int64)) {
+// withKey runs fn on what Live finds for key under its shard lock: f.OK
+// only for a live key.
+func withKey(c *Conn, key []byte, fn func(sh *shard.Shard, f shard.Found, now int64)) {
 	now := c.now()
-	sh := c.srv.store.ShardFor(key)
+	store := c.srv.store
+	h := store.Hash(key)
+	sh := store.ShardOf(h)
 	c.lock(sh)
-	fn(sh, sh.Get(key, now), now)
+	fn(sh, sh.Live(key, h, now), now)
 	c.unlock(sh)
 }
 
@@ -20,8 +24,8 @@ func withEntry(c *Conn, key []byte, fn func(sh *shard.Shard, e *shard.Entry, now
 func cmdExists(c *Conn, args [][]byte) {
 	var n int64
 	for _, k := range args[1:] {
-		withEntry(c, k, func(_ *shard.Shard, e *shard.Entry, _ int64) {
-			if e != nil {
+		withKey(c, k, func(_ *shard.Shard, f shard.Found, _ int64) {
+			if f.OK {
 				n++
 			}
 		})
@@ -33,9 +37,9 @@ func cmdExists(c *Conn, args [][]byte) {
 func cmdDel(c *Conn, args [][]byte) {
 	var n int64
 	for _, k := range args[1:] {
-		withEntry(c, k, func(sh *shard.Shard, e *shard.Entry, _ int64) {
-			if e != nil {
-				sh.Remove(e)
+		withKey(c, k, func(sh *shard.Shard, f shard.Found, _ int64) {
+			if f.OK {
+				sh.Remove(f)
 				n++
 			}
 		})
@@ -46,9 +50,9 @@ func cmdDel(c *Conn, args [][]byte) {
 // TYPE key
 func cmdType(c *Conn, args [][]byte) {
 	name := "none"
-	withEntry(c, args[1], func(_ *shard.Shard, e *shard.Entry, _ int64) {
-		if e != nil {
-			name = e.State.Kind().String()
+	withKey(c, args[1], func(_ *shard.Shard, f shard.Found, _ int64) {
+		if f.OK {
+			name = f.Kind.String()
 		}
 	})
 	c.out = appendStatus(c.out, name)
@@ -58,9 +62,9 @@ func cmdType(c *Conn, args [][]byte) {
 // decision's reset_after_ms), or -2 when it does not exist.
 func pttl(c *Conn, key []byte) int64 {
 	ms := int64(-2)
-	withEntry(c, key, func(_ *shard.Shard, e *shard.Entry, now int64) {
-		if e != nil {
-			ms = (e.ExpireAt() - now + 999_999) / 1_000_000
+	withKey(c, key, func(_ *shard.Shard, f shard.Found, now int64) {
+		if f.OK {
+			ms = (f.Exp - now + 999_999) / 1_000_000
 		}
 	})
 	return ms
@@ -120,8 +124,8 @@ func cmdScan(c *Conn, args [][]byte) {
 		}
 	}
 	now := c.now()
-	next, keys := c.srv.store.Scan(cursor, count, now, c.inExec, func(e *shard.Entry) bool {
-		return (kind == 0 || e.State.Kind() == kind) && (pattern == nil || globMatch(pattern, e.Key))
+	next, keys := c.srv.store.Scan(cursor, count, now, c.inExec, func(it shard.Item) bool {
+		return (kind == 0 || it.Kind == kind) && (pattern == nil || globMatch(pattern, unsafe.String(unsafe.SliceData(it.Key), len(it.Key))))
 	})
 	c.out = appendArray(c.out, 2)
 	c.out = appendBulkStr(c.out, strconv.FormatUint(next, 10))
@@ -139,9 +143,9 @@ func cmdKeys(c *Conn, args [][]byte) {
 	for i := 0; i < store.NumShards(); i++ {
 		sh := store.Shard(i)
 		c.lock(sh)
-		sh.Each(now, func(e *shard.Entry) bool {
-			if globMatch(args[1], e.Key) {
-				keys = append(keys, e.Key)
+		sh.Each(now, func(it shard.Item) bool {
+			if k := unsafe.String(unsafe.SliceData(it.Key), len(it.Key)); globMatch(args[1], k) {
+				keys = append(keys, string(it.Key))
 			}
 			return true
 		})

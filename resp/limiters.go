@@ -17,77 +17,113 @@ type statePtr[T any] interface {
 	engine.State
 }
 
+// states are a connection's scratch states, one per kind: a command
+// decodes its key's record into one, runs the engine on it and stores it
+// back (see shard.Shard.Load and Put), so nothing is allocated per command.
+type states struct {
+	gcra *engine.GCRA
+	tb   *engine.TokenBucket
+	lb   *engine.LeakyBucket
+	win  *engine.Window
+	conc *engine.Concurrency
+}
+
 // update runs take on key's state (a fresh one if the key does not exist)
 // under the key's shard lock, then stores the outcome: the key is created,
 // kept until its state is fresh again (Decision.ResetAfter), or dropped.
 // ok is false when the key holds another kind of limiter (or, with accept,
-// a state that accept refuses): then nothing changes.
+// a state that accept refuses): then nothing changes. sp is the
+// connection's scratch state of the kind.
 //
 // Each command passes its own small take closure calling its engine's Take
 // directly: a generic helper over a Take method constraint was measured at
 // 10-18% more per command (BenchmarkExec), through dictionary calls.
-func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
-	sh := c.srv.store.ShardFor(key)
+func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
+	store := c.srv.store
+	h := store.Hash(key)
+	sh := store.ShardOf(h)
 	c.lock(sh)
-	d, ok = updateLocked(sh, key, now, accept, take)
+	d, ok = updateLocked(sh, key, h, now, sp, accept, take)
 	c.unlock(sh)
 	return d, ok
 }
 
 // updateLocked is update's body, under the shard lock (no defer on the
 // hot path).
-func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, now int64, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
-	e := sh.Lookup(key)
-	if e != nil && e.ExpireAt() <= now {
-		// Its state is a fresh key's: reuse the entry and state in place
-		// when the kind matches (keys that come back after expiring are
-		// the common case with many keys).
-		if st, isT := e.State.(P); isT {
+func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
+	st := *sp
+	if st == nil {
+		st = new(T)
+		*sp = st
+	}
+	kind := st.Kind()
+	f := sh.Find(key, h)
+	if f.OK && f.Exp <= now {
+		if f.Kind == kind {
+			// Its state is a fresh key's: reuse the record in place (keys
+			// that come back after expiring are the common case with many
+			// keys).
+			live := st
+			if f.Boxed {
+				live = sh.Load(f, st).(P)
+			}
 			var zero T
-			*(*T)(st) = zero
-			d, _ = take(st)
+			*(*T)(live) = zero
+			d, _ = take(live)
 			if d.ResetAfter > 0 {
-				sh.Revive(e, expireAt(now, d.ResetAfter))
+				keep(sp, sh.Revive(f, key, h, live, expireAt(now, d.ResetAfter)))
 			} else {
-				sh.Expire(e)
+				sh.Expire(f)
 			}
 			return d, true
 		}
-		sh.Expire(e)
-		e = nil
+		sh.Expire(f)
+		f = sh.Find(key, h)
 	}
-	if e == nil {
-		e, st := shard.NewEntry[T, P](key)
+	if !f.OK {
+		var zero T
+		*(*T)(st) = zero
 		d, _ = take(st)
 		if d.ResetAfter > 0 {
-			sh.Add(e, expireAt(now, d.ResetAfter))
+			keep(sp, sh.Put(f, key, h, st, expireAt(now, d.ResetAfter), true))
 		}
 		return d, true
 	}
-	st, isT := e.State.(P)
-	if !isT || (accept != nil && !accept(st)) {
+	if f.Kind != kind {
 		return d, false
 	}
-	d, changed := take(st)
-	storeOutcome(sh, e, now, d.ResetAfter, changed)
+	live := sh.Load(f, st).(P)
+	if accept != nil && !accept(live) {
+		return d, false
+	}
+	d, changed := take(live)
+	keep(sp, storeOutcome(sh, f, key, h, live, now, d.ResetAfter, changed))
 	return d, true
 }
 
-// storeOutcome keeps e until its state is fresh again, now+reset, or drops
-// it when it already is. A call that changed nothing (a peek, a denial)
-// only ever extends the expiry: with other parameters than the state was
-// stored under it may report an earlier reset, and expiring the key then
-// would forget state that is not fresh under its stored parameters.
-func storeOutcome(sh *shard.Shard, e *shard.Entry, now int64, reset time.Duration, changed bool) {
+// keep replaces the scratch state *sp after the shard kept it as a box.
+func keep[T any, P statePtr[T]](sp *P, kept bool) {
+	if kept {
+		*sp = new(T)
+	}
+}
+
+// storeOutcome keeps the key found by f until its state st is fresh again,
+// now+reset, or drops it when it already is. A call that changed nothing
+// (a peek, a denial) only ever extends the expiry: with other parameters
+// than the state was stored under it may report an earlier reset, and
+// expiring the key then would forget state that is not fresh under its
+// stored parameters. It reports whether the shard kept st as a box.
+func storeOutcome(sh *shard.Shard, f shard.Found, key []byte, h uint64, st engine.State, now int64, reset time.Duration, changed bool) (kept bool) {
 	exp := expireAt(now, reset)
 	if !changed {
-		exp = max(exp, e.ExpireAt())
+		exp = max(exp, f.Exp)
 	}
 	if exp <= now {
-		sh.Remove(e)
-		return
+		sh.Remove(f)
+		return false
 	}
-	sh.Update(e, exp, changed)
+	return sh.Put(f, key, h, st, exp, changed)
 }
 
 // expireAt returns now+d, saturating instead of wrapping for huge d.
@@ -156,7 +192,7 @@ func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, boo
 // replyGCRA runs the GCRA request and answers in redis-cell's form.
 func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
 	now := c.now()
-	d, ok := update(c, key, now, nil, func(st *engine.GCRA) (engine.Decision, bool) {
+	d, ok := update(c, key, now, &c.st.gcra, nil, func(st *engine.GCRA) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
@@ -251,7 +287,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 		return
 	}
 	now := c.now()
-	d, ok := update(c, args[1], now, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
+	d, ok := update(c, args[1], now, &c.st.tb, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
@@ -277,7 +313,7 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 		}
 	}
 	now := c.now()
-	d, ok := update(c, args[1], now, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
+	d, ok := update(c, args[1], now, &c.st.lb, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
@@ -349,7 +385,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 	}
 	now := c.now()
 	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
-	d, ok := update(c, args[1], now, sameMode, func(st *engine.Window) (engine.Decision, bool) {
+	d, ok := update(c, args[1], now, &c.st.win, sameMode, func(st *engine.Window) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
@@ -396,7 +432,7 @@ func cmdAcquire(c *Conn, args [][]byte) {
 	}
 	id := ""
 	now := c.now()
-	d, ok := update(c, args[1], now, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
+	d, ok := update(c, args[1], now, &c.st.conc, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
 		d := st.Check(now, limit, n)
 		if n == 0 || !d.Allowed {
 			return d, false // an id is made only for an admitted request
@@ -421,22 +457,26 @@ func cmdAcquire(c *Conn, args [][]byte) {
 // leaseOp runs a RELEASE or RENEW on an existing concurrency key.
 func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) bool) {
 	now := c.now()
-	sh := c.srv.store.ShardFor(key)
+	store := c.srv.store
+	h := store.Hash(key)
+	sh := store.ShardOf(h)
 	c.lock(sh)
 	defer c.unlock(sh)
-	e := sh.Get(key, now)
-	if e == nil {
+	f := sh.Live(key, h, now)
+	if !f.OK {
 		c.out = appendInt(c.out, 0)
 		return
 	}
-	st, ok := e.State.(*engine.Concurrency)
-	if !ok {
+	if f.Kind != engine.KindConcurrency {
 		c.err(errWrongType)
 		return
 	}
-	done := op(st, now)
-	if done {
-		storeOutcome(sh, e, now, st.ResetAfter(now), true)
+	if c.st.conc == nil {
+		c.st.conc = new(engine.Concurrency)
+	}
+	st := sh.Load(f, c.st.conc).(*engine.Concurrency)
+	if op(st, now) {
+		keep(&c.st.conc, storeOutcome(sh, f, key, h, st, now, st.ResetAfter(now), true))
 		c.out = appendInt(c.out, 1)
 		return
 	}

@@ -19,7 +19,7 @@ const scanBits = 52
 // returned exactly once, as SCAN promises, however the maps change. A call
 // costs a pass over one shard's map. Scan locks each shard it visits unless
 // locked says the caller already holds every shard lock.
-func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match func(*Entry) bool) (uint64, []string) {
+func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match func(Item) bool) (uint64, []string) {
 	if count <= 0 {
 		count = 10
 	}
@@ -39,10 +39,10 @@ func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match fun
 		if !locked {
 			sh.Lock()
 		}
-		sh.Each(now, func(e *Entry) bool {
-			p := maphash.String(s.seed, e.Key) >> (64 - scanBits)
-			if p >= pos && match(e) {
-				found = append(found, item{p, e.Key})
+		sh.Each(now, func(it Item) bool {
+			p := maphash.Bytes(s.seed, it.Key) >> (64 - scanBits)
+			if p >= pos && match(it) {
+				found = append(found, item{p, string(it.Key)})
 			}
 			return true
 		})

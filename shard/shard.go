@@ -1,48 +1,70 @@
 // Package shard is rlserver's keyspace: limiter states in N shards, each a
-// map plus an expiry index under its own mutex.
+// hash index over records kept in pointer-free slabs, under its own mutex.
+//
+// A key's state is stored as bytes (engine.Compact, see slab.go), not as a
+// Go object: a command finds the key, decodes the state into a scratch state
+// the caller owns (Load), runs the engine on it and writes it back (Put).
+// States too large to re-encode on every call (long LOG windows, leases)
+// are kept as Go objects ("boxes") that Load hands out in place.
 //
 // Locking: callers lock a shard (Lock/Unlock) around every use of its
-// methods and of the entries it returns; commands touching several shards
-// lock them in index order. Nothing here blocks on I/O.
+// methods and of what they return; commands touching several shards lock
+// them in index order. Nothing here blocks on I/O.
 package shard
 
 import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/rlserver/rlserver/engine"
 )
 
-// entryOverhead estimates the heap bytes an entry costs besides its key and
-// state: the Entry struct, the map slot and the expiry index reference.
-const entryOverhead = 96
+// indexBytes is the index's share of a key's memory, for accounting: 5
+// bytes a slot at 55-80% load.
+const indexBytes = 8
 
-// Entry is one limiter key. Its fields are guarded by its shard's mutex.
-type Entry struct {
-	Key   string
-	State engine.State
-	exp   int64 // absolute expiry, server-clock Unix ns
-	filed int64 // expiry bucket this entry is filed in, or notFiled
-	size  int32 // bytes accounted for this entry
-	dirty bool  // in the shard's dirty list
-	dead  bool  // removed from the map
+// maxInline is the largest compact payload kept inline. Larger states are
+// boxed: decoding and encoding them on every call would cost more than the
+// bytes saved.
+const maxInline = 192
+
+// Found is the result of Find: where key is, or where it would go. It is
+// valid until the shard changes (Put, Remove, Expire, Sweep...).
+type Found struct {
+	OK   bool        // the key has a record (perhaps expired: check Exp)
+	Kind engine.Kind // the record's kind, when OK
+	Exp  int64       // the record's expiry, server-clock Unix ns, when OK
+	// Boxed: the state is kept as an object, which Load hands out in
+	// place (so a reset must be done on Load's result, not on scratch).
+	Boxed bool
+	pos   int // index slot
+	ref   ref
 }
-
-// ExpireAt returns the entry's absolute expiry in server-clock Unix ns.
-func (e *Entry) ExpireAt() int64 { return e.exp }
 
 // Shard is one part of the keyspace. Use it only while holding its lock.
 type Shard struct {
 	mu      sync.Mutex
-	m       map[string]*Entry
-	idx     expiryIndex
+	idx     index
+	slabs   slabs
+	boxes   []engine.State // states kept as objects; nil slots are free
+	boxSize []int32        // each box's Size when last stored, for accounting
+	bfree   []uint32
+	seed    maphash.Seed
+	sweep   int // next index slot the active sweep visits
+
 	track   bool     // record changes for persistence
-	dirty   []*Entry // entries changed since the last DrainChanges
+	dirty   []ref    // records changed since the last DrainChanges
 	deleted []string // keys removed since the last DrainChanges
+	pbuf    []byte   // payload scratch
+	scratch [8]engine.State
+	victims []victim
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
 	changes atomic.Int64 // writes since the last save
@@ -58,172 +80,337 @@ func (sh *Shard) Lock() { sh.mu.Lock() }
 // Unlock unlocks the shard.
 func (sh *Shard) Unlock() { sh.mu.Unlock() }
 
-// Get returns the live entry for key, or nil. An entry found expired is
-// removed (lazy expiry).
-func (sh *Shard) Get(key []byte, now int64) *Entry {
-	e := sh.m[string(key)]
-	if e == nil {
-		return nil
+// Find looks key (whose Store.Hash is h) up. An expired record is still
+// found: the caller may reuse it (Revive) or Expire it.
+func (sh *Shard) Find(key []byte, h uint64) Found {
+	if len(sh.idx.tags) == 0 {
+		return Found{pos: -1}
 	}
-	if e.exp <= now {
-		sh.Expire(e)
-		return nil
+	pos, r := sh.idx.find(&sh.slabs, key, h)
+	if r == 0 {
+		return Found{pos: pos}
 	}
-	return e
+	rec := sh.slabs.get(r)
+	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), Boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r}
 }
 
-// Lookup returns key's entry even if it has expired (then its state is a
-// fresh key's): the caller may Revive it in place, saving an allocation and
-// two map operations, or Expire it.
-func (sh *Shard) Lookup(key []byte) *Entry { return sh.m[string(key)] }
+// Live is Find for a key that must be live at now: an expired record is
+// removed (lazy expiry) and reported as absent.
+func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
+	f := sh.Find(key, h)
+	if f.OK && f.Exp <= now {
+		sh.Expire(f)
+		return Found{pos: -1}
+	}
+	return f
+}
 
-// Expire removes an entry whose state became fresh.
-func (sh *Shard) Expire(e *Entry) {
-	sh.remove(e)
+// Load returns the state of the record f found: into, overwritten with the
+// decoded state (into must be a fresh state of f.Kind), or the record's box,
+// the stored object itself.
+func (sh *Shard) Load(f Found, into engine.State) engine.State {
+	rec := sh.slabs.get(f.ref)
+	_, payload := recSplit(rec)
+	if rec[0]&flagBoxed != 0 {
+		i, _ := binary.Uvarint(payload)
+		return sh.boxes[i]
+	}
+	if err := into.(engine.Compact).DecodeCompact(payload, f.Exp); err != nil {
+		panic(fmt.Sprintf("shard: a %v record does not decode: %v", f.Kind, err))
+	}
+	return into
+}
+
+// Put stores st, the key's state after a call, expiring at exp: it creates
+// the record (f not OK) or rewrites it. changed says whether the call may
+// have changed the state; an unchanged state with an unchanged expiry
+// writes nothing. kept reports that the shard now holds st itself as a box
+// (a state it cannot keep inline): the caller must not reuse st as scratch.
+// f must come from Find with no change to the shard since.
+func (sh *Shard) Put(f Found, key []byte, h uint64, st engine.State, exp int64, changed bool) (kept bool) {
+	if f.OK && !changed && exp == f.Exp {
+		return false
+	}
+	kept = sh.put(f, key, h, st, exp, true)
+	if !f.OK {
+		if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
+			sh.evict(key)
+		}
+	}
+	return kept
+}
+
+// Revive is Put for an expired record (found OK with Exp <= now) that the
+// caller reset to a fresh state and used again: it counts as an expiry
+// plus a new key.
+func (sh *Shard) Revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
+	sh.expired.Add(1)
+	return sh.put(f, key, h, st, exp, true)
+}
+
+// Remove deletes the record f found.
+func (sh *Shard) Remove(f Found) { sh.removeAt(f.pos, f.ref) }
+
+// Expire removes the record f found because its state became fresh.
+func (sh *Shard) Expire(f Found) {
+	sh.removeAt(f.pos, f.ref)
 	sh.expired.Add(1)
 }
 
-// Revive gives an expired entry (found by Lookup), whose state the caller
-// has reset and used again, the expiry exp, as if it were new.
-func (sh *Shard) Revive(e *Entry, exp int64) {
-	sh.expired.Add(1)
-	sh.Update(e, exp, true)
-}
-
-// inlineKey is the longest key stored inside its entry's allocation.
-const inlineKey = 24
-
-// block is an Entry allocated together with its state and, when short, its
-// key: a lookup then touches one allocation instead of three (the map's key
-// comparison, the entry and the state are neighbours in memory), which is
-// what random-key workloads wait on.
-type block[T any] struct {
-	Entry
-	state T
-	key   [inlineKey]byte
-}
-
-// NewEntry returns an entry for key holding a fresh state of type T (P is
-// *T), allocated in one piece, for Add.
-func NewEntry[T any, P interface {
-	*T
-	engine.State
-}](key []byte) (*Entry, P) {
-	b := &block[T]{}
-	b.filed = notFiled
-	if len(key) <= inlineKey {
-		n := copy(b.key[:], key)
-		b.Key = unsafe.String(&b.key[0], n)
+// put writes st's record; mark records it as a change.
+func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, mark bool) (kept bool) {
+	var old []byte
+	oldBox := -1
+	if f.OK {
+		old = sh.slabs.get(f.ref)
+		if old[0]&flagBoxed != 0 {
+			_, p := recSplit(old)
+			i, _ := binary.Uvarint(p)
+			oldBox = int(i)
+		}
+	}
+	hdr := byte(st.Kind())
+	payload := sh.pbuf[:0]
+	c, inline := st.(engine.Compact)
+	switch {
+	case oldBox >= 0 && sh.boxes[oldBox] == st && st.Size() > maxInline:
+		// A boxed state changed in place stays boxed without encoding it
+		// to measure it: a long LOG window would cost O(limit) per call.
+		inline = false
+	case inline:
+		payload = c.AppendCompact(payload, exp)
+		inline = len(payload) <= maxInline
+	}
+	delta := int64(0)
+	if oldBox >= 0 {
+		delta -= int64(sh.boxSize[oldBox])
+	}
+	if inline {
+		if oldBox >= 0 {
+			sh.freeBox(oldBox)
+		}
 	} else {
-		b.Key = string(key)
+		hdr |= flagBoxed
+		i := oldBox
+		if i < 0 {
+			i = sh.newBox(st)
+			kept = true
+		} else if sh.boxes[i] != st {
+			sh.boxes[i] = st
+			kept = true
+		}
+		size := st.Size()
+		sh.boxSize[i] = int32(size)
+		delta += int64(size)
+		payload = binary.AppendUvarint(payload[:0], uint64(i))
 	}
-	st := P(&b.state)
-	b.State = st
-	return &b.Entry, st
+	sh.pbuf = payload
+	n := recordLen(len(key), len(payload))
+	r := f.ref
+	if f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n) {
+		hdr |= old[0] & flagDirty
+		putRecord(old, hdr, exp, key, payload)
+	} else {
+		var rec []byte
+		r, rec = sh.slabs.alloc(n)
+		putRecord(rec, hdr, exp, key, payload)
+		delta += int64(slotBytes(r, &sh.slabs))
+		if f.OK {
+			delta -= int64(slotBytes(f.ref, &sh.slabs))
+			sh.slabs.release(f.ref)
+			sh.idx.refs[f.pos] = r
+		} else {
+			pos := f.pos
+			if sh.idx.full() {
+				sh.idx.grow(&sh.slabs, sh.seed)
+				pos = -1
+			}
+			if pos < 0 {
+				pos, _ = sh.idx.find(&sh.slabs, key, h)
+			}
+			sh.idx.put(pos, h, r)
+			delta += indexBytes
+		}
+	}
+	sh.mem.Add(delta)
+	if mark {
+		sh.markDirty(r)
+	}
+	return kept
 }
 
-// Insert adds a new entry for key (which must not be live) expiring at exp.
-func (sh *Shard) Insert(key []byte, st engine.State, exp int64) *Entry {
-	e := &Entry{Key: string(key), State: st, filed: notFiled}
-	sh.Add(e, exp)
-	return e
+func (sh *Shard) newBox(st engine.State) int {
+	if k := len(sh.bfree); k > 0 {
+		i := sh.bfree[k-1]
+		sh.bfree = sh.bfree[:k-1]
+		sh.boxes[i] = st
+		return int(i)
+	}
+	sh.boxes = append(sh.boxes, st)
+	sh.boxSize = append(sh.boxSize, 0)
+	return len(sh.boxes) - 1
 }
 
-// Add adds e, made by NewEntry, whose key must not be live, expiring at
-// exp.
-func (sh *Shard) Add(e *Entry, exp int64) {
-	sh.link(e, exp)
-	sh.markDirty(e)
-	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
-		sh.evict(e)
+func (sh *Shard) freeBox(i int) {
+	sh.boxes[i], sh.boxSize[i] = nil, 0
+	sh.bfree = append(sh.bfree, uint32(i))
+}
+
+// removeAt deletes the record r in index slot pos.
+func (sh *Shard) removeAt(pos int, r ref) {
+	rec := sh.slabs.get(r)
+	key, payload := recSplit(rec)
+	delta := int64(slotBytes(r, &sh.slabs) + indexBytes)
+	if rec[0]&flagBoxed != 0 {
+		i, _ := binary.Uvarint(payload)
+		delta += int64(sh.boxSize[i])
+		sh.freeBox(int(i))
+	}
+	if sh.track {
+		sh.deleted = append(sh.deleted, string(key))
+	}
+	sh.slabs.release(r)
+	sh.idx.del(&sh.slabs, sh.seed, pos)
+	sh.mem.Add(-delta)
+	sh.changes.Add(1)
+}
+
+func (sh *Shard) markDirty(r ref) {
+	sh.changes.Add(1)
+	if !sh.track {
+		return
+	}
+	if rec := sh.slabs.get(r); rec[0]&flagDirty == 0 {
+		rec[0] |= flagDirty
+		sh.dirty = append(sh.dirty, r)
 	}
 }
 
-// Restore adds an entry loaded from disk: like Insert, but not recorded as a
-// change (the disk already holds it) and never evicting.
-func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
-	if old := sh.m[string(key)]; old != nil {
-		// A key restored twice: the later record wins. The disk holds
-		// it, so this is no deletion to record.
-		old.dead, old.filed = true, notFiled
-		sh.mem.Add(-int64(old.size))
-	}
-	sh.link(&Entry{Key: string(key), State: st, filed: notFiled}, exp)
+// Len returns the number of keys, counting ones that expired but were not
+// yet removed.
+func (sh *Shard) Len() int { return sh.idx.n }
+
+// Item is a key seen by Each: a view valid only during the callback.
+type Item struct {
+	Key      []byte // aliases the shard's memory: copy it to keep it
+	Kind     engine.Kind
+	ExpireAt int64
+	ref      ref
 }
 
-// link puts e in the map and the expiry index and accounts for it.
-func (sh *Shard) link(e *Entry, exp int64) {
-	if sh.m == nil {
-		sh.m = make(map[string]*Entry)
-	}
-	e.exp = exp
-	sh.m[e.Key] = e
-	sh.idx.file(e)
-	sh.account(e)
-}
-
-// Update records that e's state may have changed (changed) and now expires
-// at exp.
-func (sh *Shard) Update(e *Entry, exp int64, changed bool) {
-	if exp != e.exp {
-		e.exp = exp
-		sh.idx.file(e)
-		changed = true
-	}
-	if changed {
-		sh.account(e)
-		sh.markDirty(e)
-	}
-}
-
-// Remove deletes e from the shard.
-func (sh *Shard) Remove(e *Entry) { sh.remove(e) }
-
-// Len returns the number of entries, counting ones that expired but were not
-// yet swept.
-func (sh *Shard) Len() int { return len(sh.m) }
-
-// Each calls fn for every live entry until fn returns false.
-func (sh *Shard) Each(now int64, fn func(*Entry) bool) {
-	for _, e := range sh.m {
-		if e.exp > now && !fn(e) {
-			return
+// Each calls fn for every live key until fn returns false. fn must not
+// change the shard.
+func (sh *Shard) Each(now int64, fn func(Item) bool) {
+	for i, t := range sh.idx.tags {
+		if t == 0 {
+			continue
+		}
+		r := sh.idx.refs[i]
+		rec := sh.slabs.get(r)
+		if exp := recExp(rec); exp > now {
+			k, _ := recSplit(rec)
+			if !fn(Item{Key: k, Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, ref: r}) {
+				return
+			}
 		}
 	}
 }
 
-// Clear removes every entry (FLUSHDB) and returns how many there were.
+// State returns a copy of the state of the key it (from Each) names; the
+// caller owns it.
+func (sh *Shard) State(it Item) engine.State {
+	return sh.decodeCopy(it.ref)
+}
+
+// decodeCopy returns record r's state as a new object (a box's is shared).
+func (sh *Shard) decodeCopy(r ref) engine.State {
+	rec := sh.slabs.get(r)
+	_, payload := recSplit(rec)
+	if rec[0]&flagBoxed != 0 {
+		i, _ := binary.Uvarint(payload)
+		return sh.boxes[i]
+	}
+	st := NewState(engine.Kind(rec[0] & kindMask))
+	if err := st.(engine.Compact).DecodeCompact(payload, recExp(rec)); err != nil {
+		panic(fmt.Sprintf("shard: a %v record does not decode: %v", st.Kind(), err))
+	}
+	return st
+}
+
+// NewState returns a fresh (zero) state of kind k, or nil for an unknown
+// kind.
+func NewState(k engine.Kind) engine.State {
+	switch k {
+	case engine.KindThrottle:
+		return new(engine.GCRA)
+	case engine.KindTokenBucket:
+		return new(engine.TokenBucket)
+	case engine.KindLeakyBucket:
+		return new(engine.LeakyBucket)
+	case engine.KindWindow:
+		return new(engine.Window)
+	case engine.KindConcurrency:
+		return new(engine.Concurrency)
+	}
+	return nil
+}
+
+// Clear removes every key (FLUSHDB) and returns how many there were.
 func (sh *Shard) Clear() int {
-	n := len(sh.m)
-	for _, e := range sh.m {
-		e.dead = true
-		if sh.track {
-			sh.deleted = append(sh.deleted, e.Key)
-		}
+	n := sh.idx.n
+	if sh.track {
+		sh.Each(minInt64, func(it Item) bool {
+			sh.deleted = append(sh.deleted, string(it.Key))
+			return true
+		})
 	}
-	sh.m = nil
 	sh.idx.reset()
+	sh.slabs.reset()
+	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.dirty = sh.dirty[:0]
 	sh.mem.Store(0)
 	sh.changes.Add(int64(n))
 	return n
 }
 
-// Sweep removes up to budget entries whose state became fresh by now,
-// earliest first, and re-files entries whose expiry moved later. It returns
-// the work done. The caller holds the lock.
+const minInt64 = -1 << 63
+
+// Sweep does up to budget units of work (a slot visited or a key removed)
+// from the index slot where the last sweep stopped, removing keys whose
+// state became fresh by now, and returns how many it removed. Slots are
+// visited in a cycle, never more than one whole pass per call, so every key
+// expired at the start of a pass is gone by its end; callers sweep again at
+// once while a good share of the work was removals.
 func (sh *Shard) Sweep(now int64, budget int) int {
-	return sh.idx.due(now, budget, func(e *Entry) {
-		if e.exp <= now {
-			sh.remove(e)
-			sh.expired.Add(1)
-			return
+	size := len(sh.idx.tags)
+	if size == 0 {
+		return 0
+	}
+	i := sh.sweep
+	if i >= size {
+		i = 0
+	}
+	removed := 0
+	for adv := 0; adv < size && adv+removed < budget; {
+		if sh.idx.tags[i] != 0 {
+			r := sh.idx.refs[i]
+			if recExp(sh.slabs.get(r)) <= now {
+				sh.removeAt(i, r)
+				sh.expired.Add(1)
+				removed++
+				continue // slot i now holds the next entry of its run, or nothing
+			}
 		}
-		sh.idx.file(e)
-	})
+		adv++
+		if i++; i == size {
+			i = 0
+		}
+	}
+	sh.sweep = i
+	return removed
 }
 
-// Change is one record a flush must write: a live entry's encoded state, or
+// Change is one record a flush must write: a live key's encoded state, or
 // a deletion (Deleted true, only Key set).
 type Change struct {
 	Key      string
@@ -236,8 +423,9 @@ type Change struct {
 // DrainChanges appends to dst every change since the previous call,
 // deletions first (so that a key deleted then created again ends up
 // present), forgets them and zeroes the shard's changes-since-save count.
-// Payloads are encoded into buf, which is returned grown. The caller holds
-// the lock; no I/O happens here.
+// Payloads (engine.State.AppendBinary, the disk format) are encoded into
+// buf, which is returned grown. The caller holds the lock; no I/O happens
+// here.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error) {
 	sh.changes.Store(0)
 	for _, k := range sh.deleted {
@@ -245,22 +433,50 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 	}
 	clear(sh.deleted)
 	sh.deleted = sh.deleted[:0]
-	for i, e := range sh.dirty {
-		sh.dirty[i] = nil
-		e.dirty = false
-		if e.dead {
+	for _, r := range sh.dirty {
+		// A ref may name a slot freed (and perhaps reused) since it was
+		// listed: only a record still flagged dirty is drained, once.
+		if !sh.slabs.valid(r) {
 			continue
 		}
+		rec := sh.slabs.get(r)
+		if rec[0]&flagDirty == 0 {
+			continue
+		}
+		rec[0] &^= flagDirty
+		key, _ := recSplit(rec)
+		st := sh.decodeScratch(r)
 		start := len(buf)
 		var err error
-		buf, err = e.State.AppendBinary(buf)
+		buf, err = st.AppendBinary(buf)
 		if err != nil {
 			return dst, buf, err
 		}
-		dst = append(dst, Change{Key: e.Key, Kind: e.State.Kind(), ExpireAt: e.exp, Payload: buf[start:len(buf):len(buf)]})
+		dst = append(dst, Change{Key: string(key), Kind: st.Kind(), ExpireAt: recExp(rec), Payload: buf[start:len(buf):len(buf)]})
 	}
 	sh.dirty = sh.dirty[:0]
 	return dst, buf, nil
+}
+
+// decodeScratch returns record r's state decoded into the shard's scratch
+// state of its kind (or its box), valid until the next call.
+func (sh *Shard) decodeScratch(r ref) engine.State {
+	rec := sh.slabs.get(r)
+	k := engine.Kind(rec[0] & kindMask)
+	_, payload := recSplit(rec)
+	if rec[0]&flagBoxed != 0 {
+		i, _ := binary.Uvarint(payload)
+		return sh.boxes[i]
+	}
+	st := sh.scratch[k]
+	if st == nil {
+		st = NewState(k)
+		sh.scratch[k] = st
+	}
+	if err := st.(engine.Compact).DecodeCompact(payload, recExp(rec)); err != nil {
+		panic(fmt.Sprintf("shard: a %v record does not decode: %v", k, err))
+	}
+	return st
 }
 
 // Redirty records keys as changed again (a flush that failed to write
@@ -269,8 +485,9 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 // lock.
 func (sh *Shard) Redirty(keys []string) {
 	for _, k := range keys {
-		if e := sh.m[k]; e != nil && !e.dead {
-			sh.markDirty(e)
+		f := sh.Find([]byte(k), maphash.String(sh.seed, k))
+		if f.OK {
+			sh.markDirty(f.ref)
 		} else if sh.track {
 			sh.deleted = append(sh.deleted, k)
 			sh.changes.Add(1)
@@ -278,52 +495,70 @@ func (sh *Shard) Redirty(keys []string) {
 	}
 }
 
-func (sh *Shard) remove(e *Entry) {
-	if e.dead {
-		return
-	}
-	delete(sh.m, e.Key)
-	e.dead = true
-	e.filed = notFiled
-	sh.mem.Add(-int64(e.size))
-	if sh.track {
-		sh.deleted = append(sh.deleted, e.Key)
-	}
-	sh.changes.Add(1)
+// Restore adds a key loaded from disk: not recorded as a change (the disk
+// already holds it) and never evicting. A key restored twice keeps the
+// later state.
+func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
+	h := maphash.Bytes(sh.seed, key)
+	sh.put(sh.Find(key, h), key, h, st, exp, false)
 }
 
-func (sh *Shard) account(e *Entry) {
-	size := int32(entryOverhead + len(e.Key) + e.State.Size())
-	if size != e.size {
-		sh.mem.Add(int64(size - e.size))
-		e.size = size
-	}
+// Insert sets key's state, creating or replacing its record, as a change
+// (tests and tools; commands use Find and Put).
+func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
+	h := maphash.Bytes(sh.seed, key)
+	sh.Put(sh.Find(key, h), key, h, st, exp, true)
 }
 
-func (sh *Shard) markDirty(e *Entry) {
-	sh.changes.Add(1)
-	if sh.track && !e.dirty {
-		e.dirty = true
-		sh.dirty = append(sh.dirty, e)
+// Get returns a copy of key's live state and its expiry (tests and tools).
+func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
+	f := sh.Live(key, maphash.Bytes(sh.seed, key), now)
+	if !f.OK {
+		return nil, 0, false
 	}
+	return sh.decodeCopy(f.ref), f.Exp, true
 }
 
-// evict removes the entries closest to their fresh state (earliest expiry
-// first) until the shard is within its budget, sparing keep.
-func (sh *Shard) evict(keep *Entry) {
-	var victims []*Entry
-	need := sh.mem.Load() - sh.budget.Load()
-	sh.idx.earliest(func(e *Entry) bool {
-		if e != keep && !e.dead {
-			victims = append(victims, e)
-			need -= int64(e.size)
+// Delete removes key if it is live and reports whether it was (tests and
+// tools).
+func (sh *Shard) Delete(key []byte, now int64) bool {
+	f := sh.Live(key, maphash.Bytes(sh.seed, key), now)
+	if f.OK {
+		sh.Remove(f)
+	}
+	return f.OK
+}
+
+type victim struct {
+	exp int64
+	ref ref
+}
+
+// evict removes the keys closest to their fresh state (earliest expiry
+// first), sparing keep, until the shard is 1/64 under its budget, so that
+// the full pass this takes is paid once per many inserts.
+func (sh *Shard) evict(keep []byte) {
+	target := sh.budget.Load()
+	target -= target / 64
+	vs := sh.victims[:0]
+	sh.Each(minInt64, func(it Item) bool {
+		if string(it.Key) != string(keep) {
+			vs = append(vs, victim{it.ExpireAt, it.ref})
 		}
-		return need > 0
+		return true
 	})
-	for _, e := range victims {
-		sh.remove(e)
+	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.exp, b.exp) })
+	for _, v := range vs {
+		if sh.mem.Load() <= target {
+			break
+		}
+		k, _ := recSplit(sh.slabs.get(v.ref))
+		pos, _ := sh.idx.find(&sh.slabs, k, maphash.Bytes(sh.seed, k))
+		sh.removeAt(pos, v.ref)
 		sh.evicted.Add(1)
 	}
+	clear(vs)
+	sh.victims = vs[:0]
 }
 
 // Options configures a Store. The zero value is usable.
@@ -359,6 +594,7 @@ func New(opts Options) *Store {
 	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].track = opts.TrackChanges
+		s.shards[i].seed = s.seed
 	}
 	s.SetMaxMemory(opts.MaxMemory)
 	return s
@@ -389,10 +625,18 @@ func (s *Store) SetMaxMemory(bytes int64) {
 // NumShards returns the shard count, a power of two.
 func (s *Store) NumShards() int { return len(s.shards) }
 
+// Hash returns key's hash: it picks the shard (ShardOf) and the key's place
+// in it (Find), so a command hashes its key once.
+func (s *Store) Hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+
+// ShardIndexOf returns the index of the shard holding the key of hash h.
+func (s *Store) ShardIndexOf(h uint64) int { return int(h & s.mask) }
+
+// ShardOf returns the shard holding the key of hash h.
+func (s *Store) ShardOf(h uint64) *Shard { return &s.shards[h&s.mask] }
+
 // ShardIndex returns the index of the shard holding key.
-func (s *Store) ShardIndex(key []byte) int {
-	return int(maphash.Bytes(s.seed, key) & s.mask)
-}
+func (s *Store) ShardIndex(key []byte) int { return s.ShardIndexOf(s.Hash(key)) }
 
 // Shard returns shard i.
 func (s *Store) Shard(i int) *Shard { return &s.shards[i] }

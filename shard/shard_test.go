@@ -22,10 +22,10 @@ func TestLazyExpiry(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
 	sh.Insert([]byte("a"), &fake{}, 10*sec)
-	if sh.Get([]byte("a"), 10*sec-1) == nil {
+	if _, _, ok := sh.Get([]byte("a"), 10*sec-1); !ok {
 		t.Fatal("a expired one ns early")
 	}
-	if sh.Get([]byte("a"), 10*sec) != nil {
+	if _, _, ok := sh.Get([]byte("a"), 10*sec); ok {
 		t.Fatal("a still live at its expiry")
 	}
 	if sh.Len() != 0 {
@@ -36,78 +36,52 @@ func TestLazyExpiry(t *testing.T) {
 	}
 }
 
-// TestSweepOrderAndBudget checks the active sweep: it removes only expired
-// entries, earliest first, never more than its budget per call, and re-files
-// entries whose expiry moved later instead of removing them.
-func TestSweepOrderAndBudget(t *testing.T) {
+// TestSweep checks the active sweep: it removes only expired keys, visits
+// no more slots than its budget per call, and a pass over the table finds
+// every expired key, including one whose expiry moved earlier.
+func TestSweep(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
 	for i := 0; i < 100; i++ {
 		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{}, int64(i+1)*sec)
 	}
-	moved := sh.Get([]byte("k0"), 0)
-	sh.Update(moved, 1000*sec, true) // filed early, now expires late
-
+	sh.Insert([]byte("k0"), &fake{}, 1000*sec) // expiry moved later
+	sh.Insert([]byte("k99"), &fake{}, 3*sec)   // and earlier
 	now := int64(50)*sec + 1
-	work := 0
-	for {
-		n := sh.Sweep(now, 7)
-		if n > 7 {
-			t.Fatalf("Sweep did %d > budget 7", n)
-		}
-		if n == 0 {
-			break
-		}
-		work += n
+	if n := sh.Sweep(now, 7); n > 7 {
+		t.Fatalf("Sweep removed %d with a budget of 7 slots", n)
 	}
-	// k1..k49 expire at 2..50 s; k0 moved to 1000 s; buckets ending after now
-	// are not visited, so k49 (expiring at 50 s) may stay for lazy expiry.
-	if got := sh.Len(); got < 51 || got > 52 {
-		t.Fatalf("after sweep at 50s: %d keys, want 51 or 52", got)
+	for sh.Sweep(now, 7) > 0 {
 	}
-	if sh.Get([]byte("k0"), now) == nil {
-		t.Fatal("k0, whose expiry moved to 1000 s, was swept")
+	sh.Sweep(now, 1000) // a whole pass
+	var left []string
+	sh.Each(minInt64, func(it Item) bool { left = append(left, string(it.Key)); return true })
+	sort.Strings(left)
+	want := []string{"k0"}
+	for i := 50; i < 99; i++ {
+		want = append(want, fmt.Sprint("k", i))
 	}
-	for i := 1; i < 48; i++ {
-		if _, ok := sh.m[fmt.Sprint("k", i)]; ok {
-			t.Fatalf("k%d (expired at %d s) not swept", i, i+1)
-		}
+	sort.Strings(want)
+	if fmt.Sprint(left) != fmt.Sprint(want) {
+		t.Fatalf("after sweeping at 50 s: %v\nwant %v", left, want)
 	}
-	if _, ok := sh.m["k60"]; !ok {
-		t.Fatal("k60 swept before its expiry")
-	}
-	// Later, everything goes but k0.
-	for sh.Sweep(999*sec, 1000) > 0 {
-	}
-	if sh.Len() != 1 {
-		t.Fatalf("after sweep at 999 s: %d keys, want 1 (k0)", sh.Len())
+	if st := s.Stats(); st.Expired != 50 {
+		t.Fatalf("expired = %d, want 50", st.Expired)
 	}
 	for sh.Sweep(2000*sec, 1000) > 0 {
 	}
-	if sh.Len() != 0 {
-		t.Fatalf("after sweep at 2000 s: %d keys", sh.Len())
-	}
-}
-
-func TestExpiryMovedEarlier(t *testing.T) {
-	s := New(Options{Shards: 1})
-	sh := s.Shard(0)
-	e := sh.Insert([]byte("a"), &fake{}, 100*sec)
-	sh.Update(e, 5*sec, true)
-	for sh.Sweep(6*sec, 100) > 0 {
-	}
-	if sh.Len() != 0 {
-		t.Fatal("an entry whose expiry moved earlier was not swept at its new expiry")
+	if sh.Len() != 0 || s.Stats().Memory != 0 {
+		t.Fatalf("after sweep at 2000 s: %d keys, %d bytes", sh.Len(), s.Stats().Memory)
 	}
 }
 
 func TestDrainChanges(t *testing.T) {
 	s := New(Options{Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
-	a := sh.Insert([]byte("a"), &fake{size: 1}, 10*sec)
-	b := sh.Insert([]byte("b"), &fake{size: 2}, 10*sec)
-	sh.Update(a, 11*sec, true)
-	sh.Remove(b)
+	sh.Insert([]byte("a"), &fake{size: 1}, 10*sec)
+	sh.Insert([]byte("b"), &fake{size: 2}, 10*sec)
+	sh.Insert([]byte("a"), &fake{size: 1}, 11*sec)
+	sh.Delete([]byte("b"), 0)
 	ch, _, err := sh.DrainChanges(nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +95,9 @@ func TestDrainChanges(t *testing.T) {
 		t.Fatalf("second drain = %v, want nothing", ch)
 	}
 	// An unchanged state with the same expiry is not a change.
-	sh.Update(a, 11*sec, false)
+	h := s.Hash([]byte("a"))
+	f := sh.Find([]byte("a"), h)
+	sh.Put(f, []byte("a"), h, sh.Load(f, nil), 11*sec, false)
 	if ch, _, _ := sh.DrainChanges(nil, nil); len(ch) != 0 {
 		t.Fatalf("drain after a no-op = %v", ch)
 	}
@@ -130,20 +106,20 @@ func TestDrainChanges(t *testing.T) {
 func TestMemoryBoundEvictsClosestToFresh(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
-	per := int64(entryOverhead + 2 + 10)
-	s.SetMaxMemory(3 * per)
-	for i, exp := range []int64{50, 10, 30} {
-		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 10}, exp*sec)
+	sh.Insert([]byte("k0"), &fake{size: 10}, 50*sec)
+	per := s.Stats().Memory
+	s.SetMaxMemory(3*per + per/2)
+	for i, exp := range []int64{10, 30, 40} {
+		sh.Insert([]byte(fmt.Sprint("k", i+1)), &fake{size: 10}, exp*sec)
 	}
-	sh.Insert([]byte("k3"), &fake{size: 10}, 40*sec)
 	var keys []string
-	sh.Each(0, func(e *Entry) bool { keys = append(keys, e.Key); return true })
+	sh.Each(0, func(it Item) bool { keys = append(keys, string(it.Key)); return true })
 	sort.Strings(keys)
 	if fmt.Sprint(keys) != "[k0 k2 k3]" {
 		t.Fatalf("after eviction: %v, want k1 (expiring first) gone", keys)
 	}
 	if st := s.Stats(); st.Evicted != 1 || st.Memory != 3*per {
-		t.Fatalf("stats = %+v", st)
+		t.Fatalf("stats = %+v, want 1 evicted and %d bytes", st, 3*per)
 	}
 }
 
@@ -162,7 +138,7 @@ func TestScanStableCursor(t *testing.T) {
 	seen := map[string]int{}
 	cursor := uint64(0)
 	for round := 0; ; round++ {
-		next, keys := s.Scan(cursor, 17, 0, false, func(*Entry) bool { return true })
+		next, keys := s.Scan(cursor, 17, 0, false, func(Item) bool { return true })
 		for _, k := range keys {
 			seen[k]++
 		}
@@ -170,10 +146,7 @@ func TestScanStableCursor(t *testing.T) {
 		put(fmt.Sprint("churn", round))
 		if round%3 == 0 {
 			k := []byte(fmt.Sprint("churn", round/2))
-			sh := s.ShardFor(k)
-			if e := sh.Get(k, 0); e != nil {
-				sh.Remove(e)
-			}
+			s.ShardFor(k).Delete(k, 0)
 		}
 		if cursor = next; cursor == 0 {
 			break

@@ -213,7 +213,9 @@ func run(args []string) int {
 }
 
 // startSweeper runs the active expiry sweep: every 100 ms each shard gets a
-// bounded amount of work, so a sweep never holds a lock for long.
+// bounded amount of work per lock hold, so a sweep never holds a lock for
+// long, and more rounds while a quarter or more of it was removing expired
+// keys (as Redis's active expiry repeats while it finds many).
 func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
 	const perShard = 2000
 	quit := make(chan struct{})
@@ -230,9 +232,14 @@ func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
 				now := clock.Now()
 				for i := 0; i < store.NumShards(); i++ {
 					sh := store.Shard(i)
-					sh.Lock()
-					sh.Sweep(now, perShard)
-					sh.Unlock()
+					for round := 0; round < 16; round++ {
+						sh.Lock()
+						removed := sh.Sweep(now, perShard)
+						sh.Unlock()
+						if removed < perShard/4 {
+							break
+						}
+					}
 				}
 			}
 		}

@@ -1,0 +1,119 @@
+package shard
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestAgainstModel drives a shard with random inserts, updates, deletes,
+// lookups, sweeps and drains, keys of every record size (1-byte and 2-byte
+// length varints, slab and big records) and states that change size, and
+// checks it against a map after every step: the same keys live with the
+// same expiry and state, the same count, and drained changes that, applied
+// to a "disk" map, reproduce the live keys.
+func TestAgainstModel(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { modelRun(t, seed) })
+	}
+}
+
+type modelKey struct {
+	size int
+	exp  int64
+}
+
+func modelRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	s := New(Options{Shards: 1, TrackChanges: true})
+	sh := s.Shard(0)
+	live := map[string]modelKey{}
+	disk := map[string]int{} // key → fake size, as flushed
+	keys := make([]string, 600)
+	for i := range keys {
+		pad := []int{0, 5, 120, 130, 600}[i%5]
+		keys[i] = fmt.Sprint("k", i, strings.Repeat("x", pad))
+	}
+	now := int64(0)
+	drain := func() {
+		ch, _, err := sh.DrainChanges(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch {
+			if c.Deleted {
+				delete(disk, c.Key)
+			} else {
+				disk[c.Key] = int(c.Payload[0])
+			}
+		}
+	}
+	for step := 0; step < 20000; step++ {
+		k := keys[rng.IntN(len(keys))]
+		switch op := rng.IntN(10); {
+		case op < 5:
+			m := modelKey{size: rng.IntN(200), exp: now + 1 + rng.Int64N(100)}
+			sh.Insert([]byte(k), &fake{size: m.size}, m.exp)
+			live[k] = m
+		case op < 7:
+			_, was := live[k]
+			if was && live[k].exp <= now {
+				was = false
+			}
+			if got := sh.Delete([]byte(k), now); got != was {
+				t.Fatalf("step %d: Delete(%q) = %v, want %v", step, k, got, was)
+			}
+			delete(live, k)
+		case op < 8:
+			now += rng.Int64N(10)
+			sh.Sweep(now, rng.IntN(50))
+		case op < 9:
+			drain()
+		default:
+			st, exp, ok := sh.Get([]byte(k), now)
+			m, was := live[k]
+			if was && m.exp <= now {
+				was = false
+				delete(live, k)
+			}
+			if ok != was || (ok && (exp != m.exp || st.(*fake).size != m.size)) {
+				t.Fatalf("step %d: Get(%q) = %v %d %v, want %+v %v", step, k, st, exp, ok, m, was)
+			}
+		}
+		// Keys the shard may still hold: the model's, less those expired
+		// (which lazy expiry or the sweep may or may not have removed).
+		n := 0
+		sh.Each(now, func(it Item) bool {
+			m, ok := live[string(it.Key)]
+			if !ok || m.exp != it.ExpireAt || sh.State(it).(*fake).size != m.size {
+				t.Fatalf("step %d: Each saw %q exp %d, model %+v %v", step, it.Key, it.ExpireAt, m, ok)
+			}
+			n++
+			return true
+		})
+		want := 0
+		for _, m := range live {
+			if m.exp > now {
+				want++
+			}
+		}
+		if n != want {
+			t.Fatalf("step %d: %d live keys, model %d", step, n, want)
+		}
+	}
+	// Everything drained reproduces the shard, expired keys included until
+	// they are swept (their removal is then drained as a deletion).
+	drain()
+	held := map[string]int{}
+	sh.Each(minInt64, func(it Item) bool { held[string(it.Key)] = sh.State(it).(*fake).size; return true })
+	if fmt.Sprint(held) != fmt.Sprint(disk) {
+		t.Fatalf("disk after drain differs from the shard:\n%v\n%v", disk, held)
+	}
+	for sh.Sweep(now+1000, 1<<20) > 0 {
+	}
+	drain()
+	if sh.Len() != 0 || len(disk) != 0 || s.Stats().Memory != 0 {
+		t.Fatalf("after expiring everything: %d keys, %d on disk, %d bytes", sh.Len(), len(disk), s.Stats().Memory)
+	}
+}
