@@ -26,20 +26,20 @@ func tagOf(h uint64) uint8 { return uint8(h>>57) | 0x80 }
 // ones make the tag).
 func home(h uint64, size int) int { return int((h >> 24 & 0xffffffff) * uint64(size) >> 32) }
 
-// find returns the slot holding key and its ref, or the empty slot where
-// key would go and 0. The table must not be empty.
-func (x *index) find(s *slabs, key []byte, h uint64) (int, ref) {
+// find returns the slot holding key, its ref and its record's payload, or
+// the empty slot where key would go and 0. The table must not be empty.
+func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 	size := len(x.tags)
 	tag := tagOf(h)
 	for i := home(h, size); ; {
 		t := x.tags[i]
 		if t == 0 {
-			return i, 0
+			return i, 0, nil
 		}
 		if t == tag {
 			r := x.refs[i]
-			if k, _ := recSplit(s.get(r)); bytes.Equal(k, key) {
-				return i, r
+			if k, p := recSplit(s.get(r)); bytes.Equal(k, key) {
+				return i, r, p
 			}
 		}
 		if i++; i == size {

@@ -46,6 +46,7 @@ type Found struct {
 	Boxed bool
 	pos   int // index slot
 	ref   ref
+	pay   []byte // the record's payload
 }
 
 // Shard is one part of the keyspace. Use it only while holding its lock.
@@ -86,12 +87,12 @@ func (sh *Shard) Find(key []byte, h uint64) Found {
 	if len(sh.idx.tags) == 0 {
 		return Found{pos: -1}
 	}
-	pos, r := sh.idx.find(&sh.slabs, key, h)
+	pos, r, pay := sh.idx.find(&sh.slabs, key, h)
 	if r == 0 {
 		return Found{pos: pos}
 	}
 	rec := sh.slabs.get(r)
-	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), Boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r}
+	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), Boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay}
 }
 
 // Live is Find for a key that must be live at now: an expired record is
@@ -109,13 +110,11 @@ func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
 // decoded state (into must be a fresh state of f.Kind), or the record's box,
 // the stored object itself.
 func (sh *Shard) Load(f Found, into engine.State) engine.State {
-	rec := sh.slabs.get(f.ref)
-	_, payload := recSplit(rec)
-	if rec[0]&flagBoxed != 0 {
-		i, _ := binary.Uvarint(payload)
+	if f.Boxed {
+		i, _ := binary.Uvarint(f.pay)
 		return sh.boxes[i]
 	}
-	if err := into.(engine.Compact).DecodeCompact(payload, f.Exp); err != nil {
+	if err := into.(engine.Compact).DecodeCompact(f.pay, f.Exp); err != nil {
 		panic(fmt.Sprintf("shard: a %v record does not decode: %v", f.Kind, err))
 	}
 	return into
@@ -163,9 +162,8 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	oldBox := -1
 	if f.OK {
 		old = sh.slabs.get(f.ref)
-		if old[0]&flagBoxed != 0 {
-			_, p := recSplit(old)
-			i, _ := binary.Uvarint(p)
+		if f.Boxed {
+			i, _ := binary.Uvarint(f.pay)
 			oldBox = int(i)
 		}
 	}
@@ -226,7 +224,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 				pos = -1
 			}
 			if pos < 0 {
-				pos, _ = sh.idx.find(&sh.slabs, key, h)
+				pos, _, _ = sh.idx.find(&sh.slabs, key, h)
 			}
 			sh.idx.put(pos, h, r)
 			delta += indexBytes
@@ -553,7 +551,7 @@ func (sh *Shard) evict(keep []byte) {
 			break
 		}
 		k, _ := recSplit(sh.slabs.get(v.ref))
-		pos, _ := sh.idx.find(&sh.slabs, k, maphash.Bytes(sh.seed, k))
+		pos, _, _ := sh.idx.find(&sh.slabs, k, maphash.Bytes(sh.seed, k))
 		sh.removeAt(pos, v.ref)
 		sh.evicted.Add(1)
 	}
