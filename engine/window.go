@@ -104,6 +104,18 @@ var _ State = (*Window)(nil)
 // Kind returns KindWindow.
 func (s *Window) Kind() Kind { return KindWindow }
 
+// Reset makes s a fresh key's state. Unlike assigning Window{}, it keeps
+// the LOG ring's memory (emptied) for the next LOG admission, so a scratch
+// state reused for many keys does not allocate a ring for each.
+func (s *Window) Reset() {
+	l := s.log
+	*s = Window{}
+	if l != nil {
+		*l = winLog{buf: l.buf}
+		s.log = l
+	}
+}
+
 // Mode returns the mode of the window's admissions, or 0 for a Window that
 // never admitted anything. A window whose decision said ResetAfter 0 is
 // fresh too, whatever its Mode: the caller drops the key then.
@@ -422,7 +434,7 @@ func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Deci
 	if ok {
 		if commit && n > 0 {
 			if s.mode != WindowLog {
-				*s = Window{}
+				s.Reset()
 			}
 			if s.log == nil {
 				s.log = new(winLog)

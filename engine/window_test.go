@@ -683,3 +683,34 @@ func benchmarkWindow(b *testing.B, mode WindowMode) {
 func BenchmarkWindowFixed(b *testing.B)   { benchmarkWindow(b, WindowFixed) }
 func BenchmarkWindowSliding(b *testing.B) { benchmarkWindow(b, WindowSliding) }
 func BenchmarkWindowLog(b *testing.B)     { benchmarkWindow(b, WindowLog) }
+
+// TestWindowResetKeepsRing: Reset makes a fresh state (the same decisions
+// as a zero Window) but keeps the LOG ring, so a reused scratch window
+// admits into its old ring without allocating.
+func TestWindowResetKeepsRing(t *testing.T) {
+	p := WindowParams{Limit: 3, Window: time.Second, Mode: WindowLog}
+	var w Window
+	for i := int64(0); i < 3; i++ {
+		w.Take(1e9+i, p, 1)
+	}
+	w.Reset()
+	var zero Window
+	for i := int64(0); i < 5; i++ {
+		now := 5e9 + i
+		if got, want := w.Take(now, p, 1), zero.Take(now, p, 1); got != want {
+			t.Fatalf("take %d after Reset = %+v, a fresh window says %+v", i, got, want)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		w.Reset()
+		w.Take(9e9, p, 1)
+	}); allocs != 0 {
+		t.Fatalf("Reset then Take allocated %v times, want 0", allocs)
+	}
+	fixed := WindowParams{Limit: 3, Window: time.Second, Mode: WindowFixed}
+	w.Reset()
+	zero = Window{}
+	if got, want := w.Take(1e10, fixed, 1), zero.Take(1e10, fixed, 1); got != want {
+		t.Fatalf("FIXED after a LOG Reset = %+v, want %+v", got, want)
+	}
+}

@@ -157,7 +157,7 @@ func resetState(st engine.State) {
 	case *engine.LeakyBucket:
 		*s = engine.LeakyBucket{}
 	case *engine.Window:
-		*s = engine.Window{}
+		s.Reset()
 	}
 }
 

@@ -38,8 +38,8 @@ type Conn struct {
 	lastName    *Command       // the command last looked up by name
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
 	lastNameLen int
-	allRules    []allRule // CL.ALL scratch
-	allIdx      []int     // CL.ALL scratch
+	allRules    []allRule      // CL.ALL scratch
+	allIdx      []int          // CL.ALL scratch
 	allStates   []engine.State // CL.ALL scratch states: rule i, kind k at i*8+k
 	st          states         // scratch states (see update)
 

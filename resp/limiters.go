@@ -24,7 +24,8 @@ type states struct {
 	gcra *engine.GCRA
 	tb   *engine.TokenBucket
 	lb   *engine.LeakyBucket
-	win  *engine.Window
+	win  *engine.Window // FIXED and SLIDING
+	log  *engine.Window // LOG: kept apart so that its ring is reused
 	conc *engine.Concurrency
 }
 
@@ -67,8 +68,7 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 			if f.Boxed {
 				live = sh.Load(f, st).(P)
 			}
-			var zero T
-			*(*T)(live) = zero
+			fresh(live)
 			d, _ = take(live)
 			if d.ResetAfter > 0 {
 				keep(sp, sh.Revive(f, key, h, live, expireAt(now, d.ResetAfter)))
@@ -81,8 +81,7 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 		f = sh.Find(key, h)
 	}
 	if !f.OK {
-		var zero T
-		*(*T)(st) = zero
+		fresh(st)
 		d, _ = take(st)
 		if d.ResetAfter > 0 {
 			keep(sp, sh.Put(f, key, h, st, expireAt(now, d.ResetAfter), true))
@@ -99,6 +98,17 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 	d, changed := take(live)
 	keep(sp, storeOutcome(sh, f, key, h, live, now, d.ResetAfter, changed))
 	return d, true
+}
+
+// fresh makes st a fresh key's state, keeping memory it can reuse (a LOG
+// window's ring, see engine.Window.Reset).
+func fresh[T any, P statePtr[T]](st P) {
+	if r, ok := any(st).(interface{ Reset() }); ok {
+		r.Reset()
+		return
+	}
+	var zero T
+	*(*T)(st) = zero
 }
 
 // keep replaces the scratch state *sp after the shard kept it as a box.
@@ -385,7 +395,11 @@ func cmdWindow(c *Conn, args [][]byte) {
 	}
 	now := c.now()
 	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
-	d, ok := update(c, args[1], now, &c.st.win, sameMode, func(st *engine.Window) (engine.Decision, bool) {
+	scratch := &c.st.win
+	if p.Mode == engine.WindowLog {
+		scratch = &c.st.log
+	}
+	d, ok := update(c, args[1], now, scratch, sameMode, func(st *engine.Window) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})

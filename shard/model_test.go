@@ -1,10 +1,14 @@
 package shard
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // TestAgainstModel drives a shard with random inserts, updates, deletes,
@@ -12,24 +16,61 @@ import (
 // length varints, slab and big records) and states that change size, and
 // checks it against a map after every step: the same keys live with the
 // same expiry and state, the same count, and drained changes that, applied
-// to a "disk" map, reproduce the live keys.
+// to a "disk" map, reproduce the live keys. The states are a boxed fake,
+// and real limiter states: token buckets (inline), LOG windows that cross
+// the inline limit both ways, and concurrency leases (always boxed).
 func TestAgainstModel(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { modelRun(t, seed) })
+	makers := map[string]func(*rand.Rand) engine.State{
+		"fake": func(rng *rand.Rand) engine.State { return &fake{size: rng.IntN(200)} },
+		"mixed": func(rng *rand.Rand) engine.State {
+			now := int64(1.8e18) + rng.Int64N(1e12)
+			switch rng.IntN(3) {
+			case 0:
+				st := &engine.TokenBucket{}
+				st.Take(now, engine.TokenBucketParams{Capacity: 1 + rng.Int64N(1e9), Rate: 1 + rng.Int64N(1e6), Period: time.Second}, rng.Int64N(5))
+				return st
+			case 1:
+				st := &engine.Window{}
+				p := engine.WindowParams{Limit: 10000, Window: time.Minute, Mode: engine.WindowLog}
+				for range rng.IntN(80) {
+					now += rng.Int64N(1e9)
+					st.Take(now, p, 1)
+				}
+				return st
+			}
+			st := &engine.Concurrency{}
+			for i := range rng.IntN(4) {
+				st.Acquire(now, 10, time.Minute, 1, fmt.Sprint("lease", i))
+			}
+			return st
+		},
+	}
+	for name, mk := range makers {
+		for seed := uint64(1); seed <= 3; seed++ {
+			t.Run(fmt.Sprint(name, "/seed", seed), func(t *testing.T) { modelRun(t, seed, mk) })
+		}
 	}
 }
 
 type modelKey struct {
-	size int
-	exp  int64
+	state string // hex of the state's AppendBinary
+	exp   int64
 }
 
-func modelRun(t *testing.T, seed uint64) {
+func fingerprint(st engine.State) string {
+	b, err := st.AppendBinary(nil)
+	if err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func modelRun(t *testing.T, seed uint64, mk func(*rand.Rand) engine.State) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	s := New(Options{Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	live := map[string]modelKey{}
-	disk := map[string]int{} // key → fake size, as flushed
+	disk := map[string]string{} // key → fingerprint, as flushed
 	keys := make([]string, 600)
 	for i := range keys {
 		pad := []int{0, 5, 120, 130, 600}[i%5]
@@ -45,16 +86,17 @@ func modelRun(t *testing.T, seed uint64) {
 			if c.Deleted {
 				delete(disk, c.Key)
 			} else {
-				disk[c.Key] = int(c.Payload[0])
+				disk[c.Key] = hex.EncodeToString(c.Payload)
 			}
 		}
 	}
-	for step := 0; step < 20000; step++ {
+	for step := 0; step < 8000; step++ {
 		k := keys[rng.IntN(len(keys))]
 		switch op := rng.IntN(10); {
 		case op < 5:
-			m := modelKey{size: rng.IntN(200), exp: now + 1 + rng.Int64N(100)}
-			sh.Insert([]byte(k), &fake{size: m.size}, m.exp)
+			st := mk(rng)
+			m := modelKey{state: fingerprint(st), exp: now + 1 + rng.Int64N(100)}
+			sh.Insert([]byte(k), st, m.exp)
 			live[k] = m
 		case op < 7:
 			_, was := live[k]
@@ -77,7 +119,7 @@ func modelRun(t *testing.T, seed uint64) {
 				was = false
 				delete(live, k)
 			}
-			if ok != was || (ok && (exp != m.exp || st.(*fake).size != m.size)) {
+			if ok != was || (ok && (exp != m.exp || fingerprint(st) != m.state)) {
 				t.Fatalf("step %d: Get(%q) = %v %d %v, want %+v %v", step, k, st, exp, ok, m, was)
 			}
 		}
@@ -86,7 +128,7 @@ func modelRun(t *testing.T, seed uint64) {
 		n := 0
 		sh.Each(now, func(it Item) bool {
 			m, ok := live[string(it.Key)]
-			if !ok || m.exp != it.ExpireAt || sh.State(it).(*fake).size != m.size {
+			if !ok || m.exp != it.ExpireAt || fingerprint(sh.State(it)) != m.state {
 				t.Fatalf("step %d: Each saw %q exp %d, model %+v %v", step, it.Key, it.ExpireAt, m, ok)
 			}
 			n++
@@ -105,8 +147,8 @@ func modelRun(t *testing.T, seed uint64) {
 	// Everything drained reproduces the shard, expired keys included until
 	// they are swept (their removal is then drained as a deletion).
 	drain()
-	held := map[string]int{}
-	sh.Each(minInt64, func(it Item) bool { held[string(it.Key)] = sh.State(it).(*fake).size; return true })
+	held := map[string]string{}
+	sh.Each(minInt64, func(it Item) bool { held[string(it.Key)] = fingerprint(sh.State(it)); return true })
 	if fmt.Sprint(held) != fmt.Sprint(disk) {
 		t.Fatalf("disk after drain differs from the shard:\n%v\n%v", disk, held)
 	}

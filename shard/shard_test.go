@@ -187,3 +187,51 @@ func TestClock(t *testing.T) {
 		t.Fatalf("clock after Real off by %v", time.Duration(d))
 	}
 }
+
+// TestBoxedStateInPlace: a LOG window starts inline, is boxed once its
+// encoding outgrows maxInline (the caller's scratch is kept then, and only
+// then), is then handed out and stored in place without copies, and its
+// growth is accounted for.
+func TestBoxedStateInPlace(t *testing.T) {
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	key := []byte("log")
+	h := s.Hash(key)
+	p := engine.WindowParams{Limit: 100000, Window: time.Hour, Mode: engine.WindowLog}
+	now := int64(1.8e18)
+	scratch := &engine.Window{}
+	var box engine.State
+	keptAt := -1
+	for i := 0; i < 500; i++ {
+		now += 1e9 + int64(i)*7919
+		f := sh.Find(key, h)
+		st := scratch
+		if f.OK {
+			st = sh.Load(f, scratch).(*engine.Window)
+		}
+		if box != nil && st != box {
+			t.Fatalf("call %d: Load returned %p, not the box %p", i, st, box)
+		}
+		d := st.Take(now, p, 1)
+		if sh.Put(f, key, h, st, now+int64(d.ResetAfter), true) {
+			if keptAt >= 0 || st != scratch {
+				t.Fatalf("call %d: Put kept a state again (first at %d)", i, keptAt)
+			}
+			keptAt, box, scratch = i, st, &engine.Window{}
+		}
+		if got := s.Stats().Memory; box != nil && got < int64(box.Size()) {
+			t.Fatalf("call %d: memory %d < the box's %d bytes", i, got, box.Size())
+		}
+	}
+	if keptAt < 10 || keptAt > 100 {
+		t.Fatalf("boxed after %d entries, want once the encoding outgrew %d bytes", keptAt, maxInline)
+	}
+	st, _, _ := sh.Get(key, now)
+	if d := st.(*engine.Window).Check(now, p, 0); d.Remaining != p.Limit-500 {
+		t.Fatalf("remaining %d after 500 takes, want %d", d.Remaining, p.Limit-500)
+	}
+	sh.Delete(key, now)
+	if m := s.Stats().Memory; m != 0 {
+		t.Fatalf("memory after delete = %d", m)
+	}
+}
