@@ -555,7 +555,9 @@ func (sh *Shard) evict(keep []byte) {
 		sh.removeAt(pos, v.ref)
 		sh.evicted.Add(1)
 	}
-	clear(vs)
+	if cap(vs) > 1<<12 {
+		vs = nil // a large shard's list is not worth keeping between evictions
+	}
 	sh.victims = vs[:0]
 }
 
