@@ -90,8 +90,13 @@ func modelRun(t *testing.T, seed uint64, mk func(*rand.Rand) engine.State) {
 			}
 		}
 	}
+	prev := keys[0]
 	for step := 0; step < 8000; step++ {
 		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(3) == 0 {
+			k = prev // the same key again: it gets hot (see Shard.hotRef)
+		}
+		prev = k
 		switch op := rng.IntN(10); {
 		case op < 5:
 			st := mk(rng)

@@ -64,6 +64,14 @@ type Shard struct {
 	dirty   []ref    // records changed since the last DrainChanges
 	deleted []string // keys removed since the last DrainChanges
 	pbuf    []byte   // payload scratch
+	kbuf    []byte   // key scratch (cool)
+
+	// A hot key, one written by two Puts in a row, has its state kept as
+	// a box while it stays hot, so calls on it skip decoding and encoding
+	// (DecodeCompact, AppendCompact): Load hands out the box, Put writes
+	// the expiry. When another key gets hot, cool stores it inline again.
+	lastRef ref // the record the last Put wrote
+	hotRef  ref // the hot key's record (0: none)
 	scratch [8]engine.State
 	victims []victim
 
@@ -170,11 +178,21 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	hdr := byte(st.Kind())
 	payload := sh.pbuf[:0]
 	c, inline := st.(engine.Compact)
+	hot := false
 	switch {
-	case oldBox >= 0 && sh.boxes[oldBox] == st && st.Size() > maxInline:
-		// A boxed state changed in place stays boxed without encoding it
-		// to measure it: a long LOG window would cost O(limit) per call.
+	case oldBox >= 0 && sh.boxes[oldBox] == st && (f.ref == sh.hotRef || st.Size() > maxInline):
+		// A boxed state changed in place stays boxed without encoding it:
+		// the hot key's (see hotRef), and a long LOG window, which would
+		// cost O(limit) per call to encode.
 		inline = false
+		hot = f.ref == sh.hotRef
+	case inline && mark && f.OK && !f.Boxed && f.ref == sh.lastRef:
+		// The key the previous Put wrote, again: it is hot, keep its
+		// state as an object while it stays hot.
+		inline, hot = false, true
+		if sh.hotRef != 0 {
+			sh.cool()
+		}
 	case inline:
 		payload = c.AppendCompact(payload, exp)
 		inline = len(payload) <= maxInline
@@ -205,15 +223,23 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	sh.pbuf = payload
 	n := recordLen(len(key), len(payload))
 	r := f.ref
-	if f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n) {
+	switch {
+	case f.OK && f.Boxed && !inline && !kept:
+		setRecExp(old, exp) // the same box: key and payload are unchanged
+	case f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n):
 		hdr |= old[0] & flagDirty
 		putRecord(old, hdr, exp, key, payload)
-	} else {
+	default:
 		var rec []byte
 		r, rec = sh.slabs.alloc(n)
 		putRecord(rec, hdr, exp, key, payload)
 		delta += int64(slotBytes(r, &sh.slabs))
 		if f.OK {
+			if old[0]&flagDirty != 0 {
+				// Still to be drained: the new record is, in its place.
+				rec[0] |= flagDirty
+				sh.dirty = append(sh.dirty, r)
+			}
 			delta -= int64(slotBytes(f.ref, &sh.slabs))
 			sh.slabs.release(f.ref)
 			sh.idx.refs[f.pos] = r
@@ -234,7 +260,27 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	if mark {
 		sh.markDirty(r)
 	}
+	sh.lastRef = r
+	if hot {
+		sh.hotRef = r
+	} else if f.OK && f.ref == sh.hotRef {
+		sh.hotRef = 0
+	}
 	return kept
+}
+
+// cool stores the hot key's state inline again (another key became hot).
+// Its record changes form, not content, so it is no change to persist.
+func (sh *Shard) cool() {
+	r := sh.hotRef
+	sh.hotRef = 0
+	rec := sh.slabs.get(r)
+	k, pay := recSplit(rec)
+	key := append(sh.kbuf[:0], k...) // put may overwrite the record
+	sh.kbuf = key
+	i, _ := binary.Uvarint(pay)
+	h := maphash.Bytes(sh.seed, key)
+	sh.put(sh.Find(key, h), key, h, sh.boxes[i], recExp(rec), false)
 }
 
 func (sh *Shard) newBox(st engine.State) int {
@@ -269,6 +315,9 @@ func (sh *Shard) removeAt(pos int, r ref) {
 	}
 	sh.slabs.release(r)
 	sh.idx.del(&sh.slabs, sh.seed, pos)
+	if r == sh.hotRef {
+		sh.hotRef = 0
+	}
 	sh.mem.Add(-delta)
 	sh.changes.Add(1)
 }
@@ -365,6 +414,7 @@ func (sh *Shard) Clear() int {
 	sh.idx.reset()
 	sh.slabs.reset()
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
+	sh.hotRef, sh.lastRef = 0, 0
 	sh.dirty = sh.dirty[:0]
 	sh.mem.Store(0)
 	sh.changes.Add(int64(n))

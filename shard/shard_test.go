@@ -188,7 +188,8 @@ func TestClock(t *testing.T) {
 	}
 }
 
-// TestBoxedStateInPlace: a LOG window starts inline, is boxed once its
+// TestBoxedStateInPlace: a LOG window (not hot: another key is written
+// between its calls) starts inline, is boxed once its
 // encoding outgrows maxInline (the caller's scratch is kept then, and only
 // then), is then handed out and stored in place without copies, and its
 // growth is accounted for.
@@ -204,6 +205,7 @@ func TestBoxedStateInPlace(t *testing.T) {
 	keptAt := -1
 	for i := 0; i < 500; i++ {
 		now += 1e9 + int64(i)*7919
+		sh.Insert([]byte("other"), &fake{}, now+1e12) // so that "log" is never hot
 		f := sh.Find(key, h)
 		st := scratch
 		if f.OK {
@@ -231,7 +233,73 @@ func TestBoxedStateInPlace(t *testing.T) {
 		t.Fatalf("remaining %d after 500 takes, want %d", d.Remaining, p.Limit-500)
 	}
 	sh.Delete(key, now)
+	sh.Delete([]byte("other"), now)
 	if m := s.Stats().Memory; m != 0 {
 		t.Fatalf("memory after delete = %d", m)
+	}
+}
+
+// TestHotKey: a key written twice in a row is kept as a box (Load hands
+// out the same object, Put does not encode), and goes back inline, with
+// its state, when another key gets hot; nothing is lost either way.
+func TestHotKey(t *testing.T) {
+	s := New(Options{Shards: 1, TrackChanges: true})
+	sh := s.Shard(0)
+	p := engine.GCRAParams{MaxBurst: 99, Count: 10, Period: time.Second}
+	now := int64(1.8e18)
+	scratch := &engine.GCRA{}
+	take := func(key string) (f Found, kept bool) {
+		k := []byte(key)
+		h := s.Hash(k)
+		f = sh.Find(k, h)
+		st := scratch
+		if f.OK {
+			st = sh.Load(f, scratch).(*engine.GCRA)
+		} else {
+			*st = engine.GCRA{}
+		}
+		d := st.Take(now, p, 1)
+		if kept = sh.Put(f, k, h, st, now+int64(d.ResetAfter), true); kept {
+			scratch = &engine.GCRA{}
+		}
+		return f, kept
+	}
+	remaining := func(key string) int64 {
+		st, _, ok := sh.Get([]byte(key), now)
+		if !ok {
+			t.Fatalf("%s is gone", key)
+		}
+		return st.(*engine.GCRA).Check(now, p, 0).Remaining
+	}
+	if f, kept := take("a"); f.OK || kept {
+		t.Fatal("a new key was boxed")
+	}
+	if f, kept := take("a"); f.Boxed || !kept {
+		t.Fatalf("the second write in a row did not box a: %+v kept %v", f, kept)
+	}
+	for i := 0; i < 10; i++ {
+		if f, kept := take("a"); !f.Boxed || kept {
+			t.Fatalf("hot a: %+v kept %v", f, kept)
+		}
+	}
+	take("b")
+	take("b") // b gets hot, a cools
+	if f := sh.Find([]byte("a"), s.Hash([]byte("a"))); f.Boxed {
+		t.Fatal("a still boxed after b got hot")
+	}
+	if got := remaining("a"); got != 100-12 {
+		t.Fatalf("a after cooling: remaining %d, want 88", got)
+	}
+	if got := remaining("b"); got != 98 {
+		t.Fatalf("b: remaining %d, want 98", got)
+	}
+	ch, _, err := sh.DrainChanges(nil, nil)
+	if err != nil || len(ch) != 2 {
+		t.Fatalf("drained %v %v, want a and b", ch, err)
+	}
+	sh.Delete([]byte("a"), now)
+	sh.Delete([]byte("b"), now)
+	if m := s.Stats().Memory; m != 0 {
+		t.Fatalf("memory after deleting both = %d", m)
 	}
 }
