@@ -14,6 +14,7 @@
 # Usage: bench/compare.sh
 # Environment:
 #   QUICK=1          ~2-minute run (fewer requests per run, 200,000 keys for memory)
+#   (pipelined runs of fast commands, rlserver's and Redis PING/INCR, use 4 × N16)
 #   ROUNDS=n         alternating rounds per workload (default 3; at least 3 for medians)
 #   N1=n N16=n       requests per run at pipeline 1 / 16 (default 100000 / 400000)
 #   PIPELINES="1 16" pipelines to run
@@ -214,7 +215,15 @@ sanity() { # port command...
 bench() { # port pipeline keymode workload server round command
 	local port=$1 p=$2 mode=$3 w=$4 srv=$5 round=$6 cmd=$7 n rflag=() line
 	n=$N1
-	[[ $p -gt 1 ]] && n=$N16
+	if [[ $p -gt 1 ]]; then
+		n=$N16
+		# Pipelined runs of fast commands (rlserver's, Redis PING and INCR)
+		# take 4× the requests, so that each lasts about a second like the
+		# Lua runs: a run of 0.3 s varied by ±15% between rounds.
+		if [[ $srv == rl || $w == ping || $w == incr ]]; then
+			n=$((4 * N16))
+		fi
+	fi
 	if [[ $mode == hot ]]; then
 		cmd=${cmd//__rand_int__/hot}
 	else
@@ -352,7 +361,7 @@ if [[ $MEM_KEYS -gt 0 ]]; then
 	mem_args=("$OUT/memory.tsv")
 fi
 echo
-echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)'), rlserver --threads ${RL_THREADS:-1}"
+echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16 (4 × N16 for rlserver, PING and INCR)$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)'), rlserver --threads ${RL_THREADS:-1}"
 echo
 if [[ -s $OUT/results.tsv ]] || [[ ${#mem_args[@]} -gt 0 ]]; then
 	[[ -f $OUT/results.tsv ]] || : >"$OUT/results.tsv"
