@@ -92,7 +92,7 @@ func (sh *Shard) Unlock() { sh.mu.Unlock() }
 // Find looks key (whose Store.Hash is h) up. An expired record is still
 // found: the caller may reuse it (Revive) or Expire it.
 func (sh *Shard) Find(key []byte, h uint64) Found {
-	if len(sh.idx.tags) == 0 {
+	if sh.idx.size == 0 {
 		return Found{pos: -1}
 	}
 	pos, r, pay := sh.idx.find(&sh.slabs, key, h)
@@ -242,7 +242,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			}
 			delta -= int64(slotBytes(f.ref, &sh.slabs))
 			sh.slabs.release(f.ref)
-			sh.idx.refs[f.pos] = r
+			sh.idx.setRef(f.pos, r)
 		} else {
 			pos := f.pos
 			if sh.idx.full() {
@@ -348,11 +348,11 @@ type Item struct {
 // Each calls fn for every live key until fn returns false. fn must not
 // change the shard.
 func (sh *Shard) Each(now int64, fn func(Item) bool) {
-	for i, t := range sh.idx.tags {
-		if t == 0 {
+	for i := 0; i < sh.idx.size; i++ {
+		if sh.idx.tag(i) == 0 {
 			continue
 		}
-		r := sh.idx.refs[i]
+		r := sh.idx.ref(i)
 		rec := sh.slabs.get(r)
 		if exp := recExp(rec); exp > now {
 			k, _ := recSplit(rec)
@@ -430,7 +430,7 @@ const minInt64 = -1 << 63
 // expired at the start of a pass is gone by its end; callers sweep again at
 // once while a good share of the work was removals.
 func (sh *Shard) Sweep(now int64, budget int) int {
-	size := len(sh.idx.tags)
+	size := sh.idx.size
 	if size == 0 {
 		return 0
 	}
@@ -440,8 +440,8 @@ func (sh *Shard) Sweep(now int64, budget int) int {
 	}
 	removed := 0
 	for adv := 0; adv < size && adv+removed < budget; {
-		if sh.idx.tags[i] != 0 {
-			r := sh.idx.refs[i]
+		if sh.idx.tag(i) != 0 {
+			r := sh.idx.ref(i)
 			if recExp(sh.slabs.get(r)) <= now {
 				sh.removeAt(i, r)
 				sh.expired.Add(1)

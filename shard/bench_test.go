@@ -1,0 +1,80 @@
+package shard
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// BenchmarkTake is one limiter decision's keyspace work, without the
+// protocol: hash, Find, Load (decode), the engine's Take, Put (encode), on
+// one hot key and on 100,000 keys that stay alive.
+func BenchmarkTake(b *testing.B) {
+	for _, keys := range []int{1, 100_000, 1_000_000} {
+		b.Run(fmt.Sprint("keys=", keys), func(b *testing.B) {
+			s := New(Options{Shards: 4})
+			names := make([][]byte, keys)
+			for i := range names {
+				names[i] = fmt.Appendf(nil, "tb:%012d", i)
+			}
+			p := engine.TokenBucketParams{Capacity: 1_000_000_000, Rate: 1, Period: time.Hour}
+			now := int64(1.8e18)
+			scratch := &engine.TokenBucket{}
+			take := func(key []byte) {
+				h := s.Hash(key)
+				sh := s.ShardOf(h)
+				sh.Lock()
+				f := sh.Find(key, h)
+				st := scratch
+				if f.OK {
+					st = sh.Load(f, scratch).(*engine.TokenBucket)
+				} else {
+					*st = engine.TokenBucket{}
+				}
+				d := st.Take(now, p, 1)
+				if sh.Put(f, key, h, st, now+int64(d.ResetAfter), true) {
+					scratch = &engine.TokenBucket{}
+				}
+				sh.Unlock()
+			}
+			for _, k := range names {
+				take(k)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				take(names[(i*7919)%keys])
+			}
+		})
+	}
+}
+
+// BenchmarkMemory1M loads 1,000,000 token-bucket keys ("tb:" and 12
+// digits, as bench/compare.sh makes them) and reports the Go heap they
+// take per key, and what the shards account for.
+func BenchmarkMemory1M(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		const n = 1_000_000
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := New(Options{})
+		p := engine.TokenBucketParams{Capacity: 1_000_000_000, Rate: 1, Period: time.Hour}
+		now := int64(1.8e18)
+		key := make([]byte, 0, 16)
+		for k := 0; k < n; k++ {
+			key = fmt.Appendf(key[:0], "tb:%012d", k)
+			st := &engine.TokenBucket{}
+			d := st.Take(now, p, 1)
+			s.ShardFor(key).Insert(key, st, now+int64(d.ResetAfter))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/key")
+		b.ReportMetric(float64(s.Stats().Memory)/n, "accounted-B/key")
+		runtime.KeepAlive(s)
+	}
+}
