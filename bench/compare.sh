@@ -175,7 +175,14 @@ load_scripts() { # port
 }
 
 rss() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status"; }
-used_memory() { redis-cli -h $HOST -p "$1" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
+# used_memory is read after MEMORY PURGE on both servers: Redis's allocator
+# returns its dirty pages, rlserver collects garbage (index tables replaced
+# as they grew), so that both count live memory (Redis's used_memory never
+# includes freed memory; Go's heap figure does until the next collection).
+used_memory() {
+	redis-cli -h $HOST -p "$1" MEMORY PURGE >/dev/null
+	redis-cli -h $HOST -p "$1" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'
+}
 
 # --- workloads ---------------------------------------------------------------
 # Limiter parameters are generous so that the hot key is mostly admitted (the

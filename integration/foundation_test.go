@@ -726,3 +726,48 @@ func TestRepliesBeforePartialRequest(t *testing.T) {
 	c.expect("$2")
 	c.expect("hi")
 }
+
+// TestMemoryCommands: MEMORY USAGE reports the bytes --maxmemory counts for
+// a key (nil for a missing one, as Redis answers), more once a LOG window
+// outgrows the inline record and is kept as an object; SAMPLES is accepted;
+// MEMORY PURGE answers OK; bad input is an error that changes nothing.
+func TestMemoryCommands(t *testing.T) {
+	protocols(t, func(t *testing.T, proto int) {
+		// One shard: a key written twice in a row in its shard is kept as
+		// an object while hot, so "log" is interleaved with "tb" below.
+		s := start(t, "--dir", "", "--shards", "1")
+		c := s.client(t, proto)
+		setClock(t, c, t0)
+		do(t, c, "CL.TOKENBUCKET", "tb", 10, 1, "1s")
+		small := do(t, c, "MEMORY", "USAGE", "tb").val.(int64)
+		// A record of a 2-byte key and a 6-byte state: a 24-byte slot and
+		// the 8 bytes a key is counted for the index.
+		if small != 32 {
+			t.Fatalf("MEMORY USAGE of a token bucket = %d, want 32", small)
+		}
+		do(t, c, "MEMORY", "USAGE", "tb", "SAMPLES", 5).equal(small)
+		if r := do(t, c, "MEMORY", "USAGE", "missing"); r.err != redis.Nil {
+			t.Fatalf("MEMORY USAGE of a missing key = %v %v, want nil", r.val, r.err)
+		}
+		do(t, c, "MEMORY", "USAGE", "tb", "SAMPLES").errIs("ERR syntax error")
+		do(t, c, "MEMORY", "USAGE", "tb", "SAMPLES", "x").errIs("ERR value is not an integer or out of range")
+		do(t, c, "MEMORY", "USAGE").errIs("ERR wrong number of arguments for 'memory|usage' command")
+		for i := 0; i < 3; i++ {
+			do(t, c, "CL.WINDOW", "log", 1000, "1h", "LOG")
+			do(t, c, "CL.TOKENBUCKET", "tb", 10, 1, "1s") // so that "log" is not the hot key
+			advance(t, c, 1000)
+		}
+		inline := do(t, c, "MEMORY", "USAGE", "log").val.(int64)
+		for i := 0; i < 100; i++ {
+			do(t, c, "CL.WINDOW", "log", 1000, "1h", "LOG")
+			do(t, c, "CL.TOKENBUCKET", "tb", 10, 1, "1s") // so that "log" is not the hot key
+			advance(t, c, 1000)
+		}
+		boxed := do(t, c, "MEMORY", "USAGE", "log").val.(int64)
+		if inline > 64 || boxed < 100*16 {
+			t.Fatalf("MEMORY USAGE of a LOG window: %d bytes with 3 entries, %d with 103", inline, boxed)
+		}
+		do(t, c, "MEMORY", "PURGE").equal("OK")
+		do(t, c, "DBSIZE").equal(int64(2))
+	})
+}

@@ -3,10 +3,13 @@ package resp
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlserver/rlserver/shard"
 )
 
 // configParam is one CONFIG GET/SET parameter.
@@ -166,6 +169,42 @@ func validConfigValue(name string, v []byte) bool {
 		return ok
 	}
 	return true
+}
+
+// MEMORY PURGE runs a garbage collection and returns freed memory to the
+// operating system (Redis asks its allocator to purge dirty pages). The
+// keyspace itself lives in slabs that stay allocated for reuse.
+func cmdMemoryPurge(c *Conn, args [][]byte) {
+	debug.FreeOSMemory()
+	c.out = appendOK(c.out)
+}
+
+// MEMORY USAGE key [SAMPLES count]: the bytes the key's record, its share
+// of the index and any state kept as an object take (what --maxmemory
+// counts), or nil for a missing key. SAMPLES is accepted and ignored, as
+// rlserver's values are never sampled.
+func cmdMemoryUsage(c *Conn, args [][]byte) {
+	if len(args) != 3 && (len(args) != 5 || !equalFold(args[3], "SAMPLES")) {
+		c.err(errSyntax)
+		return
+	}
+	if len(args) == 5 {
+		if _, ok := parseInt(args[4]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	n := int64(-1)
+	withKey(c, args[2], func(sh *shard.Shard, f shard.Found, _ int64) {
+		if f.OK {
+			n = int64(sh.Usage(f))
+		}
+	})
+	if n < 0 {
+		c.out = appendNull(c.out, c.proto)
+		return
+	}
+	c.out = appendInt(c.out, n)
 }
 
 // CONFIG RESETSTAT zeroes the counters INFO stats reports.

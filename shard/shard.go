@@ -333,6 +333,17 @@ func (sh *Shard) markDirty(r ref) {
 	}
 }
 
+// Usage returns the bytes the key f found takes, as the memory bound counts
+// them: its record's slot, its share of the index and a boxed state.
+func (sh *Shard) Usage(f Found) int {
+	n := slotBytes(f.ref, &sh.slabs) + indexBytes
+	if f.Boxed {
+		i, _ := binary.Uvarint(f.pay)
+		n += int(sh.boxSize[i])
+	}
+	return n
+}
+
 // Len returns the number of keys, counting ones that expired but were not
 // yet removed.
 func (sh *Shard) Len() int { return sh.idx.n }
