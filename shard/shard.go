@@ -70,8 +70,9 @@ type Shard struct {
 	// a box while it stays hot, so calls on it skip decoding and encoding
 	// (DecodeCompact, AppendCompact): Load hands out the box, Put writes
 	// the expiry. When another key gets hot, cool stores it inline again.
-	lastRef ref // the record the last Put wrote
-	hotRef  ref // the hot key's record (0: none)
+	lastRef ref              // the record the last Put wrote
+	hotRef  ref              // the hot key's record (0: none)
+	spare   [16]engine.State // per kind: a cooled key's object, reused by the next hot key
 	scratch [8]engine.State
 	victims []victim
 
@@ -178,7 +179,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	hdr := byte(st.Kind())
 	payload := sh.pbuf[:0]
 	c, inline := st.(engine.Compact)
-	hot := false
+	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
 	case oldBox >= 0 && sh.boxes[oldBox] == st && (f.ref == sh.hotRef || st.Size() > maxInline):
 		// A boxed state changed in place stays boxed without encoding it:
@@ -188,10 +189,21 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		hot = f.ref == sh.hotRef
 	case inline && mark && f.OK && !f.Boxed && f.ref == sh.lastRef:
 		// The key the previous Put wrote, again: it is hot, keep its
-		// state as an object while it stays hot.
+		// state as an object while it stays hot. The object is the one
+		// the previously hot key of this kind gave back, when there is
+		// one (copied through the codec), so that keys taking turns at
+		// being hot allocate nothing.
 		inline, hot = false, true
 		if sh.hotRef != 0 {
 			sh.cool()
+		}
+		if spare := sh.spare[st.Kind()&kindMask]; spare != nil {
+			payload = c.AppendCompact(payload, exp)
+			if err := spare.(engine.Compact).DecodeCompact(payload, exp); err != nil {
+				panic(fmt.Sprintf("shard: a %v state does not decode: %v", st.Kind(), err))
+			}
+			sh.spare[st.Kind()&kindMask] = nil
+			st, owned = spare, true
 		}
 	case inline:
 		payload = c.AppendCompact(payload, exp)
@@ -210,7 +222,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		i := oldBox
 		if i < 0 {
 			i = sh.newBox(st)
-			kept = true
+			kept = !owned
 		} else if sh.boxes[i] != st {
 			sh.boxes[i] = st
 			kept = true
@@ -224,7 +236,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	n := recordLen(len(key), len(payload))
 	r := f.ref
 	switch {
-	case f.OK && f.Boxed && !inline && !kept:
+	case f.OK && f.Boxed && !inline && !kept && !owned:
 		setRecExp(old, exp) // the same box: key and payload are unchanged
 	case f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n):
 		hdr |= old[0] & flagDirty
@@ -279,8 +291,14 @@ func (sh *Shard) cool() {
 	key := append(sh.kbuf[:0], k...) // put may overwrite the record
 	sh.kbuf = key
 	i, _ := binary.Uvarint(pay)
+	obj := sh.boxes[i]
 	h := maphash.Bytes(sh.seed, key)
-	sh.put(sh.Find(key, h), key, h, sh.boxes[i], recExp(rec), false)
+	sh.put(sh.Find(key, h), key, h, obj, recExp(rec), false)
+	if _, ok := obj.(engine.Compact); ok && sh.boxes[i] != obj {
+		// Stored inline again: nothing refers to the object any more,
+		// so the next hot key of its kind takes it over.
+		sh.spare[obj.Kind()&kindMask] = obj
+	}
 }
 
 func (sh *Shard) newBox(st engine.State) int {
@@ -426,6 +444,7 @@ func (sh *Shard) Clear() int {
 	sh.slabs.reset()
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
+	clear(sh.spare[:])
 	sh.dirty = sh.dirty[:0]
 	sh.mem.Store(0)
 	sh.changes.Add(int64(n))

@@ -303,3 +303,46 @@ func TestHotKey(t *testing.T) {
 		t.Fatalf("memory after deleting both = %d", m)
 	}
 }
+
+// TestHotKeysTakingTurnsAllocateNothing: keys of one shard that are hot in
+// turn (A A B B A A ...) reuse the object the previous hot key gave back,
+// so neither the shard nor the caller allocates.
+func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	p := engine.TokenBucketParams{Capacity: 1e9, Rate: 1, Period: time.Hour}
+	now := int64(1.8e18)
+	scratch := &engine.TokenBucket{}
+	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	hashes := []uint64{s.Hash(keys[0]), s.Hash(keys[1]), s.Hash(keys[2])}
+	take := func(i int) {
+		f := sh.Find(keys[i], hashes[i])
+		st := scratch
+		if f.OK {
+			st = sh.Load(f, scratch).(*engine.TokenBucket)
+		} else {
+			*st = engine.TokenBucket{}
+		}
+		d := st.Take(now, p, 1)
+		if sh.Put(f, keys[i], hashes[i], st, now+int64(d.ResetAfter), true) {
+			scratch = &engine.TokenBucket{}
+		}
+	}
+	round := func() {
+		for i := range keys {
+			take(i)
+			take(i)
+		}
+	}
+	round()
+	round()
+	if allocs := testing.AllocsPerRun(100, round); allocs != 0 {
+		t.Fatalf("a round of keys hot in turn allocated %v times", allocs)
+	}
+	for i, k := range keys {
+		st, _, _ := sh.Get(k, now)
+		if got := st.(*engine.TokenBucket).Check(now, p, 0).Remaining; got != 1e9-2*103 { // 2 rounds, then AllocsPerRun: 1 + 100
+			t.Fatalf("%s: remaining %d after 206 takes, want %d", keys[i], got, int64(1e9-2*103))
+		}
+	}
+}
