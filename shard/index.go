@@ -13,16 +13,36 @@ import (
 // slots are used and the table grows by half, so it costs 5 bytes a slot and
 // about 7-9 bytes a key. Deletion shifts the following run back (no
 // tombstones), so a table under constant churn never degrades.
+//
+// Growing is incremental, as Redis rehashes: the new table is allocated and
+// the old one is moved over a few slots per lookup (migrateStep), and a key
+// looked up while still in the old table moves at once. So no command waits
+// for a whole table to be rehashed (at 885,000 keys in a shard that took
+// 89 ms). Positions handed out always name the new table.
 type index struct {
 	groups []group
 	size   int // slots: 8 × len(groups)
-	n      int // used slots
+	n      int // keys, in both tables
+	seed   maphash.Seed
+
+	old     []group // the table being moved from (nil: none)
+	oldSize int
+	mig     int // old slots below mig have been moved
 }
 
 type group struct {
 	tags [8]uint8
 	refs [8]ref
 }
+
+// tomb marks an old-table slot whose key moved ahead of the migration: it is
+// skipped, and it keeps the probe runs of the old table intact.
+const tomb = 1
+
+// migrateStep is how many old slots each lookup moves while a table grows:
+// more than the 2.5 per insert that finish the move before the new table
+// (1.5 times larger, at most 53% full when it starts) is 80% full.
+const migrateStep = 8
 
 func (x *index) tag(i int) uint8     { return x.groups[i>>3].tags[i&7] }
 func (x *index) ref(i int) ref       { return x.groups[i>>3].refs[i&7] }
@@ -41,12 +61,23 @@ func home(h uint64, size int) int { return int((h >> 24 & 0xffffffff) * uint64(s
 
 // find returns the slot holding key, its ref and its record's payload, or
 // the empty slot where key would go and 0. The table must not be empty.
+// While a table grows it moves a few old slots, and key itself when it is
+// still in the old table.
 func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
+	if x.old != nil {
+		x.migrate(s, migrateStep)
+	}
 	tag := tagOf(h)
 	for i := home(h, x.size); ; {
 		g := &x.groups[i>>3]
 		t := g.tags[i&7]
 		if t == 0 {
+			if x.old != nil {
+				if r, p := x.takeOld(s, key, h); r != 0 {
+					x.set(i, tag, r)
+					return i, r, p
+				}
+			}
 			return i, 0, nil
 		}
 		if t == tag {
@@ -61,30 +92,70 @@ func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 	}
 }
 
+// takeOld looks key up in the old table and, when found, leaves a tomb
+// there and returns its ref (the caller puts it in the new table).
+func (x *index) takeOld(s *slabs, key []byte, h uint64) (ref, []byte) {
+	tag := tagOf(h)
+	for i := home(h, x.oldSize); ; {
+		g := &x.old[i>>3]
+		t := g.tags[i&7]
+		if t == 0 {
+			return 0, nil
+		}
+		if t == tag {
+			r := g.refs[i&7]
+			if k, p := recSplit(s.get(r)); bytes.Equal(k, key) {
+				g.tags[i&7], g.refs[i&7] = tomb, 0
+				return r, p
+			}
+		}
+		if i++; i == x.oldSize {
+			i = 0
+		}
+	}
+}
+
+// migrate moves up to k old slots into the new table, and drops the old
+// table once all are moved.
+func (x *index) migrate(s *slabs, k int) {
+	for ; k > 0 && x.mig < x.oldSize; k-- {
+		g := &x.old[x.mig>>3]
+		j := x.mig & 7
+		x.mig++
+		t := g.tags[j]
+		if t < 0x80 {
+			continue // empty, or moved ahead
+		}
+		r := g.refs[j]
+		key, _ := recSplit(s.get(r))
+		i := home(maphash.Bytes(x.seed, key), x.size)
+		for x.tag(i) != 0 {
+			if i++; i == x.size {
+				i = 0
+			}
+		}
+		x.set(i, t, r)
+	}
+	if x.mig == x.oldSize {
+		x.old, x.oldSize, x.mig = nil, 0, 0
+	}
+}
+
 // full reports whether one more key would take the table over 80% (or it
 // has no slots yet).
 func (x *index) full() bool { return (x.n+1)*5 > x.size*4 }
 
-// grow rebuilds the table 1.5 times larger (at least 16 slots).
-func (x *index) grow(s *slabs, seed maphash.Seed) {
-	old := *x
-	size := (max(16, old.size*3/2) + 7) &^ 7
-	*x = index{groups: make([]group, size/8), size: size, n: old.n}
-	for i := 0; i < old.size; i++ {
-		t := old.tag(i)
-		if t == 0 {
-			continue
-		}
-		r := old.ref(i)
-		k, _ := recSplit(s.get(r))
-		j := home(maphash.Bytes(seed, k), size)
-		for x.tag(j) != 0 {
-			if j++; j == size {
-				j = 0
-			}
-		}
-		x.set(j, t, r)
+// grow starts moving to a table 1.5 times larger (at least 16 slots); a
+// growth still under way is finished first.
+func (x *index) grow(s *slabs) {
+	if x.old != nil {
+		x.migrate(s, x.oldSize)
 	}
+	size := (max(16, x.size*3/2) + 7) &^ 7
+	if x.n > 0 {
+		x.old, x.oldSize, x.mig = x.groups, x.size, 0
+	}
+	x.groups, x.size = make([]group, size/8), size
 }
 
 // put fills the empty slot i (found by find) with key's hash tag and r.
@@ -93,9 +164,10 @@ func (x *index) put(i int, h uint64, r ref) {
 	x.n++
 }
 
-// del empties slot i and shifts back the entries after it that probed past
-// it, so every key stays reachable from its home without tombstones.
-func (x *index) del(s *slabs, seed maphash.Seed, i int) {
+// del empties slot i of the new table and shifts back the entries after it
+// that probed past it, so every key stays reachable from its home without
+// tombstones.
+func (x *index) del(s *slabs, i int) {
 	size := x.size
 	x.n--
 	for j := i; ; {
@@ -108,7 +180,7 @@ func (x *index) del(s *slabs, seed maphash.Seed, i int) {
 				return
 			}
 			k, _ := recSplit(s.get(x.ref(j)))
-			h := home(maphash.Bytes(seed, k), size)
+			h := home(maphash.Bytes(x.seed, k), size)
 			// The entry at j stays unless its home lies cyclically
 			// outside (i, j]: then slot i is on its probe path.
 			if i <= j {
@@ -125,4 +197,19 @@ func (x *index) del(s *slabs, seed maphash.Seed, i int) {
 	}
 }
 
-func (x *index) reset() { *x = index{} }
+// each calls fn with the ref of every key, in both tables while growing,
+// until fn returns false.
+func (x *index) each(fn func(ref) bool) {
+	for i := 0; i < x.size; i++ {
+		if x.tag(i) >= 0x80 && !fn(x.ref(i)) {
+			return
+		}
+	}
+	for i := x.mig; i < x.oldSize; i++ {
+		if g := &x.old[i>>3]; g.tags[i&7] >= 0x80 && !fn(g.refs[i&7]) {
+			return
+		}
+	}
+}
+
+func (x *index) reset() { *x = index{seed: x.seed} }

@@ -164,3 +164,64 @@ func modelRun(t *testing.T, seed uint64, mk func(*rand.Rand) engine.State) {
 		t.Fatalf("after expiring everything: %d keys, %d on disk, %d bytes", sh.Len(), len(disk), s.Stats().Memory)
 	}
 }
+
+// TestGrowIncrementally: while the index moves to a larger table a few
+// slots per lookup, every key stays reachable (whichever table holds it),
+// deletes, updates and sweeps find the right one, no command moves more
+// than a few slots, and the move completes.
+func TestGrowIncrementally(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	live := map[string]int64{}
+	grows, maxMoved := 0, 0
+	for i := 0; i < 60000; i++ {
+		k := fmt.Sprint("key", rng.IntN(40000))
+		before, migrating := sh.idx.mig, sh.idx.old != nil
+		switch op := rng.IntN(10); {
+		case op < 6:
+			exp := 1000 + rng.Int64N(1000)
+			size := sh.idx.size
+			sh.Insert([]byte(k), &fake{size: 1}, exp)
+			live[k] = exp
+			if sh.idx.size != size {
+				grows++
+				continue
+			}
+		case op < 8:
+			_, ok := live[k]
+			if got := sh.Delete([]byte(k), 0); got != ok {
+				t.Fatalf("step %d: Delete(%s) = %v during a move: %v", i, k, got, migrating)
+			}
+			delete(live, k)
+		default:
+			_, exp, ok := sh.Get([]byte(k), 0)
+			if want, was := live[k]; ok != was || exp != want {
+				t.Fatalf("step %d: Get(%s) = %d %v, want %d %v (moving: %v)", i, k, exp, ok, want, was, migrating)
+			}
+		}
+		if migrating && sh.idx.old != nil {
+			maxMoved = max(maxMoved, sh.idx.mig-before)
+		}
+	}
+	if grows < 5 || maxMoved > 2*migrateStep {
+		t.Fatalf("%d grows, at most %d old slots moved by one command", grows, maxMoved)
+	}
+	n := 0
+	sh.Each(0, func(it Item) bool {
+		if live[string(it.Key)] != it.ExpireAt {
+			t.Fatalf("Each: %s expires at %d, model %d", it.Key, it.ExpireAt, live[string(it.Key)])
+		}
+		n++
+		return true
+	})
+	if n != len(live) || sh.Len() != len(live) {
+		t.Fatalf("Each saw %d keys, Len %d, model %d", n, sh.Len(), len(live))
+	}
+	// The sweep moves what is left and then removes everything expired.
+	for sh.Sweep(5000, 1<<20) > 0 {
+	}
+	if sh.Len() != 0 || sh.idx.old != nil || s.Stats().Memory != 0 {
+		t.Fatalf("after sweeping all: %d keys, still moving: %v, %d bytes", sh.Len(), sh.idx.old != nil, s.Stats().Memory)
+	}
+}

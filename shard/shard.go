@@ -258,7 +258,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		} else {
 			pos := f.pos
 			if sh.idx.full() {
-				sh.idx.grow(&sh.slabs, sh.seed)
+				sh.idx.grow(&sh.slabs)
 				pos = -1
 			}
 			if pos < 0 {
@@ -332,7 +332,7 @@ func (sh *Shard) removeAt(pos int, r ref) {
 		sh.deleted = append(sh.deleted, string(key))
 	}
 	sh.slabs.release(r)
-	sh.idx.del(&sh.slabs, sh.seed, pos)
+	sh.idx.del(&sh.slabs, pos)
 	if r == sh.hotRef {
 		sh.hotRef = 0
 	}
@@ -377,19 +377,14 @@ type Item struct {
 // Each calls fn for every live key until fn returns false. fn must not
 // change the shard.
 func (sh *Shard) Each(now int64, fn func(Item) bool) {
-	for i := 0; i < sh.idx.size; i++ {
-		if sh.idx.tag(i) == 0 {
-			continue
-		}
-		r := sh.idx.ref(i)
+	sh.idx.each(func(r ref) bool {
 		rec := sh.slabs.get(r)
 		if exp := recExp(rec); exp > now {
 			k, _ := recSplit(rec)
-			if !fn(Item{Key: k, Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, ref: r}) {
-				return
-			}
+			return fn(Item{Key: k, Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, ref: r})
 		}
-	}
+		return true
+	})
 }
 
 // State returns a copy of the state of the key it (from Each) names; the
@@ -460,6 +455,9 @@ const minInt64 = -1 << 63
 // expired at the start of a pass is gone by its end; callers sweep again at
 // once while a good share of the work was removals.
 func (sh *Shard) Sweep(now int64, budget int) int {
+	if sh.idx.old != nil {
+		sh.idx.migrate(&sh.slabs, budget) // expired keys are swept from the new table
+	}
 	size := sh.idx.size
 	if size == 0 {
 		return 0
@@ -675,6 +673,7 @@ func New(opts Options) *Store {
 	for i := range s.shards {
 		s.shards[i].track = opts.TrackChanges
 		s.shards[i].seed = s.seed
+		s.shards[i].idx.seed = s.seed
 	}
 	s.SetMaxMemory(opts.MaxMemory)
 	return s
