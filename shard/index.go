@@ -93,7 +93,10 @@ func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 }
 
 // takeOld looks key up in the old table and, when found, leaves a tomb
-// there and returns its ref (the caller puts it in the new table).
+// there and returns its ref (the caller puts it in the new table). Slots
+// below mig were moved already and are left as they were, to keep the probe
+// runs intact: a key there is the new table's (or was deleted since), so
+// they never match.
 func (x *index) takeOld(s *slabs, key []byte, h uint64) (ref, []byte) {
 	tag := tagOf(h)
 	for i := home(h, x.oldSize); ; {
@@ -102,7 +105,7 @@ func (x *index) takeOld(s *slabs, key []byte, h uint64) (ref, []byte) {
 		if t == 0 {
 			return 0, nil
 		}
-		if t == tag {
+		if t == tag && i >= x.mig {
 			r := g.refs[i&7]
 			if k, p := recSplit(s.get(r)); bytes.Equal(k, key) {
 				g.tags[i&7], g.refs[i&7] = tomb, 0

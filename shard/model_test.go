@@ -225,3 +225,43 @@ func TestGrowIncrementally(t *testing.T) {
 		t.Fatalf("after sweeping all: %d keys, still moving: %v, %d bytes", sh.Len(), sh.idx.old != nil, s.Stats().Memory)
 	}
 }
+
+// TestGrowDeleteMovedKey: a key the move has passed, then deleted, stays
+// deleted while the move goes on (its old slot, left behind to keep the old
+// table's probe runs, must never match again).
+func TestGrowDeleteMovedKey(t *testing.T) {
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	var keys []string
+	for i := 0; ; i++ {
+		k := fmt.Sprint("k", i)
+		size := sh.idx.size
+		sh.Insert([]byte(k), &fake{size: 1}, 100)
+		keys = append(keys, k)
+		if i >= 5000 && sh.idx.size != size {
+			break // a move just started
+		}
+		if i > 100000 {
+			t.Fatal("the index never grew")
+		}
+	}
+	sh.idx.migrate(&sh.slabs, sh.idx.oldSize/2) // half of the old table moved
+	if sh.idx.old == nil {
+		t.Fatal("the move finished too early for this test")
+	}
+	// Few enough lookups (8 slots moved each) that the move goes on.
+	for _, k := range keys[:100] {
+		if !sh.Delete([]byte(k), 0) {
+			t.Fatalf("Delete(%s): not found", k)
+		}
+		if _, _, ok := sh.Get([]byte(k), 0); ok {
+			t.Fatalf("%s came back after its deletion", k)
+		}
+	}
+	if sh.idx.old == nil {
+		t.Fatal("the move finished during the test")
+	}
+	if want := len(keys) - 100; sh.Len() != want {
+		t.Fatalf("after deleting 100: %d keys, want %d", sh.Len(), want)
+	}
+}
