@@ -120,13 +120,24 @@ func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
 // the stored object itself.
 func (sh *Shard) Load(f Found, into engine.State) engine.State {
 	if f.Boxed {
-		i, _ := binary.Uvarint(f.pay)
-		return sh.boxes[i]
+		return sh.boxes[boxIndex(f.pay)]
 	}
-	if err := into.(engine.Compact).DecodeCompact(f.pay, f.Exp); err != nil {
-		panic(fmt.Sprintf("shard: a %v record does not decode: %v", f.Kind, err))
-	}
+	decodeInto(into, f.pay, f.Exp)
 	return into
+}
+
+// boxIndex reads a boxed record's payload: the index of its box.
+func boxIndex(payload []byte) int {
+	i, _ := binary.Uvarint(payload)
+	return int(i)
+}
+
+// decodeInto decodes a record's compact payload into st. The shard wrote
+// the payload itself, so an error is a bug, not bad input.
+func decodeInto(st engine.State, payload []byte, exp int64) {
+	if err := st.(engine.Compact).DecodeCompact(payload, exp); err != nil {
+		panic(fmt.Sprintf("shard: a %v state does not decode: %v", st.Kind(), err))
+	}
 }
 
 // Put stores st, the key's state after a call, expiring at exp: it creates
@@ -172,8 +183,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	if f.OK {
 		old = sh.slabs.get(f.ref)
 		if f.Boxed {
-			i, _ := binary.Uvarint(f.pay)
-			oldBox = int(i)
+			oldBox = boxIndex(f.pay)
 		}
 	}
 	hdr := byte(st.Kind())
@@ -199,9 +209,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		}
 		if spare := sh.spare[st.Kind()&kindMask]; spare != nil {
 			payload = c.AppendCompact(payload, exp)
-			if err := spare.(engine.Compact).DecodeCompact(payload, exp); err != nil {
-				panic(fmt.Sprintf("shard: a %v state does not decode: %v", st.Kind(), err))
-			}
+			decodeInto(spare, payload, exp)
 			sh.spare[st.Kind()&kindMask] = nil
 			st, owned = spare, true
 		}
@@ -245,14 +253,14 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		var rec []byte
 		r, rec = sh.slabs.alloc(n)
 		putRecord(rec, hdr, exp, key, payload)
-		delta += int64(slotBytes(r, &sh.slabs))
+		delta += int64(sh.slabs.slotBytes(r))
 		if f.OK {
 			if old[0]&flagDirty != 0 {
 				// Still to be drained: the new record is, in its place.
 				rec[0] |= flagDirty
 				sh.dirty = append(sh.dirty, r)
 			}
-			delta -= int64(slotBytes(f.ref, &sh.slabs))
+			delta -= int64(sh.slabs.slotBytes(f.ref))
 			sh.slabs.release(f.ref)
 			sh.idx.setRef(f.pos, r)
 		} else {
@@ -290,7 +298,7 @@ func (sh *Shard) cool() {
 	k, pay := recSplit(rec)
 	key := append(sh.kbuf[:0], k...) // put may overwrite the record
 	sh.kbuf = key
-	i, _ := binary.Uvarint(pay)
+	i := boxIndex(pay)
 	obj := sh.boxes[i]
 	h := maphash.Bytes(sh.seed, key)
 	sh.put(sh.Find(key, h), key, h, obj, recExp(rec), false)
@@ -322,11 +330,11 @@ func (sh *Shard) freeBox(i int) {
 func (sh *Shard) removeAt(pos int, r ref) {
 	rec := sh.slabs.get(r)
 	key, payload := recSplit(rec)
-	delta := int64(slotBytes(r, &sh.slabs) + indexBytes)
+	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
-		i, _ := binary.Uvarint(payload)
+		i := boxIndex(payload)
 		delta += int64(sh.boxSize[i])
-		sh.freeBox(int(i))
+		sh.freeBox(i)
 	}
 	if sh.track {
 		sh.deleted = append(sh.deleted, string(key))
@@ -354,10 +362,9 @@ func (sh *Shard) markDirty(r ref) {
 // Usage returns the bytes the key f found takes, as the memory bound counts
 // them: its record's slot, its share of the index and a boxed state.
 func (sh *Shard) Usage(f Found) int {
-	n := slotBytes(f.ref, &sh.slabs) + indexBytes
+	n := sh.slabs.slotBytes(f.ref) + indexBytes
 	if f.Boxed {
-		i, _ := binary.Uvarint(f.pay)
-		n += int(sh.boxSize[i])
+		n += int(sh.boxSize[boxIndex(f.pay)])
 	}
 	return n
 }
@@ -394,18 +401,21 @@ func (sh *Shard) State(it Item) engine.State {
 }
 
 // decodeCopy returns record r's state as a new object (a box's is shared).
-func (sh *Shard) decodeCopy(r ref) engine.State {
+func (sh *Shard) decodeCopy(r ref) engine.State { return sh.stateAt(r, nil) }
+
+// stateAt returns record r's state: its box, or its payload decoded into
+// into (a new state of its kind when into is nil).
+func (sh *Shard) stateAt(r ref, into engine.State) engine.State {
 	rec := sh.slabs.get(r)
 	_, payload := recSplit(rec)
 	if rec[0]&flagBoxed != 0 {
-		i, _ := binary.Uvarint(payload)
-		return sh.boxes[i]
+		return sh.boxes[boxIndex(payload)]
 	}
-	st := NewState(engine.Kind(rec[0] & kindMask))
-	if err := st.(engine.Compact).DecodeCompact(payload, recExp(rec)); err != nil {
-		panic(fmt.Sprintf("shard: a %v record does not decode: %v", st.Kind(), err))
+	if into == nil {
+		into = NewState(engine.Kind(rec[0] & kindMask))
 	}
-	return st
+	decodeInto(into, payload, recExp(rec))
+	return into
 }
 
 // NewState returns a fresh (zero) state of kind k, or nil for an unknown
@@ -540,22 +550,11 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 // decodeScratch returns record r's state decoded into the shard's scratch
 // state of its kind (or its box), valid until the next call.
 func (sh *Shard) decodeScratch(r ref) engine.State {
-	rec := sh.slabs.get(r)
-	k := engine.Kind(rec[0] & kindMask)
-	_, payload := recSplit(rec)
-	if rec[0]&flagBoxed != 0 {
-		i, _ := binary.Uvarint(payload)
-		return sh.boxes[i]
+	k := engine.Kind(sh.slabs.get(r)[0] & kindMask)
+	if sh.scratch[k] == nil {
+		sh.scratch[k] = NewState(k)
 	}
-	st := sh.scratch[k]
-	if st == nil {
-		st = NewState(k)
-		sh.scratch[k] = st
-	}
-	if err := st.(engine.Compact).DecodeCompact(payload, recExp(rec)); err != nil {
-		panic(fmt.Sprintf("shard: a %v record does not decode: %v", k, err))
-	}
-	return st
+	return sh.stateAt(r, sh.scratch[k])
 }
 
 // Redirty records keys as changed again (a flush that failed to write

@@ -181,7 +181,7 @@ func (s *slabs) release(r ref) {
 }
 
 // slotBytes is the memory record r occupies.
-func slotBytes(r ref, s *slabs) int {
+func (s *slabs) slotBytes(r ref) int {
 	c := r >> classShift
 	if c == bigClass {
 		return cap(s.big[r&slotMask])
