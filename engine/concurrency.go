@@ -45,6 +45,14 @@ var _ State = (*Concurrency)(nil)
 // Kind returns KindConcurrency.
 func (s *Concurrency) Kind() Kind { return KindConcurrency }
 
+// Reset makes s a fresh key's state, keeping the lease slice's memory (its
+// ids cleared, so they can be collected).
+func (s *Concurrency) Reset() {
+	l := s.leases
+	clear(l)
+	*s = Concurrency{leases: l[:0]}
+}
+
 // Acquire admits n units at now (ns) under lease id for the duration lease
 // if the units held plus n fit in limit, and returns the decision.
 // Remaining is limit minus the units held after the call (at least 0);

@@ -397,3 +397,28 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 		i++
 	}
 }
+
+// TestConcurrencyResetKeepsLeases: Reset makes a fresh state (the same
+// decisions as a zero Concurrency) but keeps the lease slice, so a reused
+// scratch state acquires without allocating.
+func TestConcurrencyResetKeepsLeases(t *testing.T) {
+	var c Concurrency
+	for i := int64(0); i < 3; i++ {
+		c.Acquire(1e9+i, 3, time.Second, 1, fmt.Sprint("id", i))
+	}
+	c.Reset()
+	var zero Concurrency
+	for i := int64(0); i < 4; i++ {
+		now := 5e9 + i
+		id := fmt.Sprint("again", i)
+		if got, want := c.Acquire(now, 3, time.Second, 1, id), zero.Acquire(now, 3, time.Second, 1, id); got != want {
+			t.Fatalf("acquire %d after Reset = %+v, a fresh state says %+v", i, got, want)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		c.Reset()
+		c.Acquire(9e9, 3, time.Second, 1, "id")
+	}); allocs != 0 {
+		t.Fatalf("Reset then Acquire allocated %v times, want 0", allocs)
+	}
+}

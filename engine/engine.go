@@ -80,6 +80,10 @@ type State interface {
 	// Size is an estimate of the heap bytes the state holds, for memory
 	// accounting.
 	Size() int
+	// Reset makes the state a fresh key's (the zero value's behaviour),
+	// keeping memory it can reuse, so a scratch state serves many keys
+	// without allocating.
+	Reset()
 }
 
 // ErrCorrupt is returned by decoders for data they cannot read.

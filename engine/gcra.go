@@ -130,6 +130,9 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 // Kind returns KindThrottle.
 func (s *GCRA) Kind() Kind { return KindThrottle }
 
+// Reset makes s a fresh key's state.
+func (s *GCRA) Reset() { *s = GCRA{} }
+
 // Size returns the bytes a GCRA state holds (no pointers: just the struct).
 func (s *GCRA) Size() int { return int(unsafe.Sizeof(*s)) }
 

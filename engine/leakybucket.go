@@ -120,6 +120,9 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 // Kind returns KindLeakyBucket.
 func (s *LeakyBucket) Kind() Kind { return KindLeakyBucket }
 
+// Reset makes s a fresh key's state.
+func (s *LeakyBucket) Reset() { *s = LeakyBucket{} }
+
 // Size returns the bytes a LeakyBucket state holds (no pointers: just the struct).
 func (s *LeakyBucket) Size() int { return int(unsafe.Sizeof(*s)) }
 

@@ -146,6 +146,9 @@ func (s *TokenBucket) carry(back u128, p TokenBucketParams) u128 {
 // Kind returns KindTokenBucket.
 func (s *TokenBucket) Kind() Kind { return KindTokenBucket }
 
+// Reset makes s a fresh key's state.
+func (s *TokenBucket) Reset() { *s = TokenBucket{} }
+
 // Size returns the bytes a TokenBucket state holds (no pointers: just the struct).
 func (s *TokenBucket) Size() int { return int(unsafe.Sizeof(*s)) }
 

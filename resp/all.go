@@ -147,20 +147,6 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 	panic("resp: CL.ALL rule of unknown kind")
 }
 
-// resetState makes st a fresh key's state, in place.
-func resetState(st engine.State) {
-	switch s := st.(type) {
-	case *engine.GCRA:
-		*s = engine.GCRA{}
-	case *engine.TokenBucket:
-		*s = engine.TokenBucket{}
-	case *engine.LeakyBucket:
-		*s = engine.LeakyBucket{}
-	case *engine.Window:
-		s.Reset()
-	}
-}
-
 // ruleScratch returns connection scratch for rule i's state (its kind's
 // slot, allocated on first use).
 func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
@@ -186,7 +172,7 @@ func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
 			if f.Boxed {
 				r.state = sh.Load(f, *scratch)
 			}
-			resetState(r.state)
+			r.state.Reset()
 			return true
 		}
 		sh.Expire(f)
@@ -194,7 +180,7 @@ func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
 	}
 	if !f.OK {
 		r.state, r.added = *scratch, true
-		resetState(r.state)
+		r.state.Reset()
 		return true
 	}
 	if f.Kind != r.kind {

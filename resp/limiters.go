@@ -68,7 +68,7 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 			if f.Boxed {
 				live = sh.Load(f, st).(P)
 			}
-			fresh(live)
+			live.Reset()
 			d, _ = take(live)
 			if d.ResetAfter > 0 {
 				keep(sp, sh.Revive(f, key, h, live, expireAt(now, d.ResetAfter)))
@@ -81,7 +81,7 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 		f = sh.Find(key, h)
 	}
 	if !f.OK {
-		fresh(st)
+		st.Reset()
 		d, _ = take(st)
 		if d.ResetAfter > 0 {
 			keep(sp, sh.Put(f, key, h, st, expireAt(now, d.ResetAfter), true))
@@ -98,17 +98,6 @@ func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, n
 	d, changed := take(live)
 	keep(sp, storeOutcome(sh, f, key, h, live, now, d.ResetAfter, changed))
 	return d, true
-}
-
-// fresh makes st a fresh key's state, keeping memory it can reuse (a LOG
-// window's ring, see engine.Window.Reset).
-func fresh[T any, P statePtr[T]](st P) {
-	if r, ok := any(st).(interface{ Reset() }); ok {
-		r.Reset()
-		return
-	}
-	var zero T
-	*(*T)(st) = zero
 }
 
 // keep replaces the scratch state *sp after the shard kept it as a box.

@@ -15,6 +15,7 @@ type fake struct{ size int }
 func (f *fake) Kind() engine.Kind                     { return engine.KindTokenBucket }
 func (f *fake) AppendBinary(b []byte) ([]byte, error) { return append(b, byte(f.size)), nil }
 func (f *fake) Size() int                             { return f.size }
+func (f *fake) Reset()                                { *f = fake{} }
 
 const sec = int64(time.Second)
 
