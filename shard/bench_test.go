@@ -23,23 +23,8 @@ func BenchmarkTake(b *testing.B) {
 			p := engine.TokenBucketParams{Capacity: 1_000_000_000, Rate: 1, Period: time.Hour}
 			now := int64(1.8e18)
 			scratch := &engine.TokenBucket{}
-			take := func(key []byte) {
-				h := s.Hash(key)
-				sh := s.ShardOf(h)
-				sh.Lock()
-				f := sh.Find(key, h)
-				st := scratch
-				if f.OK {
-					st = sh.Load(f, scratch).(*engine.TokenBucket)
-				} else {
-					*st = engine.TokenBucket{}
-				}
-				d := st.Take(now, p, 1)
-				if sh.Put(f, key, h, st, now+int64(d.ResetAfter), true) {
-					scratch = &engine.TokenBucket{}
-				}
-				sh.Unlock()
-			}
+			takeTB := func(st *engine.TokenBucket) engine.Decision { return st.Take(now, p, 1) }
+			take := func(key []byte) { call(s, key, now, &scratch, takeTB) }
 			for _, k := range names {
 				take(k)
 			}

@@ -19,6 +19,33 @@ func (f *fake) Reset()                                { *f = fake{} }
 
 const sec = int64(time.Second)
 
+// call runs one limiter call on key as resp does, under the key's shard
+// lock: Find, Load into the caller's scratch (reset for a new key), take,
+// Put; a scratch the shard kept is replaced. It returns what Find saw, the state taken on and
+// whether Put kept it.
+func call[T any, P interface {
+	*T
+	engine.State
+}](s *Store, key []byte, now int64, scratch *P, take func(P) engine.Decision) (f Found, live P, kept bool) {
+	h := s.Hash(key)
+	sh := s.ShardOf(h)
+	sh.Lock()
+	f = sh.Find(key, h)
+	live = *scratch
+	if f.OK {
+		live = sh.Load(f, live).(P)
+	} else {
+		live.Reset()
+	}
+	d := take(live)
+	kept = sh.Put(f, key, h, live, now+int64(d.ResetAfter), true)
+	sh.Unlock()
+	if kept {
+		*scratch = new(T)
+	}
+	return f, live, kept
+}
+
 func TestLazyExpiry(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
@@ -198,29 +225,25 @@ func TestBoxedStateInPlace(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
 	key := []byte("log")
-	h := s.Hash(key)
 	p := engine.WindowParams{Limit: 100000, Window: time.Hour, Mode: engine.WindowLog}
 	now := int64(1.8e18)
 	scratch := &engine.Window{}
+	take := func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) }
 	var box engine.State
 	keptAt := -1
 	for i := 0; i < 500; i++ {
 		now += 1e9 + int64(i)*7919
 		sh.Insert([]byte("other"), &fake{}, now+1e12) // so that "log" is never hot
-		f := sh.Find(key, h)
-		st := scratch
-		if f.OK {
-			st = sh.Load(f, scratch).(*engine.Window)
-		}
+		before := scratch
+		_, st, kept := call(s, key, now, &scratch, take)
 		if box != nil && st != box {
 			t.Fatalf("call %d: Load returned %p, not the box %p", i, st, box)
 		}
-		d := st.Take(now, p, 1)
-		if sh.Put(f, key, h, st, now+int64(d.ResetAfter), true) {
-			if keptAt >= 0 || st != scratch {
+		if kept {
+			if keptAt >= 0 || st != before {
 				t.Fatalf("call %d: Put kept a state again (first at %d)", i, keptAt)
 			}
-			keptAt, box, scratch = i, st, &engine.Window{}
+			keptAt, box = i, st
 		}
 		if got := s.Stats().Memory; box != nil && got < int64(box.Size()) {
 			t.Fatalf("call %d: memory %d < the box's %d bytes", i, got, box.Size())
@@ -249,20 +272,9 @@ func TestHotKey(t *testing.T) {
 	p := engine.GCRAParams{MaxBurst: 99, Count: 10, Period: time.Second}
 	now := int64(1.8e18)
 	scratch := &engine.GCRA{}
-	take := func(key string) (f Found, kept bool) {
-		k := []byte(key)
-		h := s.Hash(k)
-		f = sh.Find(k, h)
-		st := scratch
-		if f.OK {
-			st = sh.Load(f, scratch).(*engine.GCRA)
-		} else {
-			*st = engine.GCRA{}
-		}
-		d := st.Take(now, p, 1)
-		if kept = sh.Put(f, k, h, st, now+int64(d.ResetAfter), true); kept {
-			scratch = &engine.GCRA{}
-		}
+	takeGCRA := func(g *engine.GCRA) engine.Decision { return g.Take(now, p, 1) }
+	take := func(key string) (Found, bool) {
+		f, _, kept := call(s, []byte(key), now, &scratch, takeGCRA)
 		return f, kept
 	}
 	remaining := func(key string) int64 {
@@ -315,20 +327,8 @@ func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
 	now := int64(1.8e18)
 	scratch := &engine.TokenBucket{}
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
-	hashes := []uint64{s.Hash(keys[0]), s.Hash(keys[1]), s.Hash(keys[2])}
-	take := func(i int) {
-		f := sh.Find(keys[i], hashes[i])
-		st := scratch
-		if f.OK {
-			st = sh.Load(f, scratch).(*engine.TokenBucket)
-		} else {
-			*st = engine.TokenBucket{}
-		}
-		d := st.Take(now, p, 1)
-		if sh.Put(f, keys[i], hashes[i], st, now+int64(d.ResetAfter), true) {
-			scratch = &engine.TokenBucket{}
-		}
-	}
+	takeTB := func(b *engine.TokenBucket) engine.Decision { return b.Take(now, p, 1) }
+	take := func(i int) { call(s, keys[i], now, &scratch, takeTB) }
 	round := func() {
 		for i := range keys {
 			take(i)
