@@ -75,7 +75,7 @@ func (c *Conn) describe(now time.Time) string {
 	idle := now.Sub(time.Unix(0, c.lastSeen.Load())) / time.Second
 	var b strings.Builder
 	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
-	b.WriteString(" addr=" + c.raddr + " laddr=" + c.laddr + " fd=-1 name=" + name)
+	b.WriteString(" addr=" + c.raddr + " laddr=" + c.laddr + " fd=" + strconv.Itoa(c.fdNum) + " name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle), 10))
 	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")

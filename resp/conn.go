@@ -16,10 +16,18 @@ import (
 // from other connections) and the atomic counters.
 type Conn struct {
 	srv *Server
-	nc  net.Conn
+	nc  net.Conn // nil when an event loop serves the connection
 	rd  *Reader
 	out []byte
 	id  int64
+
+	// Event loop mode (see loop_linux.go): the socket, its reader and
+	// loop; writing means replies wait for the socket to take them.
+	fd      int
+	fdr     *fdReader
+	loop    *eventLoop
+	writing bool
+	fdNum   int // fd as CLIENT LIST shows it (-1 in goroutine mode)
 
 	proto    int // 2 or 3
 	authed   bool
@@ -63,6 +71,8 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 		rd:      NewReader(nc, int(s.maxBulk.Load())),
 		out:     make([]byte, 0, 4096),
 		id:      s.nextID.Add(1),
+		fd:      -1,
+		fdNum:   -1,
 		proto:   2,
 		authed:  *s.requirePass.Load() == "",
 		created: time.Now(),
@@ -72,6 +82,17 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.respVer.Store(2)
 	return c
+}
+
+// closeNow closes a connection no goroutine or loop serves yet.
+func (c *Conn) closeNow() {
+	if c.nc != nil {
+		c.nc.Close()
+	}
+	if c.fd >= 0 {
+		closeFD(c.fd)
+		c.fd = -1
+	}
 }
 
 // flush writes the buffered replies; false means the connection is gone.

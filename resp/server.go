@@ -38,6 +38,10 @@ type Config struct {
 	Logger *log.Logger
 	// Settings are reported read-only by CONFIG GET (bind, port, dir, ...).
 	Settings map[string]string
+	// EventLoops is how many event loops serve the connections (see
+	// loop_linux.go); 0 means a goroutine per connection, the only mode
+	// outside Linux.
+	EventLoops int
 	// OnShutdown is called by SHUTDOWN after replying is no longer needed;
 	// save tells whether to flush first. Default: nothing.
 	OnShutdown func(save bool)
@@ -71,6 +75,8 @@ type Server struct {
 	maxMemory   atomic.Int64
 
 	ln       net.Listener
+	loops    []*eventLoop
+	nextLoop int
 	started  time.Time
 	nextID   atomic.Int64
 	mu       sync.Mutex
@@ -117,6 +123,11 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close. It returns nil after Close.
 func (s *Server) Serve() error {
+	if s.cfg.EventLoops > 0 && s.loops == nil {
+		if err := s.startLoops(s.cfg.EventLoops); err != nil {
+			return err
+		}
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -133,19 +144,44 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		c := s.newConn(nc)
+		var c *Conn
+		var l *eventLoop
+		if len(s.loops) > 0 {
+			l = s.loops[s.nextLoop%len(s.loops)]
+			s.nextLoop++
+			if c, err = l.adopt(nc); err != nil {
+				s.logf("accept: %v", err)
+				nc.Close()
+				continue
+			}
+		} else {
+			c = s.newConn(nc)
+		}
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
-			nc.Close()
+			c.closeNow()
 			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.totConns.Add(1)
-		go s.serveConn(c)
+		if l != nil {
+			l.add(c)
+		} else {
+			go s.serveConn(c)
+		}
 	}
+}
+
+// forget drops a closed connection from the server's books.
+func (s *Server) forget(c *Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.doneCmds.Add(c.cmds.Load())
+	s.wg.Done()
 }
 
 // Close stops accepting, lets every connection finish the command it is
@@ -156,7 +192,11 @@ func (s *Server) Close(timeout time.Duration) {
 	if s.ln != nil {
 		s.ln.Close()
 	}
+	loops := s.loops
 	for c := range s.conns {
+		if c.nc == nil {
+			continue // an event loop's: closed by its loop below
+		}
 		// Interrupts a connection blocked in Read; one executing a command
 		// finishes it, flushes, and then sees the deadline.
 		c.nc.SetReadDeadline(time.Unix(1, 0))
@@ -164,7 +204,13 @@ func (s *Server) Close(timeout time.Duration) {
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() {
+		for _, l := range loops {
+			l.shutdown() // after the command it runs, like a connection's goroutine
+		}
+		s.wg.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(timeout):
@@ -174,11 +220,7 @@ func (s *Server) Close(timeout time.Duration) {
 func (s *Server) serveConn(c *Conn) {
 	defer func() {
 		c.nc.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.doneCmds.Add(c.cmds.Load())
-		s.wg.Done()
+		s.forget(c)
 	}()
 	for {
 		args, err := c.rd.Next()

@@ -37,6 +37,7 @@ type options struct {
 	enableDebug  bool
 	cpuProfile   string
 	threads      int
+	io           string
 }
 
 func main() {
@@ -60,6 +61,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
+	fs.StringVar(&o.io, "io", defaultIO, "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -86,6 +88,15 @@ func parseOptions(args []string) (*options, error) {
 	if o.threads < 1 {
 		return nil, fmt.Errorf("--threads must be at least 1")
 	}
+	switch o.io {
+	case "epoll":
+		if runtime.GOOS != "linux" {
+			return nil, fmt.Errorf("--io epoll needs Linux; use --io goroutines")
+		}
+	case "goroutines":
+	default:
+		return nil, fmt.Errorf("--io must be epoll or goroutines")
+	}
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
 	}
@@ -95,6 +106,17 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--appendfsync must be always, everysec or no")
 	}
 	return o, nil
+}
+
+// defaultIO is --io's default: event loops where there are any.
+var defaultIO = map[bool]string{true: "epoll", false: "goroutines"}[runtime.GOOS == "linux"]
+
+// eventLoops returns resp.Config.EventLoops for o: one loop per thread.
+func eventLoops(o *options) int {
+	if o.io == "epoll" {
+		return o.threads
+	}
+	return 0
 }
 
 func parseBytes(s string) (int64, error) {
@@ -148,6 +170,7 @@ func run(args []string) int {
 		RequirePass:     o.requirepass,
 		ProtoMaxBulkLen: int(maxBulk),
 		EnableDebug:     o.enableDebug,
+		EventLoops:      eventLoops(o),
 		LogMaxLimit:     o.logMaxLimit,
 		Settings: map[string]string{
 			"bind":                 o.bind,
@@ -157,6 +180,8 @@ func run(args []string) int {
 			"appendfsync":          o.appendfsync,
 			"shards":               strconv.Itoa(o.shards),
 			"enable-debug-command": strconv.FormatBool(o.enableDebug),
+			"io":                   o.io,
+			"threads":              strconv.Itoa(o.threads),
 		},
 		OnShutdown: func(save bool) {
 			select {
