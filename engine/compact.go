@@ -11,8 +11,9 @@ import (
 // keyspace keeps a state inline, as bytes in pointer-free slabs, and decodes
 // it into a reusable scratch state for each command. Unlike AppendBinary (the
 // on-disk format, fixed-width and versioned) it is tuned for size: a typical
-// key costs 6 to 12 bytes. It is never persisted, so it has no version byte
-// and may change freely between releases.
+// key costs 6 to 12 bytes, plus its lease ids for a Concurrency. It is never
+// persisted, so it has no version byte and may change freely between
+// releases.
 //
 // Three tricks make it small, all exact:
 //
@@ -25,8 +26,9 @@ import (
 //   - Instants are stored as the difference from where the key's expiry ref
 //     says they usually are: a bucket was last updated ⌈backlog/rate⌉ before
 //     it is full again, a FIXED window started one window before it resets,
-//     a SLIDING one two windows before, and a LOG's last admission is one
-//     window before it empties. For a key whose ref is its expiry the
+//     a SLIDING one two windows before, a LOG's last admission is one
+//     window before it empties, and the last lease a Concurrency took
+//     expires at ref. For a key whose ref is its expiry the
 //     difference is 0, one byte. Differences wrap around uint64, so any ref
 //     round-trips any instant; a far ref only costs bytes.
 //
@@ -44,8 +46,9 @@ import (
 // running a command must decode the record with the old expiry and encode it
 // again with the new one.
 
-// Compact is implemented by states the keyspace can hold inline as bytes.
-// Concurrency does not implement it: its leases are kept as a heap object.
+// Compact is implemented by states the keyspace can hold inline as bytes:
+// every kind (a Concurrency only because its lease ids are stored inline,
+// see MaxLeaseIDLen).
 type Compact interface {
 	State
 	// AppendCompact appends the compact encoding of the parameters and the
@@ -65,6 +68,7 @@ var (
 	_ Compact = (*TokenBucket)(nil)
 	_ Compact = (*LeakyBucket)(nil)
 	_ Compact = (*Window)(nil)
+	_ Compact = (*Concurrency)(nil)
 )
 
 // The errors of DecodeCompact, all wrapping ErrCorrupt. They are built once
@@ -77,6 +81,7 @@ var (
 	errCompactParams   = fmt.Errorf("%w: compact: invalid parameters", ErrCorrupt)
 	errCompactState    = fmt.Errorf("%w: compact: state out of range", ErrCorrupt)
 	errCompactLog      = fmt.Errorf("%w: compact: bad window log", ErrCorrupt)
+	errCompactLeases   = fmt.Errorf("%w: compact: bad lease set", ErrCorrupt)
 )
 
 // pow1000 holds the scales a two-bit scale class selects, and maxScaled
@@ -169,6 +174,17 @@ func (r *compactReader) int64() int64 {
 		return 0
 	}
 	return int64(v)
+}
+
+// bytes reads the next n raw bytes.
+func (r *compactReader) bytes(n uint64) []byte {
+	if n > uint64(len(r.b)) {
+		r.fail(errCompactVarint)
+		return nil
+	}
+	b := r.b[:n]
+	r.b = r.b[n:]
+	return b
 }
 
 // scaled reads a value written as m·1000^c, checking that c was the largest
@@ -605,4 +621,173 @@ func floorPow2(n int) int {
 		return 0
 	}
 	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// Compact encoding of a Concurrency. The fresh state (the zero value: no
+// parameters, no last change, no lease) is no bytes at all; any other is
+//
+//	header  one byte: bits 0-1 and 2-3 the scale classes of limit and
+//	        lease, bit 4 set when some id is not MaxLeaseIDLen bytes long
+//	        (each lease then stores its id's length), bits 5-7 zero
+//	limit   scaled
+//	lease   scaled, ns
+//	last    zigzag varint: last − (ref − lease), wrapping: a key expires
+//	        when its last lease does, and the lease taken last is usually
+//	        that one (leases of one key tend to be of one length)
+//	count   varint: the number of leases
+//	leases  latest expiry first (the reverse of the slice), each
+//	        dt      the latest: zigzag varint expiry − ref, wrapping; the
+//	                others: varint t' − expiry, t' that of the lease after
+//	                it (expiries never decrease)
+//	        du      varint: units − 1 (a lease holds at least one)
+//	        idLen   varint, only with header bit 4: the id's length
+//	        id      the id's bytes
+//
+// For a key whose ref is its expiry, the lease that expires last costs one
+// byte of expiry, and leases of one length taken in a burst cost little
+// more. The ids, random and server-made, cannot be shortened: a key with
+// one lease of one unit costs 7 bytes plus its id.
+
+// concIDLens is bit 4 of the header: ids are not all MaxLeaseIDLen long.
+const concIDLens = 1 << 4
+
+// AppendCompact appends the compact encoding of s (see Compact and the
+// concurrency layout above) to b.
+func (s *Concurrency) AppendCompact(b []byte, ref int64) []byte {
+	if s.limit == 0 && s.lease == 0 && s.last == 0 && len(s.leases) == 0 {
+		return b
+	}
+	ml, cl := scaleDown(uint64(s.limit))
+	md, cd := scaleDown(uint64(s.lease))
+	h := cl | cd<<2
+	for i := range s.leases {
+		if s.leases[i].idLen != MaxLeaseIDLen {
+			h |= concIDLens
+			break
+		}
+	}
+	b = append(b, h)
+	b = binary.AppendUvarint(b, ml)
+	b = binary.AppendUvarint(b, md)
+	b = appendDelta(b, s.last, int64(uint64(ref)-uint64(s.lease)))
+	b = binary.AppendUvarint(b, uint64(len(s.leases)))
+	for i := len(s.leases) - 1; i >= 0; i-- {
+		l := &s.leases[i]
+		if i == len(s.leases)-1 {
+			b = appendDelta(b, l.expiry, ref)
+		} else {
+			b = binary.AppendUvarint(b, uint64(s.leases[i+1].expiry)-uint64(l.expiry))
+		}
+		b = binary.AppendUvarint(b, uint64(l.units)-1)
+		if h&concIDLens != 0 {
+			b = append(b, l.idLen) // a varint: at most 16
+		}
+		b = append(b, l.idBytes()...)
+	}
+	return b
+}
+
+// DecodeCompact replaces s with the state AppendCompact encoded in b with
+// the same ref. It accepts the states decodeConcurrency does. It reuses s's
+// lease slice whenever its capacity holds the leases, so it allocates only
+// when the slice must grow (then leaving room for one more lease, as the
+// Acquire that usually follows takes). On error s is left fresh, its lease
+// slice kept.
+func (s *Concurrency) DecodeCompact(b []byte, ref int64) error {
+	if err := s.decodeCompact(b, ref); err != nil {
+		s.Reset()
+		return err
+	}
+	return nil
+}
+
+func (s *Concurrency) decodeCompact(b []byte, ref int64) error {
+	leases := s.leases[:0]
+	*s = Concurrency{leases: leases}
+	if len(b) == 0 {
+		return nil
+	}
+	h := b[0]
+	if h>>5 != 0 {
+		return errCompactHeader
+	}
+	r := compactReader{b: b[1:]}
+	s.limit = r.scaled(h & 3)
+	s.lease = r.scaled(h >> 2 & 3)
+	s.last = r.delta(int64(uint64(ref) - uint64(s.lease)))
+	count := r.uvarint()
+	if r.err != nil {
+		return r.err
+	}
+	if s.last < 0 {
+		return errCompactState
+	}
+	if count == 0 {
+		if h&concIDLens != 0 {
+			return errCompactHeader // no id, so none of another length
+		}
+		if err := r.end(); err != nil {
+			return err
+		}
+		if s.limit == 0 && s.lease == 0 && s.last == 0 {
+			return errCompactFresh
+		}
+		return nil
+	}
+	// Each lease takes at least three bytes (dt, du, idLen), or
+	// MaxLeaseIDLen+2 when the ids are all that long: this bounds what a
+	// bad count allocates.
+	least := uint64(MaxLeaseIDLen + 2)
+	if h&concIDLens != 0 {
+		least = 3
+	}
+	if count > uint64(len(r.b))/least {
+		return errCompactLeases
+	}
+	n := int(count)
+	if cap(leases) >= n {
+		leases = leases[:n]
+	} else {
+		leases = make([]lease, n, n+1)
+	}
+	// Leases come latest first: fill the slice backwards.
+	next, held, short := int64(0), int64(0), false
+	for i := n - 1; i >= 0; i-- {
+		var expiry int64
+		if i == n-1 {
+			expiry = r.delta(ref)
+		} else if dt := r.uvarint(); dt <= uint64(next) {
+			expiry = next - int64(dt)
+		} else {
+			r.fail(errCompactLeases) // an expiry before 0
+		}
+		du := r.uvarint()
+		idLen := uint64(MaxLeaseIDLen)
+		if h&concIDLens != 0 {
+			idLen = r.uvarint()
+		}
+		if idLen > MaxLeaseIDLen {
+			r.fail(errCompactLeases)
+		}
+		id := r.bytes(idLen)
+		if r.err != nil {
+			return r.err
+		}
+		// Expiries stay >= 0 and the units within maxInt64, as
+		// decodeConcurrency requires.
+		if expiry < 0 || du >= uint64(maxInt64-held) {
+			return errCompactLeases
+		}
+		l := lease{expiry: expiry, units: int64(du) + 1, idLen: uint8(idLen)}
+		copy(l.id[:], id)
+		leases[i] = l
+		held += l.units
+		short = short || idLen != MaxLeaseIDLen
+		next = expiry
+	}
+	s.leases, s.held = leases, held
+	if h&concIDLens != 0 && !short {
+		return errCompactHeader // the lengths were all MaxLeaseIDLen
+	}
+	return r.end()
 }

@@ -179,7 +179,7 @@ func (r *refLeases) acquire(t int64, dur time.Duration, n int64, id string) Deci
 		d.Allowed = true
 		held += n
 		if n > 0 {
-			r.leases[id] = &lease{id: id, units: n, expiry: now + int64(dur)}
+			r.leases[id] = &lease{units: n, expiry: now + int64(dur)}
 			r.last = now
 			latest = max(latest, dur)
 		}

@@ -399,11 +399,11 @@ func cmdWindow(c *Conn, args [][]byte) {
 	c.out = appendDecision(c.out, d)
 }
 
-// newLeaseID returns an unguessable lease id: 96 random bits, 16
-// characters. The bits come from the connection's ChaCha8 stream (a
-// cryptographically strong generator) seeded once from crypto/rand, so an
-// id costs no system call.
-func (c *Conn) newLeaseID() string {
+// newLeaseID writes an unguessable lease id to id: 96 random bits as 16
+// base64url characters. The bits come from the connection's ChaCha8 stream
+// (a cryptographically strong generator) seeded once from crypto/rand, so
+// an id costs no system call and no allocation.
+func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 	if c.ids == nil {
 		var seed [32]byte
 		rand.Read(seed[:])
@@ -411,7 +411,7 @@ func (c *Conn) newLeaseID() string {
 	}
 	var b [12]byte
 	c.ids.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	base64.RawURLEncoding.Encode(id[:], b[:])
 }
 
 // CL.ACQUIRE key limit lease [n]
@@ -433,16 +433,14 @@ func cmdAcquire(c *Conn, args [][]byte) {
 			return
 		}
 	}
-	id := ""
+	var id [engine.MaxLeaseIDLen]byte
 	now := c.now()
 	d, ok := update(c, args[1], now, &c.st.conc, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
-		d := st.Check(now, limit, n)
-		if n == 0 || !d.Allowed {
-			return d, false // an id is made only for an admitted request
-		}
-		id = c.newLeaseID()
-		d = st.Acquire(now, limit, lease, n, id)
-		return d, d.Allowed
+		// A denied request's id is drawn and dropped: cheaper than
+		// asking Check first.
+		c.newLeaseID(&id)
+		d := st.Acquire(now, limit, lease, n, string(id[:]))
+		return d, d.Allowed && n > 0 // n == 0 peeks: nothing is stored
 	})
 	if !ok {
 		c.err(errWrongType)
@@ -451,7 +449,7 @@ func cmdAcquire(c *Conn, args [][]byte) {
 	c.out = appendArray(c.out, 6)
 	c.out = appendDecisionFields(c.out, d)
 	if d.Allowed && n > 0 {
-		c.out = appendBulkStr(c.out, id)
+		c.out = appendBulk(c.out, id[:])
 	} else {
 		c.out = appendNull(c.out, c.proto)
 	}
@@ -488,8 +486,7 @@ func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) boo
 
 // CL.RELEASE key lease_id
 func cmdRelease(c *Conn, args [][]byte) {
-	id := string(args[2])
-	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Release(now, id) })
+	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Release(now, string(args[2])) })
 }
 
 // CL.RENEW key lease_id lease
@@ -499,6 +496,5 @@ func cmdRenew(c *Conn, args [][]byte) {
 		c.err(errInvalidDuration(args[3]))
 		return
 	}
-	id := string(args[2])
-	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, id, lease) })
+	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, string(args[2]), lease) })
 }

@@ -18,7 +18,8 @@ import (
 // same expiry and state, the same count, and drained changes that, applied
 // to a "disk" map, reproduce the live keys. The states are a boxed fake,
 // and real limiter states: token buckets (inline), LOG windows that cross
-// the inline limit both ways, and concurrency leases (always boxed).
+// the inline limit both ways, and lease sets (up to 3 leases, inline, or
+// 24, boxed).
 func TestAgainstModel(t *testing.T) {
 	makers := map[string]func(*rand.Rand) engine.State{
 		"fake": func(rng *rand.Rand) engine.State { return &fake{size: rng.IntN(200)} },
@@ -39,8 +40,12 @@ func TestAgainstModel(t *testing.T) {
 				return st
 			}
 			st := &engine.Concurrency{}
-			for i := range rng.IntN(4) {
-				st.Acquire(now, 10, time.Minute, 1, fmt.Sprint("lease", i))
+			n := rng.IntN(4)
+			if rng.IntN(4) == 0 {
+				n = 24 // about 240 bytes: boxed
+			}
+			for i := range n {
+				st.Acquire(now, 30, time.Minute, 1, fmt.Sprint("lease", i))
 			}
 			return st
 		},

@@ -4,7 +4,8 @@
 // A key's state is stored as bytes (engine.Compact, see slab.go), not as a
 // Go object: a command finds the key, decodes the state into a scratch state
 // the caller owns (Load), runs the engine on it and writes it back (Put).
-// States too large to re-encode on every call (long LOG windows, leases)
+// States too large to re-encode on every call (long LOG windows, lease sets
+// of more than about 8 leases)
 // are kept as Go objects ("boxes") that Load hands out in place.
 //
 // Locking: callers lock a shard (Lock/Unlock) around every use of its

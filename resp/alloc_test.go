@@ -1,0 +1,70 @@
+package resp
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// TestLimiterCommandsAllocateNothing: in steady state, a limiter command
+// (lookup, parsing, shard lock, engine, state decode and encode, reply)
+// allocates nothing, on one hot key and on 1,000 keys taking turns, whether
+// the keys stay alive or expire between calls (the clock moves 1 s a round,
+// so every ACQUIRE lease and bucket of the "expiring" cases has expired by
+// its key's next call).
+func TestLimiterCommandsAllocateNothing(t *testing.T) {
+	for _, cmd := range []string{
+		"CL.THROTTLE {k} 1000000 1000000 1",
+		"CL.TOKENBUCKET {k} 1000000 1000000 1",
+		"CL.LEAKYBUCKET {k} 1000000 1000000 1",
+		"CL.WINDOW {k} 1000000000 60 FIXED",
+		"CL.WINDOW {k} 1000000000 60 SLIDING",
+		"CL.WINDOW {k} 10000 10ms LOG",
+		"CL.ACQUIRE {k} 1000 10ms",
+		"CL.ALL 3 TOKENBUCKET {k}:a 1000000 1000000 1 THROTTLE {k}:b 1000000 1000000 1 FIXED {k}:c 1000000000 60",
+	} {
+		for _, keys := range []int{1, 1000} {
+			t.Run(fmt.Sprintf("%s/keys=%d", strings.Fields(cmd)[0], keys), func(t *testing.T) {
+				clock := shard.NewClock()
+				clock.Set(int64(1e18))
+				srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), clock)
+				c := &Conn{srv: srv, proto: 2, authed: true}
+				calls := make([][][]byte, keys)
+				for i := range calls {
+					k := fmt.Sprintf("key:%06d", i)
+					for _, f := range strings.Fields(strings.ReplaceAll(cmd, "{k}", k)) {
+						calls[i] = append(calls[i], []byte(f))
+					}
+				}
+				round := func() {
+					for i, args := range calls {
+						c.exec(args)
+						if len(c.out) == 0 || c.out[0] != '*' {
+							t.Fatalf("%s: %q", args, c.out)
+						}
+						c.out = c.out[:0]
+						if i%16 == 15 {
+							c.endBatch()
+						}
+					}
+					c.endBatch()
+					clock.Advance(time.Second)
+				}
+				// Create the keys, grow scratch states and slabs: past two
+				// 60 s windows, so that records have taken every size
+				// their encodings take as windows advance.
+				for range 130 {
+					round()
+				}
+				if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+					t.Fatalf("%.1f allocations per round of %d calls", allocs, keys)
+				}
+			})
+		}
+	}
+}
