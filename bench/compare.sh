@@ -25,6 +25,7 @@
 #   PERSIST=1        run rlserver with a temporary --dir (Pebble) instead of --dir ''
 #   OUT=dir          keep raw results there (default: a temp dir, removed on exit)
 #   RLSERVER_BIN=path  use this binary instead of building ./cmd/rlserver
+#   RL_IO=mode       rlserver --io: epoll (default) or goroutines
 #   RL_THREADS=n     rlserver --threads (default 1: like redis-server's one
 #                    thread, and the other core is the load generator's)
 #
@@ -151,7 +152,7 @@ start_rl() {
 		if [[ ${PERSIST:-0} == 1 ]]; then
 			dir=$TMP/rldata.$RL_PORT
 		fi
-		"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" --threads "${RL_THREADS:-1}" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
+		"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
 		RL_PID=$!
 		PIDS+=("$RL_PID")
 		wait_ready "$RL_PORT" "$RL_PID" && return 0
@@ -368,7 +369,7 @@ if [[ $MEM_KEYS -gt 0 ]]; then
 	mem_args=("$OUT/memory.tsv")
 fi
 echo
-echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16 (4 × N16 for rlserver, PING and INCR)$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)'), rlserver --threads ${RL_THREADS:-1}"
+echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16 (4 × N16 for rlserver, PING and INCR)$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)'), rlserver --threads ${RL_THREADS:-1} --io ${RL_IO:-epoll}"
 echo
 if [[ -s $OUT/results.tsv ]] || [[ ${#mem_args[@]} -gt 0 ]]; then
 	[[ -f $OUT/results.tsv ]] || : >"$OUT/results.tsv"
