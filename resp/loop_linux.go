@@ -70,6 +70,7 @@ type eventLoop struct {
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
+	closed  bool    // release has run: add closes what it is handed
 	npend   atomic.Int32
 	stop    atomic.Bool
 	done    chan struct{}
@@ -165,6 +166,12 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 // loop.
 func (l *eventLoop) add(c *Conn) {
 	l.mu.Lock()
+	if l.closed { // accepted as the server was closing
+		l.mu.Unlock()
+		c.closeNow()
+		l.srv.forget(c)
+		return
+	}
 	l.pending = append(l.pending, c)
 	l.npend.Add(1)
 	l.mu.Unlock()
@@ -366,6 +373,9 @@ func (l *eventLoop) close(c *Conn) {
 // release closes every connection (a last attempt to send what each has
 // buffered) and the loop's own descriptors.
 func (l *eventLoop) release() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	l.takePending()
 	for _, c := range l.conns {
 		c.quit = true
