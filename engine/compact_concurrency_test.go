@@ -84,16 +84,7 @@ func TestConcurrencyCompactRoundTrip(t *testing.T) {
 			if r.IntN(15) == 0 {
 				limit = compactNum(r, max(limit, 50))
 			}
-			switch r.IntN(10) {
-			case 0:
-				now -= r.Int64N(1e9) // the clock steps back
-			case 1, 2:
-				now += r.Int64N(10)
-			case 3:
-				now = winAdd(now, r.Int64N(1e12))
-			default:
-				now = winAdd(now, r.Int64N(1e8))
-			}
+			now = stepClock(r, now)
 			lease := time.Duration(compactNum(r, int64(1e15)))
 			if r.IntN(40) == 0 {
 				lease = time.Duration(maxInt64)

@@ -177,16 +177,7 @@ func TestCompactRoundTrip(t *testing.T) {
 					if r.IntN(12) == 0 {
 						p = k.params(r)
 					}
-					switch r.IntN(10) {
-					case 0:
-						now -= r.Int64N(1e9) // the clock steps back
-					case 1, 2:
-						now += r.Int64N(10)
-					case 3:
-						now = winAdd(now, r.Int64N(1e12))
-					default:
-						now = winAdd(now, r.Int64N(1e8))
-					}
+					now = stepClock(r, now)
 					lim := k.limit(p)
 					var n int64
 					switch r.IntN(8) {
@@ -601,4 +592,18 @@ func BenchmarkCompact(b *testing.B) {
 			b.ReportMetric(float64(len(buf)), "bytes")
 		})
 	}
+}
+
+// stepClock moves a randomised test's clock: mostly forward by up to 0.1 s,
+// sometimes by nanoseconds, far forward (up to 1000 s) or back (up to 1 s).
+func stepClock(r *rand.Rand, now int64) int64 {
+	switch r.IntN(10) {
+	case 0:
+		return now - r.Int64N(1e9) // the clock steps back
+	case 1, 2:
+		return now + r.Int64N(10)
+	case 3:
+		return winAdd(now, r.Int64N(1e12))
+	}
+	return winAdd(now, r.Int64N(1e8))
 }
