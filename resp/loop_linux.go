@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,14 +60,15 @@ func (r *fdReader) Read(p []byte) (int, error) {
 }
 
 type eventLoop struct {
-	srv   *Server
-	epfd  int
-	file  *os.File        // epfd, registered with the runtime poller
-	raw   syscall.RawConn // file's, to wait for epfd to become readable
-	wakeR int             // a pipe whose read end is in the epoll set:
-	wakeW int             // writing to it wakes the loop
-	conns map[int32]*Conn // by fd; the loop's goroutine only
-	evs   []syscall.EpollEvent
+	srv    *Server
+	epfd   int
+	file   *os.File        // epfd, registered with the runtime poller
+	raw    syscall.RawConn // file's, to wait for epfd to become readable
+	wakeR  int             // a pipe whose read end is in the epoll set:
+	wakeW  int             // writing to it wakes the loop
+	conns  map[int32]*Conn // by fd; the loop's goroutine only
+	evs    []syscall.EpollEvent
+	passes uint
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
@@ -237,6 +239,13 @@ func (l *eventLoop) run() {
 		}
 		if l.npend.Load() > 0 {
 			l.takePending()
+		}
+		// A busy loop never parks: yield now and then, so that other
+		// goroutines (the sweeper, persistence, another loop moved off
+		// its thread) wait for this P for a pass, not for the runtime's
+		// 10 ms preemption.
+		if l.passes++; l.passes%32 == 0 {
+			runtime.Gosched()
 		}
 	}
 }

@@ -261,6 +261,7 @@ func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
 						sh.Lock()
 						removed := sh.Sweep(now, perShard)
 						sh.Unlock()
+						runtime.Gosched() // an event loop waiting for this P runs first
 						if removed < perShard/4 {
 							break
 						}
