@@ -65,15 +65,7 @@ func TestConcurrencyCompactRoundTrip(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 0xcc))
 		var s Concurrency
 		dirty := new(Concurrency)
-		var now int64
-		switch seed % 4 {
-		case 0:
-			now = r.Int64N(1e6)
-		case 3:
-			now = maxInt64 - r.Int64N(1e13)
-		default:
-			now = 1_800_000_000_000_000_000 + r.Int64N(1e12)
-		}
+		now := startClock(r, seed)
 		limit := compactNum(r, 50)
 		if seed%6 == 5 {
 			limit = compactNum(r, maxInt64) // units of any size
@@ -546,18 +538,7 @@ func BenchmarkCompactConcurrency(b *testing.B) {
 		s    *Concurrency
 		ref  int64
 	}{{"1-lease", s1, ref1}, {"8-leases", s8, ref8}} {
-		b.Run(c.name, func(b *testing.B) {
-			buf := make([]byte, 0, 256)
-			recv := new(Concurrency)
-			b.ReportAllocs()
-			for b.Loop() {
-				buf = c.s.AppendCompact(buf[:0], c.ref)
-				if err := recv.DecodeCompact(buf, c.ref); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(buf)), "bytes")
-		})
+		b.Run(c.name, func(b *testing.B) { benchCompactRoundTrip(b, c.s, new(Concurrency), c.ref) })
 	}
 	b.Run("acquire-cycle", func(b *testing.B) {
 		rec := s1.AppendCompact(nil, ref1)
