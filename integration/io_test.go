@@ -266,3 +266,41 @@ func copyReply(b *strings.Builder, rd *bufio.Reader) error {
 	}
 	return fmt.Errorf("unexpected reply line %q", line)
 }
+
+// TestIOLargeRequests: requests larger than many reads (a 900 KB argument,
+// then 2,000 pipelined requests written byte by byte in odd-sized chunks)
+// are reassembled exactly, whatever the read boundaries.
+func TestIOLargeRequests(t *testing.T) {
+	ioModes(t, func(t *testing.T, s *server) {
+		c := dial(t, s)
+		big := strings.Repeat("0123456789abcdef", 900<<10/16)
+		c.send(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\nPING\r\n", len(big), big))
+		c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if got := readReply(t, c.rd); got != fmt.Sprintf("$%d\r\n%s\r\n", len(big), big) {
+			t.Fatalf("ECHO of %d bytes came back as %d bytes", len(big), len(got))
+		}
+		c.expect("+PONG")
+
+		var req strings.Builder
+		for i := 0; i < 2000; i++ {
+			arg := strconv.Itoa(i)
+			fmt.Fprintf(&req, "*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(arg), arg)
+		}
+		b := req.String()
+		go func() {
+			for chunk := 1; len(b) > 0; chunk = chunk%97 + 13 {
+				n := min(chunk, len(b))
+				if _, err := c.nc.Write([]byte(b[:n])); err != nil {
+					return
+				}
+				b = b[n:]
+			}
+		}()
+		for i := 0; i < 2000; i++ {
+			arg := strconv.Itoa(i)
+			if got := readReply(t, c.rd); got != fmt.Sprintf("$%d\r\n%s\r\n", len(arg), arg) {
+				t.Fatalf("reply %d: %q", i, got)
+			}
+		}
+	})
+}
