@@ -186,7 +186,7 @@ func (l *eventLoop) run() {
 	defer close(l.done)
 	defer l.release()
 	for !l.stop.Load() {
-		n, err := syscall.EpollWait(l.epfd, l.evs, -1)
+		n, err := l.wait()
 		if err == syscall.EINTR {
 			continue // the runtime's preemption signal (SIGURG), or a profiler's
 		}
@@ -229,6 +229,25 @@ func (l *eventLoop) run() {
 			runtime.Gosched()
 		}
 	}
+}
+
+// spinPolls is how many times a loop that finds nothing ready asks again,
+// without blocking, before it blocks in epoll_wait. Under load the next
+// request is usually microseconds away; blocking for it costs a wake-up, and
+// the runtime, finding the loop's P in a system call, wakes another thread
+// to poll the network in its place. 20 polls (~10 µs) bought 4-5% at P16 on
+// random keys and at P1, alternating runs against 0.
+const spinPolls = 20
+
+// wait returns the ready events: at once if any are ready within
+// spinPolls non-blocking polls, else when epoll_wait wakes.
+func (l *eventLoop) wait() (int, error) {
+	for range spinPolls {
+		if n, err := syscall.EpollWait(l.epfd, l.evs, 0); n != 0 || err != nil {
+			return n, err
+		}
+	}
+	return syscall.EpollWait(l.epfd, l.evs, -1)
 }
 
 // takePending registers the connections the acceptor handed over. A
