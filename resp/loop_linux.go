@@ -22,7 +22,8 @@ import (
 // rlserver's p99 latency at 1.5× Redis's. A loop handles the ready
 // connections in the order epoll reports them.
 //
-// A loop waits in epoll_wait itself, a blocking system call, like Redis.
+// A loop waits in epoll_wait itself, a blocking system call, like Redis
+// (after a few non-blocking polls: see spinPolls).
 // The Go runtime hands the loop's P to its other goroutines (the acceptor,
 // the sweeper, persistence) while the call blocks. Parking the loop in the
 // runtime's poller instead (which can watch an epoll descriptor) cost an
