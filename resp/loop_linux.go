@@ -23,9 +23,9 @@ import (
 // connections in the order epoll reports them.
 //
 // A loop waits in epoll_wait itself, a blocking system call, like Redis
-// (after a few non-blocking polls: see spinPolls).
-// The Go runtime hands the loop's P to its other goroutines (the acceptor,
-// the sweeper, persistence) while the call blocks. Parking the loop in the
+// (after a few non-blocking polls: see spinPolls). The Go runtime hands the
+// loop's P to its other goroutines (the acceptor, the sweeper, persistence)
+// while the call blocks. Parking the loop in the
 // runtime's poller instead (which can watch an epoll descriptor) cost an
 // extra epoll_wait and a scheduler round trip at every idle moment: same
 // throughput, but a p99 0.15-0.3 ms longer (PING and CL.THROTTLE at P16
@@ -222,10 +222,10 @@ func (l *eventLoop) run() {
 		if l.npend.Load() > 0 {
 			l.takePending()
 		}
-		// A busy loop never parks: yield now and then, so that other
-		// goroutines (the sweeper, persistence, another loop moved off
-		// its thread) wait for this P for a pass, not for the runtime's
-		// 10 ms preemption.
+		// A busy loop never blocks, so it never gives up its P: yield
+		// now and then, so that other goroutines (the sweeper,
+		// persistence, another loop moved off its thread) wait for
+		// this P for a pass, not for the runtime's 10 ms preemption.
 		if l.passes++; l.passes%32 == 0 {
 			runtime.Gosched()
 		}
