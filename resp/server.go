@@ -108,11 +108,18 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Server {
 	return s
 }
 
-// Listen binds the listening socket on addr ("127.0.0.1:0" picks a port).
+// Listen binds the listening socket on addr ("127.0.0.1:0" picks a port)
+// and starts the event loops, if any, that Serve will hand connections to.
 func (s *Server) Listen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if s.cfg.EventLoops > 0 {
+		if err := s.startLoops(s.cfg.EventLoops); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	s.ln = ln
 	return nil
@@ -123,11 +130,6 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until Close. It returns nil after Close.
 func (s *Server) Serve() error {
-	if s.cfg.EventLoops > 0 && s.loops == nil {
-		if err := s.startLoops(s.cfg.EventLoops); err != nil {
-			return err
-		}
-	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
