@@ -1,0 +1,25 @@
+package resp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// BenchmarkReaderPipeline16 parses pipelined batches of 16 CL.TOKENBUCKET
+// requests (as redis-benchmark sends them), per request.
+func BenchmarkReaderPipeline16(b *testing.B) {
+	batch := []byte(strings.Repeat("*5\r\n$14\r\nCL.TOKENBUCKET\r\n$9\r\ntb:012345\r\n$7\r\n1000000\r\n$7\r\n1000000\r\n$1\r\n1\r\n", 16))
+	src := bytes.NewReader(nil)
+	rd := NewReader(src, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(batch) / 16))
+	for i := 0; i < b.N; i += 16 {
+		src.Reset(batch)
+		for j := 0; j < 16; j++ {
+			if args, err := rd.Next(); err != nil || len(args) != 5 {
+				b.Fatal(err, len(args))
+			}
+		}
+	}
+}
