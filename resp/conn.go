@@ -21,11 +21,10 @@ type Conn struct {
 	out []byte
 	id  int64
 
-	// Event loop mode (see loop_linux.go): the socket, its reader and
-	// loop; writing means replies wait for the socket to take them.
+	// Event loop mode (see loop_linux.go): the socket and its reader;
+	// writing means replies wait for the socket to take them.
 	fd      int
 	fdr     *fdReader
-	loop    *eventLoop
 	writing bool
 	fdNum   int // fd as CLIENT LIST shows it (-1 in goroutine mode)
 

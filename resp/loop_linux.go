@@ -150,7 +150,6 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 	c.fd, c.fdNum = fd, fd
 	c.fdr = &fdReader{fd: fd}
 	c.rd = NewReader(c.fdr, int(l.srv.maxBulk.Load()))
-	c.loop = l
 	return c, nil
 }
 
