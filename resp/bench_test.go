@@ -52,7 +52,7 @@ func benchBatch(key func(i int) string) []byte {
 func benchServer(b *testing.B, serverSide net.Conn) *Server {
 	b.Helper()
 	s := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
-	c := s.newConn(serverSide)
+	c := s.newConn(serverSide, serverSide)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)

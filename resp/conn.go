@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"io"
 	mrand "math/rand/v2"
 	"net"
 	"sync"
@@ -63,11 +64,13 @@ type Conn struct {
 	lastSeen atomic.Int64 // Unix ns of the last command
 }
 
-func (s *Server) newConn(nc net.Conn) *Conn {
+// newConn returns the state of the accepted connection nc, whose requests
+// are read from src (nc itself, or an event loop's reader of its socket).
+func (s *Server) newConn(nc net.Conn, src io.Reader) *Conn {
 	c := &Conn{
 		srv:     s,
 		nc:      nc,
-		rd:      NewReader(nc, int(s.maxBulk.Load())),
+		rd:      NewReader(src, int(s.maxBulk.Load())),
 		out:     make([]byte, 0, 4096),
 		id:      s.nextID.Add(1),
 		fd:      -1,

@@ -139,17 +139,15 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 	if dupErr != nil {
 		return nil, os.NewSyscallError("dup", dupErr)
 	}
-	c := l.srv.newConn(nc)
-	nc.Close()
-	c.nc = nil
 	syscall.CloseOnExec(fd)
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		syscall.Close(fd)
 		return nil, os.NewSyscallError("setnonblock", err)
 	}
-	c.fd, c.fdNum = fd, fd
-	c.fdr = &fdReader{fd: fd}
-	c.rd = NewReader(c.fdr, int(l.srv.maxBulk.Load()))
+	fdr := &fdReader{fd: fd}
+	c := l.srv.newConn(nc, fdr) // reads nc's addresses: before closing it
+	nc.Close()
+	c.nc, c.fd, c.fdNum, c.fdr = nil, fd, fd, fdr
 	return c, nil
 }
 

@@ -157,7 +157,7 @@ func (s *Server) Serve() error {
 				continue
 			}
 		} else {
-			c = s.newConn(nc)
+			c = s.newConn(nc, nc)
 		}
 		s.mu.Lock()
 		if s.closing {
