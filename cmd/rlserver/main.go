@@ -61,7 +61,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
-	fs.StringVar(&o.io, "io", defaultIO, "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
+	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -109,7 +109,12 @@ func parseOptions(args []string) (*options, error) {
 }
 
 // defaultIO is --io's default: event loops where there are any.
-var defaultIO = map[bool]string{true: "epoll", false: "goroutines"}[runtime.GOOS == "linux"]
+func defaultIO() string {
+	if runtime.GOOS == "linux" {
+		return "epoll"
+	}
+	return "goroutines"
+}
 
 // eventLoops returns resp.Config.EventLoops for o: one loop per thread.
 func eventLoops(o *options) int {
