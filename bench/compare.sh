@@ -28,6 +28,10 @@
 #   RL_IO=mode       rlserver --io: epoll (default) or goroutines
 #   RL_THREADS=n     rlserver --threads (default 1: like redis-server's one
 #                    thread, and the other core is the load generator's)
+#   CEILING=0        skip the ceiling server (bench/ceiling: answers each
+#                    rlserver command with a copy of rlserver's reply,
+#                    doing no work; its rate is the most this load
+#                    generator gets from any server for that row)
 #
 # Idempotent; never targets anything but 127.0.0.1; stops its own servers on
 # exit (trap).
@@ -86,6 +90,10 @@ else
 	RL_BIN=$TMP/rlserver
 	log "building rlserver"
 	go build -o "$RL_BIN" ./cmd/rlserver
+fi
+CEIL_BIN=$TMP/ceiling
+if [[ ${CEILING:-1} == 1 ]]; then
+	go build -o "$CEIL_BIN" ./bench/ceiling
 fi
 
 # --- servers -----------------------------------------------------------------
@@ -162,6 +170,22 @@ start_rl() {
 	exit 1
 }
 
+# start_ceiling: sets CEIL_PORT and CEIL_PID; copies rlserver's replies.
+start_ceiling() {
+	local try
+	for try in 1 2 3; do
+		free_port
+		CEIL_PORT=$FREE_PORT
+		"$CEIL_BIN" -addr "$HOST:$CEIL_PORT" -upstream "$HOST:$RL_PORT" >"$TMP/ceiling.$CEIL_PORT.log" 2>&1 &
+		CEIL_PID=$!
+		PIDS+=("$CEIL_PID")
+		wait_ready "$CEIL_PORT" "$CEIL_PID" && return 0
+		tail -5 "$TMP/ceiling.$CEIL_PORT.log" >&2
+		stop "$CEIL_PID"
+	done
+	exit 1
+}
+
 stop() { # pid
 	kill "$1" 2>/dev/null || true
 	wait "$1" 2>/dev/null || true
@@ -219,16 +243,23 @@ sanity() { # port command...
 	fi
 }
 
-# bench: one redis-benchmark run; appends a line to results.tsv.
-bench() { # port pipeline keymode workload server round command
-	local port=$1 p=$2 mode=$3 w=$4 srv=$5 round=$6 cmd=$7 n rflag=() line
+# cpu_ns: CPU time of a process's threads so far, in ns (schedstat's
+# time on CPU: exact, unlike /proc/PID/stat's 10 ms ticks).
+cpu_ns() { # pid
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'
+}
+
+# bench: one redis-benchmark run; appends a line to results.tsv: the rate,
+# the latencies, and the server's CPU per request (µs, from /proc).
+bench() { # port pid pipeline keymode workload server round command
+	local port=$1 pid=$2 p=$3 mode=$4 w=$5 srv=$6 round=$7 cmd=$8 n rflag=() line t0 cpu
 	n=$N1
 	if [[ $p -gt 1 ]]; then
 		n=$N16
 		# Pipelined runs of fast commands (rlserver's, Redis PING and INCR)
 		# take 4× the requests, so that each lasts about a second like the
 		# Lua runs: a run of 0.3 s varied by ±15% between rounds.
-		if [[ $srv == rl || $w == ping || $w == incr ]]; then
+		if [[ $srv == rl || $srv == ceil || $w == ping || $w == incr ]]; then
 			n=$((4 * N16))
 		fi
 	fi
@@ -239,12 +270,14 @@ bench() { # port pipeline keymode workload server round command
 	fi
 	local -a args
 	read -ra args <<<"$cmd"
+	t0=$(cpu_ns "$pid")
 	line=$(redis-benchmark -h $HOST -p "$port" -c $CLIENTS -P "$p" -n "$n" "${rflag[@]}" --csv "${args[@]}" 2>/dev/null | tail -1)
+	cpu=$(awk -v a="$t0" -v b="$(cpu_ns "$pid")" -v n="$n" 'BEGIN {printf "%.3f", (b - a) / 1000 / n}')
 	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" \
-		'{gsub(/"/, "", $8); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p, m, w, s, r, $2, $5, $7}' >>"$OUT/results.tsv"
-	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" \
-		'{printf "  P%-2s %-6s %-11s %-5s round %s: %10.0f ops/s  p50 %s  p99 %s ms\n", p, m, w, s, r, $2, $5, $7}' >&2
+	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" -v cpu="$cpu" \
+		'{gsub(/"/, "", $8); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p, m, w, s, r, $2, $5, $7, cpu}' >>"$OUT/results.tsv"
+	echo "$line" | awk -F'","' -v p="$p" -v m="$mode" -v w="$w" -v s="$srv" -v r="$round" -v cpu="$cpu" \
+		'{printf "  P%-2s %-6s %-11s %-5s round %s: %10.0f ops/s  p50 %s  p99 %s ms  server CPU %s µs/op\n", p, m, w, s, r, $2, $5, $7, cpu}' >&2
 }
 
 has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
@@ -252,6 +285,7 @@ has() { [[ " $WORKLOADS " == *" $1 "* ]]; }
 throughput() {
 	start_redis
 	start_rl
+	[[ ${CEILING:-1} == 1 ]] && start_ceiling
 	load_scripts "$REDIS_PORT"
 	set_workloads
 	log "redis-server $(redis-server --version | awk '{print $3}') on $HOST:$REDIS_PORT, rlserver on $HOST:$RL_PORT (dir '${PERSIST:+tmp}')"
@@ -271,15 +305,19 @@ throughput() {
 				log "pipeline $p, $mode keys, round $round of $ROUNDS"
 				for w in $WORKLOADS; do
 					if [[ -n ${RL[$w]:-} ]]; then
-						bench "$RL_PORT" "$p" "$mode" "$w" rl "$round" "${RL[$w]}"
+						bench "$RL_PORT" "$RL_PID" "$p" "$mode" "$w" rl "$round" "${RL[$w]}"
+						if [[ ${CEILING:-1} == 1 ]]; then
+							bench "$CEIL_PORT" "$CEIL_PID" "$p" "$mode" "$w" ceil "$round" "${RL[$w]}"
+						fi
 					fi
 					if [[ -n ${LUA[$w]:-} ]]; then
-						bench "$REDIS_PORT" "$p" "$mode" "$w" redis "$round" "${LUA[$w]}"
+						bench "$REDIS_PORT" "$REDIS_PID" "$p" "$mode" "$w" redis "$round" "${LUA[$w]}"
 					fi
 				done
 			done
 		done
 	done
+	[[ ${CEILING:-1} == 1 ]] && stop "$CEIL_PID"
 	stop "$RL_PID"
 	stop "$REDIS_PID"
 }

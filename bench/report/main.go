@@ -20,6 +20,7 @@ import (
 // sample is one redis-benchmark run.
 type sample struct {
 	rps, p50, p99 float64
+	cpu           float64 // the server's CPU per request, µs (0: not measured)
 }
 
 type key struct {
@@ -57,10 +58,14 @@ func main() {
 	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// p keys workload server round rps p50 p99
+		// p keys workload server round rps p50 p99 [cpu]
 		fl := strings.Split(sc.Text(), "\t")
-		if len(fl) != 8 {
+		if len(fl) != 8 && len(fl) != 9 {
 			continue
+		}
+		cpu := 0.0
+		if len(fl) == 9 {
+			cpu = num(fl[8])
 		}
 		p, _ := strconv.Atoi(fl[0])
 		round, _ := strconv.Atoi(fl[4])
@@ -68,7 +73,7 @@ func main() {
 		if runs[k] == nil {
 			runs[k] = map[int]sample{}
 		}
-		runs[k][round] = sample{num(fl[5]), num(fl[6]), num(fl[7])}
+		runs[k][round] = sample{num(fl[5]), num(fl[6]), num(fl[7]), cpu}
 		ps[p] = true
 	}
 	f.Close()
@@ -98,9 +103,33 @@ func main() {
 	rps := func(s sample) float64 { return s.rps }
 	p50 := func(s sample) float64 { return s.p50 }
 	p99 := func(s sample) float64 { return s.p99 }
+	// beyond tells where a throughput target stands against the ceiling
+	// (bench/ceiling, which answers the same requests doing no work): the
+	// rate the target needs, factor × need's rate, as a multiple of the
+	// ceiling's, each the median over rounds present in both.
+	beyond := func(factor float64, need, ceil key) string {
+		if runs[ceil] == nil || runs[need] == nil {
+			return ""
+		}
+		var v []float64
+		for r, sn := range runs[need] {
+			if sc, ok := runs[ceil][r]; ok && sc.rps > 0 {
+				v = append(v, factor*sn.rps/sc.rps)
+			}
+		}
+		if len(v) == 0 {
+			return ""
+		}
+		q := median(v)
+		where := "within reach"
+		if q > 1 {
+			where = "OUT OF REACH"
+		}
+		return fmt.Sprintf("; needs %s ops/s, %.2f× the ceiling's %s: %s", ops(factor*med(need, rps)), q, ops(med(ceil, rps)), where)
+	}
 
-	fmt.Println("| pipeline | keys | workload | rlserver ops/s | p50 ms | p99 ms | Redis ops/s | p50 ms | p99 ms | rlserver / Redis+Lua | rlserver / Redis INCR |")
-	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| pipeline | keys | workload | rlserver ops/s | p50 ms | p99 ms | Redis ops/s | p50 ms | p99 ms | rlserver / Redis+Lua | rlserver / Redis INCR | ceiling ops/s | rlserver / ceiling |")
+	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var checks []string
 	for _, p := range plist {
 		for _, keys := range []string{"hot", "random"} {
@@ -108,6 +137,7 @@ func main() {
 			for _, w := range workloads {
 				rl := key{p, keys, w.name, "rl"}
 				rs := key{p, keys, w.lua, "redis"}
+				ceil := key{p, keys, w.name, "ceil"}
 				if w.name == "incr" {
 					rs = incr
 				}
@@ -134,7 +164,7 @@ func main() {
 						if p >= 16 {
 							want = 8.0
 						}
-						checks = append(checks, check(r >= want, "P%d %s %s: rlserver / Redis+Lua %.2f× (target ≥ %.0f×)", p, keys, w.name, r, want))
+						checks = append(checks, check(r >= want, "P%d %s %s: rlserver / Redis+Lua %.2f× (target ≥ %.0f×)%s", p, keys, w.name, r, want, unless(r >= want, beyond(want, rs, ceil))))
 						a, b := med(rl, p99), med(rs, p99)
 						checks = append(checks, check(a <= b, "P%d %s %s: p99 %.3f ms vs Redis+Lua %.3f ms (target ≤)", p, keys, w.name, a, b))
 					}
@@ -143,10 +173,16 @@ func main() {
 					r := ratio(rl, incr)
 					ir = fmt.Sprintf("%.2f×", r)
 					if w.name != "ping" {
-						checks = append(checks, check(r >= 1.0, "P%d %s %s: rlserver / Redis INCR %.2f× (target ≥ 1.0×)", p, keys, w.name, r))
+						checks = append(checks, check(r >= 1.0, "P%d %s %s: rlserver / Redis INCR %.2f× (target ≥ 1.0×)%s", p, keys, w.name, r, unless(r >= 1.0, beyond(1.0, incr, ceil))))
 					}
 				}
-				cells = append(cells, lr, ir)
+				cells = append(cells, lr, ir, "", "")
+				if runs[ceil] != nil {
+					cells[len(cells)-2] = ops(med(ceil, rps))
+					if runs[rl] != nil {
+						cells[len(cells)-1] = fmt.Sprintf("%.2f", ratio(rl, ceil))
+					}
+				}
 				fmt.Println("| " + strings.Join(cells, " | ") + " |")
 			}
 		}
@@ -155,8 +191,8 @@ func main() {
 	fmt.Println()
 	fmt.Println("### Hot key vs 100,000 random keys (rlserver; median of per-round ratios random / hot)")
 	fmt.Println()
-	fmt.Println("| pipeline | workload | hot ops/s | random ops/s | random / hot |")
-	fmt.Println("|---|---|---:|---:|---:|")
+	fmt.Println("| pipeline | workload | hot ops/s | random ops/s | random / hot | ceiling: random / hot |")
+	fmt.Println("|---|---|---:|---:|---:|---:|")
 	for _, p := range plist {
 		for _, w := range workloads {
 			if w.name == "ping" || w.name == "incr" {
@@ -167,10 +203,18 @@ func main() {
 				continue
 			}
 			q := ratio(r, h)
-			fmt.Printf("| P%d | %s | %s | %s | %.2f |\n", p, w.name, ops(med(h, rps)), ops(med(r, rps)), q)
-			checks = append(checks, check(q >= 0.8 && q <= 1.2, "P%d %s: random keys / hot key %.2f (target within 20%%)", p, w.name, q))
+			ch, cr := key{p, "hot", w.name, "ceil"}, key{p, "random", w.name, "ceil"}
+			cq := ""
+			if runs[ch] != nil && runs[cr] != nil {
+				cq = fmt.Sprintf("%.2f", ratio(cr, ch))
+			}
+			fmt.Printf("| P%d | %s | %s | %s | %.2f | %s |\n", p, w.name, ops(med(h, rps)), ops(med(r, rps)), q, cq)
+			ok := q >= 0.8 && q <= 1.2
+			checks = append(checks, check(ok, "P%d %s: random keys / hot key %.2f (target within 20%%)%s", p, w.name, q, unless(ok, beyond(0.8, h, cr))))
 		}
 	}
+
+	cpuTable(plist, runs)
 
 	if len(os.Args) > 2 {
 		memory(os.Args[2], &checks)
@@ -188,6 +232,75 @@ func main() {
 	fmt.Printf("%d of %d checks pass.\n\n", pass, len(checks))
 	for _, c := range checks {
 		fmt.Println(c)
+	}
+}
+
+// cpuTable prints the servers' CPU per request: what a command costs the
+// server, whatever the load generator allows.
+func cpuTable(plist []int, runs map[key]map[int]sample) {
+	cpu := func(k key) (float64, bool) {
+		var v []float64
+		for _, s := range runs[k] {
+			if s.cpu > 0 {
+				v = append(v, s.cpu)
+			}
+		}
+		return median(v), len(v) > 0
+	}
+	cell := func(k key) string {
+		if v, ok := cpu(k); ok {
+			return fmt.Sprintf("%.2f", v)
+		}
+		return ""
+	}
+	// busy is the share of one core the server used during the run: near
+	// 100% it set the pace; well below, the load generator did.
+	busy := func(k key) string {
+		var v []float64
+		for _, s := range runs[k] {
+			if s.cpu > 0 {
+				v = append(v, s.cpu*s.rps/1e4)
+			}
+		}
+		if len(v) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.0f%%", median(v))
+	}
+	header := false
+	for _, p := range plist {
+		for _, keys := range []string{"hot", "random"} {
+			incr := key{p, keys, "incr", "redis"}
+			for _, w := range workloads {
+				if w.name == "incr" {
+					continue
+				}
+				rl := key{p, keys, w.name, "rl"}
+				if _, ok := cpu(rl); !ok {
+					continue
+				}
+				if !header {
+					fmt.Println()
+					fmt.Println("### Server CPU per request (µs; the server process's threads' time on CPU over the run (schedstat) / requests, median of rounds)")
+					fmt.Println()
+					fmt.Println("| pipeline | keys | workload | rlserver | ceiling | Redis+Lua | Redis INCR | rlserver / Redis INCR | rlserver busy | ceiling busy |")
+					fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+					header = true
+				}
+				lua := ""
+				if w.lua != "" {
+					lua = cell(key{p, keys, w.lua, "redis"})
+				}
+				q := ""
+				a, okA := cpu(rl)
+				b, okB := cpu(incr)
+				if okA && okB && b > 0 {
+					q = fmt.Sprintf("%.2f", a/b)
+				}
+				ceil := key{p, keys, w.name, "ceil"}
+				fmt.Printf("| P%d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p, keys, w.name, cell(rl), cell(ceil), lua, cell(incr), q, busy(rl), busy(ceil))
+			}
+		}
 	}
 }
 
@@ -252,6 +365,14 @@ func memory(path string, checks *[]string) {
 		}
 		fmt.Println("| " + strings.Join(cells, " | ") + " |")
 	}
+}
+
+// unless returns s, or "" when ok.
+func unless(ok bool, s string) string {
+	if ok {
+		return ""
+	}
+	return s
 }
 
 func check(ok bool, format string, args ...any) string {
