@@ -97,6 +97,16 @@ func (s *server) listen(addr string) error {
 	return syscall.EpollCtl(s.epfd, syscall.EPOLL_CTL_ADD, s.lfd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(s.lfd)})
 }
 
+// addr returns the address the server listens on.
+func (s *server) addr() string {
+	sa, err := syscall.Getsockname(s.lfd)
+	if err != nil {
+		return ""
+	}
+	a := sa.(*syscall.SockaddrInet4)
+	return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
+}
+
 func (s *server) run() error {
 	evs := make([]syscall.EpollEvent, 128)
 	for {
