@@ -365,6 +365,53 @@ func TestLimiterAll(t *testing.T) {
 	})
 }
 
+// TestLimiterAllHotKey: a hot key (its state kept as an object) in a CL.ALL
+// whose earlier rule, in the same shard, makes another key hot. Getting hot
+// takes over the object the cooled key gives back; before the fix, the
+// later rule then took from the other key's state and stored it in place
+// of its own: afterwards a reported 9 tokens of 10 (want 7) and b 9 of
+// 100 (want 98).
+func TestLimiterAllHotKey(t *testing.T) {
+	s := start(t, "--shards", "1")
+	protocols(t, func(t *testing.T, proto int) {
+		c := s.client(t, proto)
+		fresh(t, c)
+		runSteps(t, c, []limStep{
+			{words("CL.TOKENBUCKET a 10 1 1h"), dec(1, 10, 9, 0, 3600000)},
+			{words("CL.TOKENBUCKET a 10 1 1h"), dec(1, 10, 8, 0, 7200000)}, // a is hot
+			{words("CL.TOKENBUCKET b 100 1 1h"), dec(1, 100, 99, 0, 3600000)},
+			{words("CL.ALL 2 TOKENBUCKET b 100 1 1h TOKENBUCKET a 10 1 1h"), []any{1, dec(1, 100, 98, 0, 7200000), dec(1, 10, 7, 0, 10800000)}},
+			{words("CL.TOKENBUCKET a 10 1 1h 0"), dec(1, 10, 7, 0, 10800000)},
+			{words("CL.TOKENBUCKET b 100 1 1h 0"), dec(1, 100, 98, 0, 7200000)},
+			// And denied: the hot key's object is not taken.
+			{words("CL.TOKENBUCKET a 10 1 1h"), dec(1, 10, 6, 0, 14400000)},
+			{words("CL.TOKENBUCKET a 10 1 1h"), dec(1, 10, 5, 0, 18000000)}, // hot again
+			{words("CL.ALL 2 TOKENBUCKET a 10 1 1h FIXED w 1 1h COST 2"), []any{0, dec(1, 10, 3, 0, 25200000), dec(0, 1, 1, -1, 0)}},
+			{words("CL.TOKENBUCKET a 10 1 1h 0"), dec(1, 10, 5, 0, 18000000)},
+		})
+	})
+}
+
+// TestLimiterAllScratchGrowth: a connection's first CL.ALL with more rules
+// than it has seen, whose first rule's key gets hot and keeps the rule's
+// scratch state. Before the fix, making room for the second rule moved the
+// scratch slots, the note "the shard keeps this state" went to the old
+// ones, and the next CL.ALL decoded key x into h's state: h then read as a
+// full bucket (want 8 of 10).
+func TestLimiterAllScratchGrowth(t *testing.T) {
+	s := start(t, "--shards", "1")
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1}) // one connection: its scratch
+	t.Cleanup(func() { c.Close() })
+	fresh(t, c)
+	runSteps(t, c, []limStep{
+		{words("CL.TOKENBUCKET h 10 1 1h"), dec(1, 10, 9, 0, 3600000)},
+		{words("CL.ALL 2 TOKENBUCKET h 10 1 1h FIXED w 10 1h"), []any{1, dec(1, 10, 8, 0, 7200000), dec(1, 10, 9, 0, 3600000)}},
+		{words("CL.ALL 1 TOKENBUCKET x 100 1 1h"), []any{1, dec(1, 100, 99, 0, 3600000)}},
+		{words("CL.TOKENBUCKET h 10 1 1h 0"), dec(1, 10, 8, 0, 7200000)},
+		{words("CL.TOKENBUCKET x 100 1 1h 0"), dec(1, 100, 99, 0, 3600000)},
+	})
+}
+
 // A single window rule is the shortest valid CL.ALL (6 arguments): the
 // contract's form is "CL.ALL numrules rule [rule ...]".
 func TestLimiterAllOneWindowRule(t *testing.T) {

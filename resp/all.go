@@ -21,7 +21,15 @@ type allRule struct {
 	revived bool          // the key had expired; state was reset
 	added   bool          // the key is new, not yet in its shard
 	scratch *engine.State // where state came from when not a box (see keep)
-	d       engine.Decision
+	f       shard.Found   // what find found, for store (see refind)
+	// boxed: state is the shard's own object, not a decoded copy, so it
+	// may only be taken once every rule has admitted.
+	boxed bool
+	// refind: f may be stale at store time, because another rule's find
+	// or store worked in the same shard (a lookup may move slots while
+	// the index grows; a delete shifts them), or find removed a record.
+	refind bool
+	d      engine.Decision
 }
 
 // allRuleArity maps a CL.ALL rule name to its positional argument count (key
@@ -147,12 +155,20 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 	panic("resp: CL.ALL rule of unknown kind")
 }
 
-// ruleScratch returns connection scratch for rule i's state (its kind's
-// slot, allocated on first use).
-func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
-	for len(c.allStates) < (i+1)*8 {
-		c.allStates = append(c.allStates, nil)
+// sizeRuleScratch makes room for n rules' scratch states, before ruleScratch
+// hands out pointers into it: growing it later would leave the pointers of
+// earlier rules in the old array, where store's "the shard kept this state"
+// (a nil) would be lost, and the next call would decode another key into a
+// state the shard owns.
+func (c *Conn) sizeRuleScratch(n int) {
+	if len(c.allStates) < n*8 {
+		c.allStates = append(c.allStates, make([]engine.State, n*8-len(c.allStates))...)
 	}
+}
+
+// ruleScratch returns connection scratch for rule i's state (its kind's
+// slot, allocated on first use); sizeRuleScratch made room for it.
+func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
 	p := &c.allStates[i*8+int(kind)]
 	if *p == nil {
 		*p = shard.NewState(kind)
@@ -166,6 +182,7 @@ func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
 func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
 	r.revived, r.added, r.scratch = false, false, scratch
 	f := sh.Find(r.key, r.h)
+	r.f, r.boxed = f, f.Boxed
 	if f.OK && f.Exp <= now {
 		if f.Kind == r.kind {
 			r.state, r.revived = *scratch, true
@@ -176,7 +193,7 @@ func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
 			return true
 		}
 		sh.Expire(f)
-		f = shard.Found{}
+		f, r.boxed, r.refind = shard.Found{}, false, true
 	}
 	if !f.OK {
 		r.state, r.added = *scratch, true
@@ -193,10 +210,12 @@ func (r *allRule) find(sh *shard.Shard, now int64, scratch *engine.State) bool {
 	return true
 }
 
-// store writes the rule's taken state back (its shard may have changed
-// since find, so the key is found again).
+// store writes the rule's taken state back.
 func (r *allRule) store(sh *shard.Shard, now, n int64) {
-	f := sh.Find(r.key, r.h)
+	f := r.f
+	if r.refind {
+		f = sh.Find(r.key, r.h)
+	}
 	kept := false
 	switch {
 	case r.added:
@@ -219,10 +238,14 @@ func (r *allRule) store(sh *shard.Shard, now, n int64) {
 
 // CL.ALL numrules rule [rule ...] [COST n]
 //
-// Every rule is checked first without mutating anything; only if all admit
-// are they taken. The shards of all keys are locked in index order for the
-// whole command, so the all-or-nothing decision is atomic. When a rule
-// denies, each rule's decision is what it would have answered alone.
+// Every rule is decided first without changing the keyspace: a rule whose
+// state was decoded into connection scratch is taken on that copy, a rule
+// whose state is the shard's own object (a hot key, a long LOG) is only
+// checked, since Check returns exactly what Take would. Only if all admit
+// are the checked ones taken and every state stored. The shards of all
+// keys are locked in index order for the whole command, so the
+// all-or-nothing decision is atomic. When a rule denies, each rule's
+// decision is what it would have answered alone.
 func cmdAll(c *Conn, args [][]byte) {
 	rules, n, ok := parseAll(c, args)
 	if !ok {
@@ -244,7 +267,13 @@ func cmdAll(c *Conn, args [][]byte) {
 		idx[i] = rules[i].shard
 	}
 	slices.Sort(idx)
-	idx = slices.Compact(idx)
+	if idx = slices.Compact(idx); len(idx) < len(rules) {
+		// Rules share a shard: one's find or store may move what another
+		// found, so every key is found again before its store.
+		for i := range rules {
+			rules[i].refind = true
+		}
+	}
 	for _, i := range idx {
 		c.lock(store.Shard(i))
 	}
@@ -255,20 +284,31 @@ func cmdAll(c *Conn, args [][]byte) {
 	}()
 	now := c.now()
 	all := true
+	c.sizeRuleScratch(len(rules))
 	for i := range rules {
 		r := &rules[i]
 		if !r.find(store.Shard(r.shard), now, c.ruleScratch(i, r.kind)) {
 			c.err(errWrongType)
 			return
 		}
-		r.d = r.run(r.state, now, n, false)
+		r.d = r.run(r.state, now, n, !r.boxed)
 		all = all && r.d.Allowed
 	}
 	if all {
+		// The shard's own objects are taken and stored first: a store in
+		// the same shard may cool the hot key and hand its object to the
+		// key getting hot, so no object may be used after another
+		// rule's store. (Storing one of them never cools another.)
 		for i := range rules {
-			r := &rules[i]
-			r.d = r.run(r.state, now, n, true)
-			r.store(store.Shard(r.shard), now, n)
+			if r := &rules[i]; r.boxed {
+				r.d = r.run(r.state, now, n, true)
+				r.store(store.Shard(r.shard), now, n)
+			}
+		}
+		for i := range rules {
+			if r := &rules[i]; !r.boxed {
+				r.store(store.Shard(r.shard), now, n)
+			}
 		}
 	}
 	c.out = appendArray(c.out, 1+len(rules))
