@@ -131,60 +131,49 @@ wait_ready() { # port pid
 	return 1
 }
 
-# start_redis: sets REDIS_PORT and REDIS_PID (three tries on fresh ports).
-start_redis() {
-	local try dir
+# start_server: starts a server on a fresh free port and waits until it
+# answers PING; sets PORT and PID (three tries on fresh ports). The launcher
+# gets the port and a log file and must exec the server, so that PID is the
+# server's own (stop kills it, cpu_ns reads it).
+start_server() { # launcher name
+	local try log
 	for try in 1 2 3; do
 		free_port
-		REDIS_PORT=$FREE_PORT
-		dir=$TMP/redis.$REDIS_PORT
-		mkdir -p "$dir"
-		redis-server --bind $HOST --port "$REDIS_PORT" --protected-mode yes \
-			--save '' --appendonly no --dir "$dir" --logfile "$dir/redis.log" \
-			--daemonize no --io-threads 1 &
-		REDIS_PID=$!
-		PIDS+=("$REDIS_PID")
-		wait_ready "$REDIS_PORT" "$REDIS_PID" && return 0
-		tail -5 "$dir/redis.log" >&2
-		stop "$REDIS_PID"
+		PORT=$FREE_PORT
+		log=$TMP/$2.$PORT.log
+		"$1" "$PORT" "$log" &
+		PID=$!
+		PIDS+=("$PID")
+		wait_ready "$PORT" "$PID" && return 0
+		tail -5 "$log" >&2
+		stop "$PID"
 	done
 	exit 1
 }
 
-# start_rl: sets RL_PORT and RL_PID (three tries on fresh ports).
-start_rl() {
-	local try dir=''
-	for try in 1 2 3; do
-		free_port
-		RL_PORT=$FREE_PORT
-		if [[ ${PERSIST:-0} == 1 ]]; then
-			dir=$TMP/rldata.$RL_PORT
-		fi
-		"$RL_BIN" --bind $HOST --port "$RL_PORT" --dir "$dir" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$TMP/rlserver.$RL_PORT.log" 2>&1 &
-		RL_PID=$!
-		PIDS+=("$RL_PID")
-		wait_ready "$RL_PORT" "$RL_PID" && return 0
-		tail -5 "$TMP/rlserver.$RL_PORT.log" >&2
-		stop "$RL_PID"
-	done
-	exit 1
+launch_redis() { # port log
+	mkdir -p "$TMP/redis.$1"
+	exec redis-server --bind $HOST --port "$1" --protected-mode yes \
+		--save '' --appendonly no --dir "$TMP/redis.$1" --logfile "$2" \
+		--daemonize no --io-threads 1
 }
 
-# start_ceiling: sets CEIL_PORT and CEIL_PID; copies rlserver's replies.
-start_ceiling() {
-	local try
-	for try in 1 2 3; do
-		free_port
-		CEIL_PORT=$FREE_PORT
-		"$CEIL_BIN" -addr "$HOST:$CEIL_PORT" -upstream "$HOST:$RL_PORT" >"$TMP/ceiling.$CEIL_PORT.log" 2>&1 &
-		CEIL_PID=$!
-		PIDS+=("$CEIL_PID")
-		wait_ready "$CEIL_PORT" "$CEIL_PID" && return 0
-		tail -5 "$TMP/ceiling.$CEIL_PORT.log" >&2
-		stop "$CEIL_PID"
-	done
-	exit 1
+launch_rl() { # port log
+	local dir=''
+	if [[ ${PERSIST:-0} == 1 ]]; then
+		dir=$TMP/rldata.$1
+	fi
+	exec "$RL_BIN" --bind $HOST --port "$1" --dir "$dir" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$2" 2>&1
 }
+
+# The ceiling copies the replies of the rlserver on RL_PORT.
+launch_ceiling() { # port log
+	exec "$CEIL_BIN" -addr "$HOST:$1" -upstream "$HOST:$RL_PORT" >"$2" 2>&1
+}
+
+start_redis() { start_server launch_redis redis && REDIS_PORT=$PORT REDIS_PID=$PID; }
+start_rl() { start_server launch_rl rlserver && RL_PORT=$PORT RL_PID=$PID; }
+start_ceiling() { start_server launch_ceiling ceiling && CEIL_PORT=$PORT CEIL_PID=$PID; }
 
 stop() { # pid
 	kill "$1" 2>/dev/null || true
