@@ -38,6 +38,7 @@ type Conn struct {
 	quit     bool       // close after flushing
 
 	scratch     [32]byte
+	warmSink    byte // what warm read, kept so that its loads stay
 	created     time.Time
 	batchNow    int64          // the clock, read once per batch of pipelined commands (0: not yet)
 	batchCmd    int64          // commands run in this batch, published at its end
@@ -83,6 +84,7 @@ func (s *Server) newConn(nc net.Conn, src io.Reader) *Conn {
 	}
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.respVer.Store(2)
+	c.rd.onFill = c.warm
 	return c
 }
 

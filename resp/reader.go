@@ -83,6 +83,11 @@ type Reader struct {
 	perr  error // sticky protocol error
 	ioErr error // read error that came with data, returned once
 	ready bool  // Ready parsed a complete request: args holds it for Next
+
+	// onFill, when set, sees the unparsed input after each read that
+	// brought bytes, from the start of the request being parsed (the
+	// server warms the keys of a pipelined batch with it, see warm).
+	onFill func(buffered []byte)
 }
 
 // NewReader returns a Reader reading requests from rd. maxBulkLen is
@@ -333,6 +338,9 @@ func (r *Reader) fill() error {
 			return errors.New("resp: reader returned invalid count from Read")
 		}
 		r.w += n
+		if n > 0 && r.onFill != nil {
+			r.onFill(r.buf[r.r:r.w])
+		}
 		if err != nil {
 			if n > 0 {
 				r.ioErr = err

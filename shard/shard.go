@@ -91,6 +91,54 @@ func (sh *Shard) Lock() { sh.mu.Lock() }
 // Unlock unlocks the shard.
 func (sh *Shard) Unlock() { sh.mu.Unlock() }
 
+// TryLock locks the shard if no one holds it, and reports whether it did.
+func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
+
+// TouchIndex reads the index group where the probe for hash h starts, so
+// that a Find soon after hits the cache. A caller warming several keys
+// touches all their groups first and then all their records (TouchRecord):
+// the loads of each pass do not depend on one another, so their cache
+// misses overlap instead of following one another. It returns a byte of
+// what it read, for the caller to keep (so that the load stays).
+func (sh *Shard) TouchIndex(h uint64) byte {
+	x := &sh.idx
+	if x.size == 0 {
+		return 0
+	}
+	i := home(h, x.size)
+	return x.groups[i>>3].tags[i&7]
+}
+
+// TouchRecord reads the first record whose index tag matches hash h's,
+// which is almost always the key's (see TouchIndex). It looks in the
+// current table only and compares no key: a miss costs nothing but the
+// touch.
+func (sh *Shard) TouchRecord(h uint64) byte {
+	x := &sh.idx
+	if x.size == 0 {
+		return 0
+	}
+	tag := tagOf(h)
+	i := home(h, x.size)
+	for range probeTouch {
+		g := &x.groups[i>>3]
+		switch t := g.tags[i&7]; t {
+		case 0:
+			return 0
+		case tag:
+			return sh.slabs.get(g.refs[i&7])[0]
+		}
+		if i++; i == x.size {
+			i = 0
+		}
+	}
+	return 0
+}
+
+// probeTouch bounds TouchRecord's probe: runs are short at the index's load
+// factor, and a touch is only a hint.
+const probeTouch = 16
+
 // Find looks key (whose Store.Hash is h) up. An expired record is still
 // found: the caller may reuse it (Revive) or Expire it.
 func (sh *Shard) Find(key []byte, h uint64) Found {
