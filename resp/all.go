@@ -52,6 +52,25 @@ func allRuleArity(name []byte) (engine.Kind, engine.WindowMode, int, bool) {
 	return 0, 0, 0, false
 }
 
+// allKeys appends the keys of CL.ALL's rules to keys (KeySpec.Find): the
+// rules parseAll would read, as far as their names and counts go.
+func allKeys(args, keys [][]byte) [][]byte {
+	if len(args) < 2 {
+		return keys
+	}
+	count, ok := parsePositive(args[1])
+	rest := args[2:]
+	for ; ok && count > 0 && len(rest) > 0; count-- {
+		_, _, arity, known := allRuleArity(rest[0])
+		if !known || len(rest) < 1+arity {
+			break
+		}
+		keys = append(keys, rest[1])
+		rest = rest[1+arity:]
+	}
+	return keys
+}
+
 // parseAll parses CL.ALL's arguments; on error it has replied.
 func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 	count, ok := parsePositive(args[1])

@@ -43,7 +43,7 @@ func commandTable() []*Command {
 		with(limiter("cl.renew", 4, "Extends a concurrency lease.", argKey("key"), argStr("lease_id"), argStr("lease")), cmdRenew),
 		{
 			Name: "cl.all", Arity: -6, Flags: []string{"write", "denyoom"}, ACL: []string{"write", "ratelimit"},
-			Keys:  KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true},
+			Keys:  KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: allKeys},
 			Group: "ratelimit", Since: "0.1.0", Complexity: "O(N) where N is the number of rules",
 			Summary: "Checks and consumes several limits atomically, all or nothing.",
 			Args: []Arg{argInt("numrules"), many(block("rule", argStr("kind"), argKey("key"), many(argStr("param")))),

@@ -38,7 +38,9 @@ type Conn struct {
 	quit     bool       // close after flushing
 
 	scratch     [32]byte
-	warmSink    byte // what warm read, kept so that its loads stay
+	warmSink    byte     // what warm read, kept so that its loads stay
+	warmArgs    [][]byte // warm's scratch: a request's arguments
+	warmKeys    [][]byte // and its keys
 	created     time.Time
 	batchNow    int64          // the clock, read once per batch of pipelined commands (0: not yet)
 	batchCmd    int64          // commands run in this batch, published at its end

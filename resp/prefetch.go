@@ -31,21 +31,20 @@ func (c *Conn) warm(buf []byte) {
 	var last []byte
 	n, requests := 0, 0
 	for n < warmMax {
-		key, size := firstKey(buf, c)
-		if size == 0 {
-			break
-		}
-		if key == nil {
-			break // a command without a plain first key (PING, CL.ALL): not worth reading on
+		keys, size := requestKeys(buf, c)
+		if len(keys) == 0 {
+			break // no request, or one without keys (PING): not worth reading on
 		}
 		buf = buf[size:]
 		requests++
-		if string(key) == string(last) {
-			continue // the previous key again (a hot key is warmed once)
+		for _, key := range keys[:min(len(keys), warmMax-n)] {
+			if string(key) == string(last) {
+				continue // the previous key again (a hot key is warmed once)
+			}
+			hs[n] = c.srv.store.Hash(key)
+			n++
+			last = key
 		}
-		hs[n] = c.srv.store.Hash(key)
-		n++
-		last = key
 	}
 	if requests < 2 || n == 0 {
 		return // one request runs at once: warming it first gains nothing
@@ -89,21 +88,27 @@ func (c *Conn) warm(buf []byte) {
 	c.warmSink += sum
 }
 
-// firstKey parses the multibulk request at the start of b just far enough
-// to find its first key (by its command's key spec in the table; nil for a
-// command without keys, or whose keys are found by parsing: CL.ALL).
-// size is the request's length, 0 when b does not start with a complete,
-// well-formed multibulk request (the reader, not this, reports errors).
-func firstKey(b []byte, c *Conn) (key []byte, size int) {
+// requestKeys parses the multibulk request at the start of b just far
+// enough to find its keys, by its command's key spec in the table: the
+// first key, or all of them for a command whose keys are found by parsing
+// (CL.ALL). size is the request's length, 0 when b does not start with a
+// complete, well-formed multibulk request of at most warmArgs arguments
+// (the reader, not this, reports errors). The slices alias b and the
+// connection's scratch, until the next call.
+func requestKeys(b []byte, c *Conn) (keys [][]byte, size int) {
 	if len(b) == 0 || b[0] != '*' {
 		return nil, 0
 	}
 	argc, i, ok := warmNumber(b, 1)
-	if !ok || argc < 1 || argc > 1024 {
+	if !ok || argc < 1 || argc > warmArgs {
 		return nil, 0
 	}
-	var args [4][]byte // the first key is at most the fourth argument
-	for a := range argc {
+	if c.warmArgs == nil {
+		c.warmArgs = make([][]byte, warmArgs)
+		c.warmKeys = make([][]byte, 0, warmArgs)
+	}
+	args := c.warmArgs[:argc]
+	for a := range args {
 		if i >= len(b) || b[i] != '$' {
 			return nil, 0
 		}
@@ -111,9 +116,7 @@ func firstKey(b []byte, c *Conn) (key []byte, size int) {
 		if !ok || l > len(b)-j-2 {
 			return nil, 0
 		}
-		if a < len(args) {
-			args[a] = b[j : j+l]
-		}
+		args[a] = b[j : j+l]
 		i = j + l + 2
 	}
 	// Pipelines repeat one command: exec's last lookup first.
@@ -121,11 +124,20 @@ func firstKey(b []byte, c *Conn) (key []byte, size int) {
 	if cmd == nil || string(args[0]) != string(c.lastNameBuf[:c.lastNameLen]) {
 		cmd = c.srv.table.lookup(args[0], &c.scratch)
 	}
-	if cmd != nil && !cmd.Keys.Movable && cmd.Keys.First > 0 && cmd.Keys.First < min(argc, len(args)) {
-		key = args[cmd.Keys.First]
+	keys = c.warmKeys[:0]
+	switch {
+	case cmd == nil:
+	case cmd.Keys.Find != nil:
+		keys = cmd.Keys.Find(args, keys) // at most argc keys: within the scratch's capacity
+	case !cmd.Keys.Movable && cmd.Keys.First > 0 && cmd.Keys.First < argc:
+		keys = append(keys, args[cmd.Keys.First])
 	}
-	return key, i
+	return keys, i
 }
+
+// warmArgs bounds the arguments of a request warm reads (CL.ALL with 3
+// rules has 17).
+const warmArgs = 64
 
 // warmNumber parses the decimal number at b[i:] up to its CRLF (at most 9
 // digits), returning it and the index after the CRLF.

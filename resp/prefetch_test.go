@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -26,18 +27,22 @@ func warmConn(shards int) *Conn {
 	return &Conn{srv: srv, proto: 2, authed: true}
 }
 
-func TestFirstKey(t *testing.T) {
+func TestRequestKeys(t *testing.T) {
 	c := warmConn(1)
 	for _, tc := range []struct {
 		in, key string
 		size    int
 	}{
 		{multibulk("CL.THROTTLE", "gc:1", "10", "1", "1"), "gc:1", -1},
-		{multibulk("cl.window", "w", "5", "1m"), "w", -1},           // any case
-		{multibulk("TYPE", "k"), "k", -1},                           // any command with keys
-		{multibulk("PING"), "", -1},                                 // no keys
-		{multibulk("CL.ALL", "1", "FIXED", "a", "1", "1h"), "", -1}, // keys found by parsing
-		{multibulk("NOSUCH", "k"), "", -1},                          // unknown
+		{multibulk("cl.window", "w", "5", "1m"), "w", -1},            // any case
+		{multibulk("TYPE", "k"), "k", -1},                            // any command with keys
+		{multibulk("PING"), "", -1},                                  // no keys
+		{multibulk("CL.ALL", "1", "FIXED", "a", "1", "1h"), "a", -1}, // keys found by parsing
+		{multibulk("CL.ALL", "2", "FIXED", "a", "1", "1h", "THROTTLE", "b", "1", "1", "1", "COST", "2"), "a b", -1},
+		{multibulk("CL.ALL", "3", "FIXED", "a", "1", "1h", "NOSUCH", "b", "1"), "a", -1}, // as far as the rules go
+		{multibulk("CL.ALL", "x", "FIXED", "a", "1", "1h"), "", -1},
+		{multibulk("CL.ALL", "9", "FIXED", "a", "1"), "", -1},
+		{multibulk("NOSUCH", "k"), "", -1}, // unknown
 		{multibulk("CL.THROTTLE", "gc:1", "10", "1", "1") + multibulk("PING"), "gc:1", len(multibulk("CL.THROTTLE", "gc:1", "10", "1", "1"))}, // the first of two
 		{"*2\r\n$4\r\nTYPE\r\n$1\r\nk", "", 0},          // partial
 		{"PING\r\n", "", 0},                             // inline
@@ -46,13 +51,13 @@ func TestFirstKey(t *testing.T) {
 		{"*9999999999\r\n", "", 0},                      // absurd count
 		{"*2\r\n$4\r\nTYPE\r\n$99999999999\r\n", "", 0}, // absurd length
 	} {
-		key, size := firstKey([]byte(tc.in), c)
+		keys, size := requestKeys([]byte(tc.in), c)
 		want := tc.size
 		if want < 0 {
 			want = len(tc.in)
 		}
-		if string(key) != tc.key || size != want {
-			t.Errorf("firstKey(%q) = %q, %d; want %q, %d", tc.in, key, size, tc.key, want)
+		if got := string(bytes.Join(keys, []byte(" "))); got != tc.key || size != want {
+			t.Errorf("requestKeys(%q) = %q, %d; want %q, %d", tc.in, got, size, tc.key, want)
 		}
 	}
 }
@@ -67,6 +72,9 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 		k := fmt.Sprintf("k:%d", i)
 		c.exec(argsOf("CL.THROTTLE", k, "10", "1", "1"))
 		batch.WriteString(multibulk("CL.THROTTLE", k, "10", "1", "1"))
+		if i%10 == 0 {
+			batch.WriteString(multibulk("CL.ALL", "2", "FIXED", k+":w", "5", "1h", "TOKENBUCKET", k+":b", "5", "1", "1h"))
+		}
 	}
 	c.out = c.out[:0]
 	c.endBatch()

@@ -36,6 +36,11 @@ type KeySpec struct {
 	First, Last, Step int
 	Flags             []string // RW, RO, OW, ACCESS, UPDATE, INSERT, DELETE
 	Movable           bool
+	// Find, for a Movable command, appends the keys of a request (args,
+	// the name included) to keys, as Redis's getkeys_proc does. Given any
+	// arguments it must neither fail nor panic: it returns what it could
+	// find.
+	Find func(args, keys [][]byte) [][]byte
 }
 
 // Arg describes one argument for COMMAND DOCS.
