@@ -234,9 +234,11 @@ func TestGrowIncrementally(t *testing.T) {
 // TestGrowDeleteMovedKey: a key the move has passed, then deleted, stays
 // deleted while the move goes on (its old slot, left behind to keep the old
 // table's probe runs, must never match again).
-func TestGrowDeleteMovedKey(t *testing.T) {
-	s := New(Options{Shards: 1})
-	sh := s.Shard(0)
+// fillUntilGrowth inserts keys k0, k1, ... into sh until, past 5,000, an
+// insert starts a growth of the index (most keys are then in the old
+// table), and returns them.
+func fillUntilGrowth(t *testing.T, sh *Shard) []string {
+	t.Helper()
 	var keys []string
 	for i := 0; ; i++ {
 		k := fmt.Sprint("k", i)
@@ -244,12 +246,18 @@ func TestGrowDeleteMovedKey(t *testing.T) {
 		sh.Insert([]byte(k), &fake{size: 1}, 100)
 		keys = append(keys, k)
 		if i >= 5000 && sh.idx.size != size {
-			break // a move just started
+			return keys // a move just started
 		}
 		if i > 100000 {
 			t.Fatal("the index never grew")
 		}
 	}
+}
+
+func TestGrowDeleteMovedKey(t *testing.T) {
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	keys := fillUntilGrowth(t, sh)
 	sh.idx.migrate(&sh.slabs, sh.idx.oldSize/2) // half of the old table moved
 	if sh.idx.old == nil {
 		t.Fatal("the move finished too early for this test")

@@ -1,9 +1,6 @@
 package shard
 
-import (
-	"fmt"
-	"testing"
-)
+import "testing"
 
 // TestTouch: TouchRecord reads the record of a present key (its header,
 // never 0 for these boxed fakes) unless its probe run is long; both are safe on an empty shard
@@ -14,16 +11,7 @@ func TestTouch(t *testing.T) {
 	if sh.TouchIndex(s.Hash([]byte("x"))) != 0 || sh.TouchRecord(s.Hash([]byte("x"))) != 0 {
 		t.Fatal("an empty shard read something")
 	}
-	var keys []string
-	for i := 0; ; i++ {
-		k := fmt.Sprint("k", i)
-		size := sh.idx.size
-		sh.Insert([]byte(k), &fake{size: 1}, 100)
-		keys = append(keys, k)
-		if i >= 5000 && sh.idx.size != size {
-			break // a growth just started: most keys are in the old table
-		}
-	}
+	keys := fillUntilGrowth(t, sh)
 	if sh.idx.old == nil {
 		t.Fatal("no growth under way")
 	}
