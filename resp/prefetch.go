@@ -19,8 +19,9 @@ import (
 // warmMax bounds the keys one read warms.
 const warmMax = 64
 
-// warm touches the first key of each complete request at the start of buf
-// (unparsed input, starting at a request boundary). It holds the locks of
+// warm touches the keys of each complete request at the start of buf
+// (unparsed input, starting at a request boundary; see requestKeys for
+// which keys). It holds the locks of
 // the shards it reads, taking them in index order and only when free (a
 // touch is a hint, not worth a wait), so it never races with a writer.
 func (c *Conn) warm(buf []byte) {
