@@ -103,35 +103,8 @@ func main() {
 	rps := func(s sample) float64 { return s.rps }
 	p50 := func(s sample) float64 { return s.p50 }
 	p99 := func(s sample) float64 { return s.p99 }
-	// beyond tells where a failed throughput target stands against the
-	// ceiling (bench/ceiling: the same requests against a server that does
-	// no work). The target needs factor × the median rate of need; the
-	// ceiling is its best round, since noise only ever slows a run down.
-	// Above the ceiling the target is out of reach on this machine; within
-	// 5% of it, rlserver would have to be as fast as doing nothing.
 	beyond := func(factor float64, need, ceil key) string {
-		if runs[ceil] == nil || runs[need] == nil {
-			return ""
-		}
-		// rlserver's own best round of the row is a rate the load
-		// generator did reach: when the ceiling's rounds all came out
-		// below it (a neighbour's burst, say), it is the better bound.
-		best := 0.0
-		for _, k := range []key{ceil, {ceil.p, ceil.keys, ceil.workload, "rl"}} {
-			for _, sc := range runs[k] {
-				best = max(best, sc.rps)
-			}
-		}
-		want := factor * med(need, rps)
-		q := want / best
-		where := "within reach"
-		switch {
-		case q > 1:
-			where = "OUT OF REACH"
-		case q >= 0.95:
-			where = "at the ceiling"
-		}
-		return fmt.Sprintf("; needs %s ops/s, %.2f× the ceiling (%s, the best round of the ceiling server or of rlserver): %s", ops(want), q, ops(best), where)
+		return reach(factor, runs[need], runs[ceil], runs[key{ceil.p, ceil.keys, ceil.workload, "rl"}])
 	}
 	fmt.Println("| pipeline | keys | workload | rlserver ops/s | p50 ms | p99 ms | Redis ops/s | p50 ms | p99 ms | rlserver / Redis+Lua | rlserver / Redis INCR | ceiling ops/s | rlserver / ceiling |")
 	fmt.Println("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -370,6 +343,40 @@ func memory(path string, checks *[]string) {
 		}
 		fmt.Println("| " + strings.Join(cells, " | ") + " |")
 	}
+}
+
+// reach tells where a failed throughput target stands against the ceiling
+// (bench/ceiling: the same requests against a server that does no work).
+// The target needs factor × the median rate of need. The bound is the best
+// round of the ceiling server, or of rlserver on the same row when that is
+// higher (a rate the load generator did reach; the ceiling's rounds can all
+// come out low, a neighbour's burst say): noise only ever slows a run down.
+// Above the bound the target is out of reach on this machine; within 5% of
+// it, rlserver would have to be as fast as doing nothing.
+func reach(factor float64, need, ceil, rl map[int]sample) string {
+	if ceil == nil || need == nil {
+		return ""
+	}
+	best := 0.0
+	for _, runs := range []map[int]sample{ceil, rl} {
+		for _, s := range runs {
+			best = max(best, s.rps)
+		}
+	}
+	var v []float64
+	for _, s := range need {
+		v = append(v, s.rps)
+	}
+	want := factor * median(v)
+	q := want / best
+	where := "within reach"
+	switch {
+	case q > 1:
+		where = "OUT OF REACH"
+	case q >= 0.95:
+		where = "at the ceiling"
+	}
+	return fmt.Sprintf("; needs %s ops/s, %.2f× the ceiling (%s, the best round of the ceiling server or of rlserver): %s", ops(want), q, ops(best), where)
 }
 
 // unless returns s, or "" when ok.

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func rounds(rps ...float64) map[int]sample {
+	m := map[int]sample{}
+	for i, r := range rps {
+		m[i+1] = sample{rps: r}
+	}
+	return m
+}
+
+func TestReach(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		factor         float64
+		need, ceil, rl map[int]sample
+		want           string
+	}{
+		// 8 × the Lua median 150k = 1.2M against a ceiling whose best round is 1.1M.
+		{"above the ceiling", 8, rounds(140e3, 150e3, 160e3), rounds(1.0e6, 1.1e6, 1.05e6), rounds(0.9e6), "needs 1,200,000 ops/s, 1.09× the ceiling (1,100,000, the best round of the ceiling server or of rlserver): OUT OF REACH"},
+		{"within 5%", 8, rounds(150e3), rounds(1.25e6), rounds(1.2e6), "0.96× the ceiling (1,250,000, the best round of the ceiling server or of rlserver): at the ceiling"},
+		{"below", 8, rounds(100e3), rounds(1.25e6), rounds(0.7e6), "0.64× the ceiling (1,250,000, the best round of the ceiling server or of rlserver): within reach"},
+		// The ceiling's rounds all came out below rlserver's: rlserver's best is the bound.
+		{"rlserver's round is the bound", 8, rounds(160e3), rounds(1.0e6, 1.05e6), rounds(1.2e6, 1.3e6), "0.98× the ceiling (1,300,000, the best round of the ceiling server or of rlserver): at the ceiling"},
+		{"no ceiling measured", 8, rounds(150e3), nil, rounds(1.2e6), ""},
+	} {
+		got := reach(tc.factor, tc.need, tc.ceil, tc.rl)
+		if (tc.want == "") != (got == "") || !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s: reach = %q, want it to end in %q", tc.name, got, tc.want)
+		}
+	}
+}
