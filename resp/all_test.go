@@ -3,8 +3,6 @@ package resp
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -90,14 +88,8 @@ func TestAllAgainstReference(t *testing.T) {
 				seed = v // reproduce a failure
 			}
 			rng := rand.New(rand.NewPCG(seed, uint64(shards)))
-			newConn := func() (*Conn, *shard.Clock) {
-				clock := shard.NewClock()
-				clock.Set(1_767_225_600_000_000_000)
-				srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{Shards: shards}), clock)
-				return &Conn{srv: srv, proto: 2, authed: true}, clock
-			}
-			a, clockA := newConn()
-			b, clockB := newConn()
+			a, clockA := testConn(shards)
+			b, clockB := testConn(shards)
 			keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 			home := []string{"TOKENBUCKET", "THROTTLE", "LEAKYBUCKET", "FIXED", "SLIDING", "LOG", "TOKENBUCKET", "LOG"}
 			single := map[string]string{

@@ -2,13 +2,9 @@ package resp
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rlserver/rlserver/shard"
 )
 
 // TestLimiterCommandsAllocateNothing: in steady state, a limiter command
@@ -30,10 +26,7 @@ func TestLimiterCommandsAllocateNothing(t *testing.T) {
 	} {
 		for _, keys := range []int{1, 1000} {
 			t.Run(fmt.Sprintf("%s/keys=%d", strings.Fields(cmd)[0], keys), func(t *testing.T) {
-				clock := shard.NewClock()
-				clock.Set(int64(1e18))
-				srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), clock)
-				c := &Conn{srv: srv, proto: 2, authed: true}
+				c, clock := testConn(0)
 				calls := make([][][]byte, keys)
 				for i := range calls {
 					k := fmt.Sprintf("key:%06d", i)

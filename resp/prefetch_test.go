@@ -3,12 +3,8 @@ package resp
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"log"
 	"strings"
 	"testing"
-
-	"github.com/rlserver/rlserver/shard"
 )
 
 func multibulk(args ...string) string {
@@ -20,15 +16,8 @@ func multibulk(args ...string) string {
 	return b.String()
 }
 
-func warmConn(shards int) *Conn {
-	clock := shard.NewClock()
-	clock.Set(1_767_225_600_000_000_000)
-	srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{Shards: shards}), clock)
-	return &Conn{srv: srv, proto: 2, authed: true}
-}
-
 func TestRequestKeys(t *testing.T) {
-	c := warmConn(1)
+	c, _ := testConn(1)
 	for _, tc := range []struct {
 		in, key string
 		size    int
@@ -66,7 +55,7 @@ func TestRequestKeys(t *testing.T) {
 // back the shards' locks (a shard held elsewhere is skipped, not waited
 // for), and allocates nothing.
 func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
-	c := warmConn(8)
+	c, _ := testConn(8)
 	var batch strings.Builder
 	for i := range 200 {
 		k := fmt.Sprintf("k:%d", i)
@@ -95,21 +84,13 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 	}
 }
 
-func argsOf(s ...string) [][]byte {
-	b := make([][]byte, len(s))
-	for i, a := range s {
-		b[i] = []byte(a)
-	}
-	return b
-}
-
 // FuzzWarm: whatever a client sends, warming it neither panics nor leaves
 // a shard locked.
 func FuzzWarm(f *testing.F) {
 	f.Add([]byte(multibulk("CL.THROTTLE", "a", "1", "1", "1") + multibulk("CL.WINDOW", "b", "1", "1h")))
 	f.Add([]byte("*2\r\n$4\r\nTYPE\r\n$1\r\nk\r\n*2\r\n$4\r\nTYPE\r\n$1\r\nk"))
 	f.Add([]byte("*3\r\n$3\r\nDEL\r\n$1\r\na\r\n$1\r\nb\r\n*1\r\n$4\r\nPING\r\n"))
-	c := warmConn(4)
+	c, _ := testConn(4)
 	c.exec(argsOf("CL.THROTTLE", "a", "1", "1", "1"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c.warm(in)

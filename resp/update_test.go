@@ -1,29 +1,16 @@
 package resp
 
-import (
-	"io"
-	"log"
-	"testing"
-
-	"github.com/rlserver/rlserver/shard"
-)
+import "testing"
 
 // TestExpiredKeyRevivedInPlace: a key whose state became fresh is reused
 // (same entry, reset state) when it comes back, with the same replies a
 // new key gets; a key of another kind replaces it.
 func TestExpiredKeyRevivedInPlace(t *testing.T) {
-	clock := shard.NewClock()
-	clock.Set(1_767_225_600_000_000_000)
-	store := shard.New(shard.Options{Shards: 1})
-	srv := New(Config{Logger: log.New(io.Discard, "", 0)}, store, clock)
-	c := &Conn{srv: srv, proto: 2, authed: true}
+	c, clock := testConn(1)
+	store := c.srv.store
 	run := func(args ...string) string {
-		b := make([][]byte, len(args))
-		for i, a := range args {
-			b[i] = []byte(a)
-		}
 		c.out = c.out[:0]
-		c.exec(b)
+		c.exec(argsOf(args...))
 		c.endBatch()
 		return string(c.out)
 	}

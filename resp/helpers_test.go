@@ -1,0 +1,27 @@
+package resp
+
+import (
+	"io"
+	"log"
+
+	"github.com/rlserver/rlserver/shard"
+)
+
+// testConn returns an authenticated RESP2 connection, on no socket, to a
+// server over a fresh store of the given number of shards (0: the default),
+// and the server's clock, set to 2026-01-01. Tests drive it with exec.
+func testConn(shards int) (*Conn, *shard.Clock) {
+	clock := shard.NewClock()
+	clock.Set(1_767_225_600_000_000_000)
+	srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{Shards: shards}), clock)
+	return &Conn{srv: srv, proto: 2, authed: true}, clock
+}
+
+// argsOf turns strings into a request's arguments.
+func argsOf(s ...string) [][]byte {
+	b := make([][]byte, len(s))
+	for i, a := range s {
+		b[i] = []byte(a)
+	}
+	return b
+}
