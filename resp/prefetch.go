@@ -37,7 +37,9 @@ func (c *Conn) warm(buf []byte) {
 			break // no request, or one without keys (PING): not worth reading on
 		}
 		buf = buf[size:]
-		requests++
+		if requests++; requests == 1 && len(buf) == 0 {
+			return // one request (pipeline 1) runs at once: nothing to overlap
+		}
 		for _, key := range keys[:min(len(keys), warmMax-n)] {
 			if string(key) == string(last) {
 				continue // the previous key again (a hot key is warmed once)
