@@ -244,11 +244,10 @@ type refGCRA struct {
 }
 
 type refDecision struct {
-	allowed    bool
-	remaining  int64
-	retry      *big.Rat // nil: Never
-	reset      *big.Rat
-	retryIsSet bool
+	allowed   bool
+	remaining int64
+	retry     *big.Rat // nil: Never
+	reset     *big.Rat
 }
 
 func (r *refGCRA) take(now int64, p GCRAParams, n int64) refDecision {

@@ -139,11 +139,6 @@ func tokensFloor(full, backlog u128, period int64) int64 {
 	return q.int64Sat()
 }
 
-// mulSat64 returns a×b for non-negative a and b, saturating at maxInt64.
-func mulSat64(a, b int64) int64 {
-	return mul64(uint64(a), uint64(b)).int64Sat()
-}
-
 // backlog is the mutable part of every bucket-shaped state.
 type backlog struct {
 	last int64 // ns: the server time of the last update

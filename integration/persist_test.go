@@ -89,14 +89,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitFlushed waits until a background flush has written every change.
-func waitFlushed(t *testing.T, c *redis.Client) {
-	t.Helper()
-	eventually(t, "rdb_changes_since_last_save:0", func() bool {
-		return infoInt(t, c, "rdb_changes_since_last_save") == 0
-	})
-}
-
 // shutdown sends SHUTDOWN with args and expects the connection to close
 // without an error reply and the process to exit 0. It uses a client of its
 // own that never retries: go-redis would resend SHUTDOWN after the EOF.

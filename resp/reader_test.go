@@ -11,14 +11,8 @@ import (
 	"testing/iotest"
 )
 
-// readAll reads commands from rd until Next fails and returns them with the
-// error.
-func readAll(rd io.Reader, maxBulkLen int) ([][]string, error) {
-	return readAllBuffered(rd, maxBulkLen, false)
-}
-
-// readAllBuffered is readAll, calling Ready after each command if buffered
-// is set, as the server does (Ready parses ahead and consumes empty
+// readAllBuffered reads commands from rd until Next fails and returns them
+// with the error, calling Ready after each command if buffered is set, as the server does (Ready parses ahead and consumes empty
 // requests).
 func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, error) {
 	r := NewReader(rd, maxBulkLen)
