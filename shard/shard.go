@@ -166,7 +166,10 @@ func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
 
 // Load returns the state of the record f found: into, overwritten with the
 // decoded state (into must be a fresh state of f.Kind), or the record's box,
-// the stored object itself.
+// the stored object itself. The box is the key's only until the next Put in
+// this shard of another key: a key that gets hot takes over the object the
+// cooled one gives back. A caller holding boxes of several keys (CL.ALL)
+// must take and store each of them before any other key's Put.
 func (sh *Shard) Load(f Found, into engine.State) engine.State {
 	if f.Boxed {
 		return sh.boxes[boxIndex(f.pay)]

@@ -3,8 +3,9 @@ package shard
 import "testing"
 
 // TestTouch: TouchRecord reads the record of a present key (its header,
-// never 0 for these boxed fakes) unless its probe run is long; both are safe on an empty shard
-// and while the index grows (a key still in the old table reads nothing).
+// never 0 for these boxed fakes) unless its probe run is long; both touches
+// are safe on an empty shard and while the index grows (a key still in the
+// old table reads nothing).
 func TestTouch(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
@@ -37,8 +38,5 @@ func TestTouch(t *testing.T) {
 	}
 	if inNew >= len(keys) {
 		t.Fatalf("all %d keys read during the growth: the test did not cover the old table", inNew)
-	}
-	if sh.TouchRecord(s.Hash([]byte("absent"))) != 0 {
-		t.Log("an absent key's tag matched another record (possible, 1 in 128 per probe)")
 	}
 }
