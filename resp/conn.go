@@ -23,10 +23,12 @@ type Conn struct {
 	id  int64
 
 	// Event loop mode (see loop_linux.go): the socket and its reader;
-	// writing means replies wait for the socket to take them.
+	// writing means replies wait for the socket to take them; queued,
+	// that they wait for the end of the loop's pass (see flushLater).
 	fd      int
 	fdr     *fdReader
 	writing bool
+	queued  bool
 	fdNum   int // fd as CLIENT LIST shows it (-1 in goroutine mode)
 
 	proto    int // 2 or 3

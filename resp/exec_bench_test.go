@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"strings"
 	"testing"
 
 	"github.com/rlserver/rlserver/shard"
@@ -16,19 +17,28 @@ func BenchmarkExec(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		keys []int // the positions of the keys in args
 	}{
-		{"throttle", []string{"CL.THROTTLE", "k", "15", "30", "60"}},
-		{"tokenbucket", []string{"CL.TOKENBUCKET", "k", "100", "10", "1s"}},
-		{"window-fixed", []string{"CL.WINDOW", "k", "100", "1m", "FIXED"}},
-		{"ping", []string{"PING"}},
+		{"throttle", []string{"CL.THROTTLE", "k", "15", "30", "60"}, []int{1}},
+		{"tokenbucket", []string{"CL.TOKENBUCKET", "k", "100", "10", "1s"}, []int{1}},
+		{"window-fixed", []string{"CL.WINDOW", "k", "100", "1m", "FIXED"}, []int{1}},
+		// compare.sh's CL.ALL workload: each key expires within a
+		// microsecond but the FIXED one, as on its random keys.
+		{"all3", strings.Fields("CL.ALL 3 TOKENBUCKET au 1000000 1000000 1 THROTTLE ai 1000000 1000000 1 FIXED ar 1000000000 60"), []int{3, 8, 13}},
+		{"ping", []string{"PING"}, nil},
 	} {
 		for _, keys := range []int{1, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
 				srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
 				c := &Conn{srv: srv, proto: 2, authed: true}
-				names := make([][]byte, keys)
-				for i := range names {
-					names[i] = []byte(fmt.Sprintf("key:%012d", i))
+				// names[j][i]: key i at key position j (CL.ALL's rules
+				// name distinct keys)
+				names := make([][][]byte, len(tc.keys))
+				for j := range names {
+					names[j] = make([][]byte, keys)
+					for i := range names[j] {
+						names[j][i] = []byte(fmt.Sprintf("k%d:%012d", j, i))
+					}
 				}
 				args := make([][]byte, len(tc.args))
 				for i, a := range tc.args {
@@ -37,8 +47,9 @@ func BenchmarkExec(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
-					if len(args) > 1 {
-						args[1] = names[i%keys]
+					for j, pos := range tc.keys {
+						// independent keys per position, as __rand_int__ draws them
+						args[pos] = names[j][(i+j*(keys/3+1))%keys]
 					}
 					c.exec(args)
 					c.out = c.out[:0]

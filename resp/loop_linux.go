@@ -70,6 +70,7 @@ type eventLoop struct {
 	conns  map[int32]*Conn // by fd; the loop's goroutine only
 	evs    []syscall.EpollEvent
 	passes uint
+	dirty  []*Conn // replies to send at the end of the pass (flushLater)
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
@@ -216,6 +217,7 @@ func (l *eventLoop) run() {
 				l.serve(c, 1)
 			}
 		}
+		l.flush()
 		if l.npend.Load() > 0 {
 			l.takePending()
 		}
@@ -278,7 +280,7 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 		if err != nil {
 			c.endBatch()
 			if err == errWouldBlock {
-				l.send(c)
+				l.flushLater(c)
 				return
 			}
 			var pe *ProtocolError
@@ -298,13 +300,41 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 			l.send(c)
 			return
 		}
-		if !c.rd.Ready() || len(c.out) > 64<<10 {
+		if len(c.out) > 64<<10 {
 			c.endBatch()
 			if !l.send(c) || c.writing {
 				return // closed, or the client must read before we go on
 			}
 		}
+		if !c.rd.Ready() {
+			c.endBatch()
+			l.flushLater(c)
+			return
+		}
 	}
+}
+
+// flushLater queues c's replies for the end of the loop's pass, when flush
+// writes the replies of every connection the pass served, one after the
+// other, as Redis does (beforeSleep): the client then finds several replies
+// ready at once, instead of being woken for each.
+func (l *eventLoop) flushLater(c *Conn) {
+	if !c.queued && len(c.out) > 0 {
+		c.queued = true
+		l.dirty = append(l.dirty, c)
+	}
+}
+
+// flush sends the replies flushLater queued.
+func (l *eventLoop) flush() {
+	for i, c := range l.dirty {
+		l.dirty[i] = nil
+		c.queued = false
+		if c.fd >= 0 && !c.writing {
+			l.send(c)
+		}
+	}
+	l.dirty = l.dirty[:0]
 }
 
 // send writes c's buffered replies without blocking. What the socket does

@@ -17,6 +17,9 @@ func appendInt(b []byte, n int64) []byte {
 	if n >= 0 && n < 10 {
 		return append(b, ':', byte('0'+n), '\r', '\n')
 	}
+	if n == -1 { // an admitted decision's retry_after
+		return append(b, ":-1\r\n"...)
+	}
 	b = append(b, ':')
 	b = strconv.AppendInt(b, n, 10)
 	return append(b, '\r', '\n')
