@@ -41,8 +41,7 @@ type Conn struct {
 
 	scratch     [32]byte
 	warmSink    byte     // what warm read, kept so that its loads stay
-	warmArgs    [][]byte // warm's scratch: a request's arguments
-	warmKeys    [][]byte // and its keys
+	warmKeys    [][]byte // warm's scratch: a request's keys
 	created     time.Time
 	batchNow    int64          // the clock, read once per batch of pipelined commands (0: not yet)
 	batchCmd    int64          // commands run in this batch, published at its end
@@ -88,7 +87,7 @@ func (s *Server) newConn(nc net.Conn, src io.Reader) *Conn {
 	}
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.respVer.Store(2)
-	c.rd.onFill = c.warm
+	c.rd.onBatch = c.warm
 	return c
 }
 

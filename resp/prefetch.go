@@ -9,37 +9,36 @@ import (
 // Prefetching. A pipelined batch of commands on keys spread over a large
 // keyspace pays, per command, two cache misses one after the other: the
 // index group, then the record the group points to (22% of the server's CPU
-// on 100,000 random keys, against 2% on one hot key). When a read brings
-// several requests, warm reads all their keys' index groups, then all
-// their records, before the first request runs: the loads of a pass do not
-// depend on one another, so their misses overlap. On 100,000 live random
+// on 100,000 random keys, against 2% on one hot key). When the reader
+// queues several requests at once (batch mode, see Reader.onBatch), warm
+// reads all their keys' index groups, then all their records, before the
+// first request runs: the loads of a pass do not depend on one another, so
+// their misses overlap. On 100,000 live random
 // keys (CL.WINDOW SLIDING, P16) it cut the server's CPU per request by about
 // a fifth (alternating servers; see BENCHMARKS.md).
 
-// warmMax bounds the keys one read warms.
+// warmMax bounds the keys one batch warms.
 const warmMax = 64
 
-// warm touches the keys of each complete request at the start of buf
-// (unparsed input, starting at a request boundary; see requestKeys for
-// which keys). It holds the locks of
-// the shards it reads, taking them in index order and only when free (a
-// touch is a hint, not worth a wait), so it never races with a writer.
-func (c *Conn) warm(buf []byte) {
-	if !c.authed || c.inMulti {
-		return
+// warm touches the keys of a batch of parsed requests (the reader's queue:
+// args back to back, counts each request's; see requestKeys for which
+// keys). It holds the locks of the shards it reads, taking them in index
+// order and only when free (a touch is a hint, not worth a wait), so it
+// never races with a writer.
+func (c *Conn) warm(args [][]byte, counts []int) {
+	if len(counts) < 2 || !c.authed || c.inMulti {
+		return // one request (pipeline 1) runs at once: nothing to overlap
 	}
 	var hs [warmMax]uint64
 	var last []byte
 	n, requests := 0, 0
-	for n < warmMax {
-		keys, size := requestKeys(buf, c)
+	for _, argc := range counts {
+		keys := c.requestKeys(args[:argc])
+		args = args[argc:]
 		if len(keys) == 0 {
-			break // no request, or one without keys (PING): not worth reading on
+			continue
 		}
-		buf = buf[size:]
-		if requests++; requests == 1 && len(buf) == 0 {
-			return // one request (pipeline 1) runs at once: nothing to overlap
-		}
+		requests++
 		for _, key := range keys[:min(len(keys), warmMax-n)] {
 			if string(key) == string(last) {
 				continue // the previous key again (a hot key is warmed once)
@@ -47,6 +46,9 @@ func (c *Conn) warm(buf []byte) {
 			hs[n] = c.srv.store.Hash(key)
 			n++
 			last = key
+		}
+		if n == warmMax {
+			break
 		}
 	}
 	if requests < 2 || n == 0 {
@@ -91,69 +93,26 @@ func (c *Conn) warm(buf []byte) {
 	c.warmSink += sum
 }
 
-// requestKeys parses the multibulk request at the start of b just far
-// enough to find its keys, by its command's key spec in the table: the
-// first key, or all of them for a command whose keys are found by parsing
-// (CL.ALL). size is the request's length, 0 when b does not start with a
-// complete, well-formed multibulk request of at most warmArgs arguments
-// (the reader, not this, reports errors). The slices alias b and the
-// connection's scratch, until the next call.
-func requestKeys(b []byte, c *Conn) (keys [][]byte, size int) {
-	if len(b) == 0 || b[0] != '*' {
-		return nil, 0
-	}
-	argc, i, ok := warmNumber(b, 1)
-	if !ok || argc < 1 || argc > warmArgs {
-		return nil, 0
-	}
-	if c.warmArgs == nil {
-		c.warmArgs = make([][]byte, warmArgs)
-		c.warmKeys = make([][]byte, 0, warmArgs)
-	}
-	args := c.warmArgs[:argc]
-	for a := range args {
-		if i >= len(b) || b[i] != '$' {
-			return nil, 0
-		}
-		l, j, ok := warmNumber(b, i+1)
-		if !ok || l > len(b)-j-2 {
-			return nil, 0
-		}
-		args[a] = b[j : j+l]
-		i = j + l + 2
-	}
+// requestKeys returns the keys of a request by its command's key spec in the
+// table: the first key, or all of them for a command whose keys are found
+// by parsing (CL.ALL). The slice is the connection's scratch, valid until
+// the next call.
+func (c *Conn) requestKeys(args [][]byte) [][]byte {
 	// Pipelines repeat one command: exec's last lookup first.
 	cmd := c.lastName
 	if cmd == nil || string(args[0]) != string(c.lastNameBuf[:c.lastNameLen]) {
 		cmd = c.srv.table.lookup(args[0], &c.scratch)
 	}
-	keys = c.warmKeys[:0]
+	keys := c.warmKeys[:0]
 	switch {
 	case cmd == nil:
 	case cmd.Keys.Find != nil:
-		keys = cmd.Keys.Find(args, keys) // at most argc keys: within the scratch's capacity
-	case !cmd.Keys.Movable && cmd.Keys.First > 0 && cmd.Keys.First < argc:
+		keys = cmd.Keys.Find(args, keys)
+	case !cmd.Keys.Movable && cmd.Keys.First > 0 && cmd.Keys.First < len(args):
 		keys = append(keys, args[cmd.Keys.First])
 	}
-	return keys, i
-}
-
-// warmArgs bounds the arguments of a request warm reads (CL.ALL with 3
-// rules has 17).
-const warmArgs = 64
-
-// warmNumber parses the decimal number at b[i:] up to its CRLF (at most 9
-// digits), returning it and the index after the CRLF.
-func warmNumber(b []byte, i int) (n, next int, ok bool) {
-	start := i
-	for ; i < len(b) && b[i] != '\r'; i++ {
-		if b[i] < '0' || b[i] > '9' || i-start >= 9 {
-			return 0, 0, false
-		}
-		n = n*10 + int(b[i]-'0')
+	if cap(keys) <= warmMax {
+		c.warmKeys = keys[:0] // keep what grew, unless a huge request grew it
 	}
-	if i == start || i+1 >= len(b) || b[i+1] != '\n' {
-		return 0, 0, false
-	}
-	return n, i + 2, true
+	return keys
 }

@@ -19,36 +19,41 @@ func multibulk(args ...string) string {
 func TestRequestKeys(t *testing.T) {
 	c, _ := testConn(1)
 	for _, tc := range []struct {
-		in, key string
-		size    int
+		args []string
+		keys string
 	}{
-		{multibulk("CL.THROTTLE", "gc:1", "10", "1", "1"), "gc:1", -1},
-		{multibulk("cl.window", "w", "5", "1m"), "w", -1},            // any case
-		{multibulk("TYPE", "k"), "k", -1},                            // any command with keys
-		{multibulk("PING"), "", -1},                                  // no keys
-		{multibulk("CL.ALL", "1", "FIXED", "a", "1", "1h"), "a", -1}, // keys found by parsing
-		{multibulk("CL.ALL", "2", "FIXED", "a", "1", "1h", "THROTTLE", "b", "1", "1", "1", "COST", "2"), "a b", -1},
-		{multibulk("CL.ALL", "3", "FIXED", "a", "1", "1h", "NOSUCH", "b", "1"), "a", -1}, // as far as the rules go
-		{multibulk("CL.ALL", "x", "FIXED", "a", "1", "1h"), "", -1},
-		{multibulk("CL.ALL", "9", "FIXED", "a", "1"), "", -1},
-		{multibulk("NOSUCH", "k"), "", -1}, // unknown
-		{multibulk("CL.THROTTLE", "gc:1", "10", "1", "1") + multibulk("PING"), "gc:1", len(multibulk("CL.THROTTLE", "gc:1", "10", "1", "1"))}, // the first of two
-		{"*2\r\n$4\r\nTYPE\r\n$1\r\nk", "", 0},          // partial
-		{"PING\r\n", "", 0},                             // inline
-		{"*2\r\n$4\r\nTYPE\r\n$-1\r\n", "", 0},          // not for us to judge
-		{"*1\r\n$4\r\nPING\r", "", 0},                   // no LF yet
-		{"*9999999999\r\n", "", 0},                      // absurd count
-		{"*2\r\n$4\r\nTYPE\r\n$99999999999\r\n", "", 0}, // absurd length
+		{[]string{"CL.THROTTLE", "gc:1", "10", "1", "1"}, "gc:1"},
+		{[]string{"cl.window", "w", "5", "1m"}, "w"},            // any case
+		{[]string{"TYPE", "k"}, "k"},                            // any command with keys
+		{[]string{"PING"}, ""},                                  // no keys
+		{[]string{"CL.ALL", "1", "FIXED", "a", "1", "1h"}, "a"}, // keys found by parsing
+		{[]string{"CL.ALL", "2", "FIXED", "a", "1", "1h", "THROTTLE", "b", "1", "1", "1", "COST", "2"}, "a b"},
+		{[]string{"CL.ALL", "3", "FIXED", "a", "1", "1h", "NOSUCH", "b", "1"}, "a"}, // as far as the rules go
+		{[]string{"CL.ALL", "x", "FIXED", "a", "1", "1h"}, ""},
+		{[]string{"CL.ALL", "9", "FIXED", "a", "1"}, ""},
+		{[]string{"CL.THROTTLE"}, ""}, // too short for its key: exec will say so
+		{[]string{"NOSUCH", "k"}, ""}, // unknown
 	} {
-		keys, size := requestKeys([]byte(tc.in), c)
-		want := tc.size
-		if want < 0 {
-			want = len(tc.in)
-		}
-		if got := string(bytes.Join(keys, []byte(" "))); got != tc.key || size != want {
-			t.Errorf("requestKeys(%q) = %q, %d; want %q, %d", tc.in, got, size, tc.key, want)
+		keys := c.requestKeys(argsOf(tc.args...))
+		if got := string(bytes.Join(keys, []byte(" "))); got != tc.keys {
+			t.Errorf("requestKeys(%q) = %q; want %q", tc.args, got, tc.keys)
 		}
 	}
+}
+
+// parsedBatch returns what a batch-mode Reader queues for in: the requests'
+// arguments back to back, and each one's count.
+func parsedBatch(t testing.TB, in []byte) (args [][]byte, counts []int) {
+	r := NewReader(bytes.NewReader(in), 0)
+	r.onBatch = func(a [][]byte, n []int) {
+		args, counts = append(args, a...), append(counts, n...)
+	}
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	return args, counts
 }
 
 // TestWarmLeavesNoLockAndAllocatesNothing: warming a batch takes and gives
@@ -67,11 +72,14 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 	}
 	c.out = c.out[:0]
 	c.endBatch()
-	in := []byte(batch.String())
+	args, counts := parsedBatch(t, []byte(batch.String()))
+	if len(counts) != 220 {
+		t.Fatalf("parsed %d requests, want 220", len(counts))
+	}
 	store := c.srv.store
 	busy := store.Shard(3)
 	busy.Lock() // another loop's, say
-	c.warm(in)
+	c.warm(args, counts)
 	busy.Unlock()
 	for i := 0; i < store.NumShards(); i++ {
 		if !store.Shard(i).TryLock() {
@@ -79,13 +87,13 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 		}
 		store.Shard(i).Unlock()
 	}
-	if a := testing.AllocsPerRun(100, func() { c.warm(in) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { c.warm(args, counts) }); a != 0 {
 		t.Fatalf("warm allocated %.1f times a batch", a)
 	}
 }
 
-// FuzzWarm: whatever a client sends, warming it neither panics nor leaves
-// a shard locked.
+// FuzzWarm: whatever a client sends, warming what the reader queues of it
+// neither panics nor leaves a shard locked.
 func FuzzWarm(f *testing.F) {
 	f.Add([]byte(multibulk("CL.THROTTLE", "a", "1", "1", "1") + multibulk("CL.WINDOW", "b", "1", "1h")))
 	f.Add([]byte("*2\r\n$4\r\nTYPE\r\n$1\r\nk\r\n*2\r\n$4\r\nTYPE\r\n$1\r\nk"))
@@ -93,7 +101,13 @@ func FuzzWarm(f *testing.F) {
 	c, _ := testConn(4)
 	c.exec(argsOf("CL.THROTTLE", "a", "1", "1", "1"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c.warm(in)
+		r := NewReader(bytes.NewReader(in), 0)
+		r.onBatch = c.warm
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
 		for i := 0; i < c.srv.store.NumShards(); i++ {
 			if !c.srv.store.Shard(i).TryLock() {
 				t.Fatalf("shard %d left locked", i)

@@ -142,8 +142,14 @@ func TestProtocol(t *testing.T) {
 			if sp.name == "bytewise" && len(tc.in) > 200000 {
 				continue
 			}
-			got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, sp.name != "whole")
-			checkResult(t, tc.name+"/"+sp.name, got, err, tc.want, tc.wantErr)
+			mode := readBuffered
+			if sp.name == "whole" {
+				mode = readPlain
+			}
+			for _, mode := range []readMode{mode, readBatch} {
+				got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, mode)
+				checkResult(t, tc.name+"/"+sp.name+"/"+mode.String(), got, err, tc.want, tc.wantErr)
+			}
 		}
 		// The reference parser agrees.
 		got, msg := refParse([]byte(tc.in), DefaultMaxBulkLen)
@@ -396,16 +402,18 @@ func FuzzReader(f *testing.F) {
 		const maxBulk = 64 // small, so that the bound is reached
 		want, wantErr := refParse(data, maxBulk)
 		readers := []struct {
-			name     string
-			rd       io.Reader
-			buffered bool
+			name string
+			rd   io.Reader
+			mode readMode
 		}{
-			{"whole", bytes.NewReader(data), false},
-			{"bytewise", iotest.OneByteReader(bytes.NewReader(data)), true},
-			{"chunks", &chunkReader{data: data, sizes: fuzzSizes(data)}, true},
+			{"whole", bytes.NewReader(data), readPlain},
+			{"bytewise", iotest.OneByteReader(bytes.NewReader(data)), readBuffered},
+			{"chunks", &chunkReader{data: data, sizes: fuzzSizes(data)}, readBuffered},
+			{"whole batch", bytes.NewReader(data), readBatch},
+			{"chunks batch", &chunkReader{data: data, sizes: fuzzSizes(data)}, readBatch},
 		}
 		for _, rd := range readers {
-			got, err := readAllBuffered(rd.rd, maxBulk, rd.buffered)
+			got, err := readAllBuffered(rd.rd, maxBulk, rd.mode)
 			checkResult(t, rd.name, got, err, want, wantErr)
 			nargs, size := 0, 0
 			for _, c := range got {

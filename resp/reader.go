@@ -84,11 +84,22 @@ type Reader struct {
 	ioErr error // read error that came with data, returned once
 	ready bool  // Ready parsed a complete request: args holds it for Next
 
-	// onFill, when set, sees the unparsed input after each read that
-	// brought bytes, from the start of the request being parsed (the
-	// server warms the keys of a pipelined batch with it, see warm).
-	onFill func(buffered []byte)
+	// Batch mode, when onBatch is set: Next and Ready parse every complete
+	// request buffered (up to aheadMax) into a queue at once, and show the
+	// queue to onBatch before handing out its first request (the server
+	// warms the batch's keys, see warm). ahead holds the queued requests'
+	// arguments back to back, aheadN each one's count; aheadAt and
+	// aheadArg locate the next one to hand out.
+	onBatch  func(args [][]byte, counts []int)
+	ahead    [][]byte
+	aheadN   []int
+	aheadAt  int
+	aheadArg int
 }
+
+// aheadMax bounds the requests batch mode queues at once; the rest of a
+// larger batch is queued when these are used up.
+const aheadMax = 64
 
 // NewReader returns a Reader reading requests from rd. maxBulkLen is
 // proto-max-bulk-len, the largest accepted bulk argument; a non-positive
@@ -114,6 +125,9 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		r.ready = false
 		return r.args, nil
 	}
+	if args, ok := r.pop(); ok {
+		return args, nil
+	}
 	if r.perr != nil {
 		return nil, r.perr
 	}
@@ -125,23 +139,73 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		if cap(r.args) > readerKeepArgs {
 			r.args, r.spans = nil, nil
 		}
+		if cap(r.ahead) > readerKeepArgs {
+			r.ahead = nil
+		}
 	}
 	for {
-		done, err := r.parse()
-		if err != nil {
-			r.perr = err
-			return nil, err
-		}
-		if done {
-			if len(r.args) > 0 {
-				return r.args, nil
+		if r.onBatch != nil {
+			r.parseAhead()
+			if args, ok := r.pop(); ok {
+				return args, nil
 			}
-			continue // empty request
+			if r.perr != nil {
+				return nil, r.perr
+			}
+		} else {
+			done, err := r.parse()
+			if err != nil {
+				r.perr = err
+				return nil, err
+			}
+			if done {
+				if len(r.args) > 0 {
+					return r.args, nil
+				}
+				continue // empty request
+			}
 		}
 		if err := r.fill(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// parseAhead queues the complete requests buffered, at most aheadMax, and
+// shows them to onBatch. The queue must be empty: the slices it held alias
+// the buffer, which only fill moves, and fill only runs once they are used.
+// A protocol error ends the queue, and Next returns it after the requests
+// before it, as it would without batch mode.
+func (r *Reader) parseAhead() {
+	r.ahead, r.aheadN, r.aheadAt, r.aheadArg = r.ahead[:0], r.aheadN[:0], 0, 0
+	for len(r.aheadN) < aheadMax && r.perr == nil {
+		done, err := r.parse()
+		if err != nil {
+			r.perr = err
+		}
+		if !done {
+			break
+		}
+		if len(r.args) > 0 { // else an empty request, skipped
+			r.ahead = append(r.ahead, r.args...)
+			r.aheadN = append(r.aheadN, len(r.args))
+		}
+	}
+	if len(r.aheadN) > 0 {
+		r.onBatch(r.ahead, r.aheadN)
+	}
+}
+
+// pop hands out the next queued request, if any.
+func (r *Reader) pop() ([][]byte, bool) {
+	if r.aheadAt == len(r.aheadN) {
+		return nil, false
+	}
+	n := r.aheadN[r.aheadAt]
+	args := r.ahead[r.aheadArg : r.aheadArg+n : r.aheadArg+n]
+	r.aheadAt++
+	r.aheadArg += n
+	return args, true
 }
 
 // Ready reports, without reading, whether Next will return at once: a
@@ -151,8 +215,12 @@ func (r *Reader) Next() (args [][]byte, err error) {
 // partial request, as Redis does. Like Next, it invalidates the arguments
 // the previous Next returned.
 func (r *Reader) Ready() bool {
-	if r.ready || r.perr != nil {
+	if r.ready || r.perr != nil || r.aheadAt < len(r.aheadN) {
 		return true
+	}
+	if r.onBatch != nil {
+		r.parseAhead()
+		return r.aheadAt < len(r.aheadN) || r.perr != nil
 	}
 	for {
 		done, err := r.parse()
@@ -338,9 +406,6 @@ func (r *Reader) fill() error {
 			return errors.New("resp: reader returned invalid count from Read")
 		}
 		r.w += n
-		if n > 0 && r.onFill != nil {
-			r.onFill(r.buf[r.r:r.w])
-		}
 		if err != nil {
 			if n > 0 {
 				r.ioErr = err

@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
@@ -11,26 +12,70 @@ import (
 	"testing/iotest"
 )
 
+// readMode is how a test drives a Reader.
+type readMode int
+
+const (
+	readPlain    readMode = iota // Next only
+	readBuffered                 // Ready after each command, as the server calls it
+	readBatch                    // batch mode (onBatch) and Ready, as the server runs
+)
+
+var readModes = []readMode{readPlain, readBuffered, readBatch}
+
+func (m readMode) String() string { return [...]string{"plain", "buffered", "batch"}[m] }
+
+func strs(args [][]byte) []string {
+	s := make([]string, len(args))
+	for i, a := range args {
+		s[i] = string(a)
+	}
+	return s
+}
+
 // readAllBuffered reads commands from rd until Next fails and returns them
-// with the error, calling Ready after each command if buffered is set, as the server does (Ready parses ahead and consumes empty
-// requests).
-func readAllBuffered(rd io.Reader, maxBulkLen int, buffered bool) ([][]string, error) {
+// with the error, driving the reader as mode says. In batch mode it also
+// checks that onBatch is shown exactly the requests Next then returns, in
+// order, and only once the previous batch is used up.
+func readAllBuffered(rd io.Reader, maxBulkLen int, mode readMode) ([][]string, error) {
 	r := NewReader(rd, maxBulkLen)
+	var shown [][]string // shown to onBatch, not yet returned by Next
+	var batchErr error
+	if mode == readBatch {
+		r.onBatch = func(args [][]byte, counts []int) {
+			if len(shown) > 0 && batchErr == nil {
+				batchErr = fmt.Errorf("onBatch called with %q still to return", shown)
+			}
+			for _, n := range counts {
+				shown = append(shown, strs(args[:n]))
+				args = args[n:]
+			}
+		}
+	}
 	var cmds [][]string
 	for {
 		args, err := r.Next()
+		if batchErr != nil {
+			return cmds, batchErr
+		}
 		if err != nil {
+			if len(shown) > 0 {
+				return cmds, fmt.Errorf("onBatch showed %q, Next never returned them", shown)
+			}
 			return cmds, err
 		}
 		if len(args) == 0 {
 			return cmds, errors.New("Next returned no arguments and no error")
 		}
-		cmd := make([]string, len(args))
-		for i, a := range args {
-			cmd[i] = string(a)
+		cmd := strs(args)
+		if mode == readBatch {
+			if len(shown) == 0 || !reflect.DeepEqual(shown[0], cmd) {
+				return cmds, fmt.Errorf("Next returned %q, onBatch showed %q", cmd, shown)
+			}
+			shown = shown[1:]
 		}
 		cmds = append(cmds, cmd)
-		if buffered {
+		if mode != readPlain {
 			r.Ready() // after using args: Ready parses ahead, as Next does
 		}
 	}
@@ -136,13 +181,13 @@ var validCases = []struct {
 func TestReaderValid(t *testing.T) {
 	for _, tc := range validCases {
 		for _, sp := range splitters {
-			for _, buffered := range []bool{false, true} {
-				got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, buffered)
+			for _, mode := range readModes {
+				got, err := readAllBuffered(sp.fn([]byte(tc.in)), 0, mode)
 				if err != io.EOF {
-					t.Errorf("%s/%s/%v: err = %v, want io.EOF", tc.name, sp.name, buffered, err)
+					t.Errorf("%s/%s/%v: err = %v, want io.EOF", tc.name, sp.name, mode, err)
 				}
 				if !reflect.DeepEqual(got, tc.want) {
-					t.Errorf("%s/%s/%v: got %q, want %q", tc.name, sp.name, buffered, got, tc.want)
+					t.Errorf("%s/%s/%v: got %q, want %q", tc.name, sp.name, mode, got, tc.want)
 				}
 			}
 		}
@@ -171,15 +216,20 @@ func TestReaderReadyAfterNext(t *testing.T) {
 		name   string
 		chunks []string
 		want   []bool // Ready after each Next
+		batch  bool   // onBatch set
 	}{
-		{"batch", []string{ping + ping + ping}, []bool{true, true, false}},
-		{"two batches", []string{ping + ping, ping}, []bool{true, false, false}},
-		{"partial next", []string{ping + "*1\r\n$4\r\nPI", "NG\r\n"}, []bool{false, false}},
-		{"inline batch", []string{"PING\r\nPING\n"}, []bool{true, false}},
-		{"trailing blank line", []string{"PING\r\n\r\n"}, []bool{false}},
-		{"trailing empty multibulk", []string{ping + "*0\r\n*-1\r\n \n"}, []bool{false}},
-		{"blank then command", []string{ping + "\r\n" + ping}, []bool{true, false}},
-		{"partial blank line", []string{ping + "  "}, []bool{false}},
+		{"batch", []string{ping + ping + ping}, []bool{true, true, false}, false},
+		{"two batches", []string{ping + ping, ping}, []bool{true, false, false}, false},
+		{"partial next", []string{ping + "*1\r\n$4\r\nPI", "NG\r\n"}, []bool{false, false}, false},
+		{"inline batch", []string{"PING\r\nPING\n"}, []bool{true, false}, false},
+		{"trailing blank line", []string{"PING\r\n\r\n"}, []bool{false}, false},
+		{"trailing empty multibulk", []string{ping + "*0\r\n*-1\r\n \n"}, []bool{false}, false},
+		{"blank then command", []string{ping + "\r\n" + ping}, []bool{true, false}, false},
+		{"partial blank line", []string{ping + "  "}, []bool{false}, false},
+	}
+	for _, tc := range tests {
+		tc.name, tc.batch = tc.name+" (batch mode)", true
+		tests = append(tests, tc)
 	}
 	for _, tc := range tests {
 		s := &scriptReader{}
@@ -187,6 +237,9 @@ func TestReaderReadyAfterNext(t *testing.T) {
 			s.chunks = append(s.chunks, []byte(c))
 		}
 		r := NewReader(s, 0)
+		if tc.batch {
+			r.onBatch = func([][]byte, []int) {}
+		}
 		if r.Ready() {
 			t.Errorf("%s: Ready before any read", tc.name)
 		}
@@ -229,9 +282,21 @@ func TestReaderIOErrors(t *testing.T) {
 }
 
 func TestReaderProtocolErrorSticky(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		testReaderProtocolErrorSticky(t, batch)
+	}
+}
+
+func testReaderProtocolErrorSticky(t *testing.T, batch bool) {
 	r := NewReader(strings.NewReader("PING\r\n*x\r\nPING\r\n"), 0)
+	if batch {
+		r.onBatch = func([][]byte, []int) {}
+	}
 	if _, err := r.Next(); err != nil {
 		t.Fatal(err)
+	}
+	if !r.Ready() {
+		t.Fatal("Ready = false with a protocol error next")
 	}
 	for range 2 {
 		_, err := r.Next()
@@ -329,8 +394,11 @@ func throttleBatch(n int) []byte {
 }
 
 func TestReaderZeroAllocs(t *testing.T) {
-	for _, batch := range [][]byte{throttleBatch(16), bytes.Repeat([]byte("CL.THROTTLE key 15 30 60\r\n"), 16)} {
+	for i, batch := range [][]byte{throttleBatch(16), bytes.Repeat([]byte("CL.THROTTLE key 15 30 60\r\n"), 16), throttleBatch(16)} {
 		r := NewReader(&repeatReader{batch}, 0)
+		if i == 2 { // batch mode, as the server reads
+			r.onBatch = func([][]byte, []int) {}
+		}
 		allocs := testing.AllocsPerRun(100, func() {
 			for range 16 {
 				args, err := r.Next()
