@@ -6,8 +6,10 @@
 # memory) on free loopback ports, and drives both with redis-benchmark:
 # 50 clients, pipelines of 1 and 16, a hot key and 100,000 random keys.
 # Each workload runs ROUNDS times, rlserver and Redis alternating
-# (A B A B ...); the report takes medians, and the ratios are medians of the
-# per-round ratios, so that noise shared by a round cancels. Then it loads
+# (A B A B ...): in each round rlserver's run of a limiter is followed by
+# the ceiling server's, the Lua script's and a Redis INCR run. The report
+# takes medians, and the ratios are medians of the per-round ratios, so
+# that noise shared by a round cancels. Then it loads
 # MEM_KEYS distinct keys of each limiter kind into fresh servers and reports
 # bytes per key.
 #
@@ -248,7 +250,7 @@ bench() { # port pid pipeline keymode workload server round command
 		# Pipelined runs of fast commands (rlserver's, Redis PING and INCR)
 		# take 4× the requests, so that each lasts about a second like the
 		# Lua runs: a run of 0.3 s varied by ±15% between rounds.
-		if [[ $srv == rl || $srv == ceil || $w == ping || $w == incr ]]; then
+		if [[ $srv == rl || $srv == ceil || $srv == incr || $w == ping || $w == incr ]]; then
 			n=$((4 * N16))
 		fi
 	fi
@@ -301,6 +303,11 @@ throughput() {
 					fi
 					if [[ -n ${LUA[$w]:-} ]]; then
 						bench "$REDIS_PORT" "$REDIS_PID" "$p" "$mode" "$w" redis "$round" "${LUA[$w]}"
+					fi
+					# Redis INCR right after each limiter's runs, so that the
+					# rlserver / INCR ratio also comes from adjacent runs.
+					if [[ -n ${RL[$w]:-} && $w != ping ]] && has incr; then
+						bench "$REDIS_PORT" "$REDIS_PID" "$p" "$mode" "$w" incr "$round" "${LUA[incr]}"
 					fi
 				done
 			done

@@ -34,3 +34,18 @@ func TestReach(t *testing.T) {
 		}
 	}
 }
+
+// TestNearIncr: a workload is compared with the INCR runs made right after
+// its own when there are any, else with the INCR workload's.
+func TestNearIncr(t *testing.T) {
+	runs := map[key]map[int]sample{
+		{16, "hot", "incr", "redis"}: rounds(1.7e6),
+		{16, "hot", "gcra", "incr"}:  rounds(1.6e6),
+	}
+	if got, want := nearIncr(runs, 16, "hot", "gcra"), (key{16, "hot", "gcra", "incr"}); got != want {
+		t.Errorf("gcra: %v, want %v", got, want)
+	}
+	if got, want := nearIncr(runs, 16, "hot", "fixed"), (key{16, "hot", "incr", "redis"}); got != want {
+		t.Errorf("fixed (no INCR runs of its own): %v, want %v", got, want)
+	}
+}
