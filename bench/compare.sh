@@ -291,10 +291,13 @@ throughput() {
 	: >"$OUT/results.tsv"
 	local p mode round
 	for p in $PIPELINES; do
-		for mode in $KEYMODES; do
-			for round in $(seq "$ROUNDS"); do
-				log "pipeline $p, $mode keys, round $round of $ROUNDS"
-				for w in $WORKLOADS; do
+		for round in $(seq "$ROUNDS"); do
+			log "pipeline $p, round $round of $ROUNDS"
+			for w in $WORKLOADS; do
+				# A workload's hot-key and random-key runs come one after
+				# the other, so that their per-round ratio, like the others,
+				# compares runs seconds apart.
+				for mode in $KEYMODES; do
 					if [[ -n ${RL[$w]:-} ]]; then
 						bench "$RL_PORT" "$RL_PID" "$p" "$mode" "$w" rl "$round" "${RL[$w]}"
 						if [[ ${CEILING:-1} == 1 ]]; then
