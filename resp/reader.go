@@ -135,6 +135,10 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		r.r, r.w = 0, 0
 		if len(r.buf) > readerKeepBuf {
 			r.buf = nil
+			// The argument slices kept for reuse still point into it,
+			// past their lengths: let it go.
+			clear(r.args[:cap(r.args)])
+			clear(r.ahead[:cap(r.ahead)])
 		}
 		if cap(r.args) > readerKeepArgs {
 			r.args, r.spans = nil, nil

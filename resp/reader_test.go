@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 )
 
 // readMode is how a test drives a Reader.
@@ -311,11 +312,20 @@ func testReaderProtocolErrorSticky(t *testing.T, batch bool) {
 }
 
 func TestReaderLargeBulk(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		testReaderLargeBulk(t, batch)
+	}
+}
+
+func testReaderLargeBulk(t *testing.T, batch bool) {
 	// A bulk of exactly maxBulkLen, fed in small reads: the buffer grows
 	// to what the request needs, not to twice that.
 	const n = 1 << 20
 	in := "*2\r\n$3\r\nSET\r\n$1048576\r\n" + strings.Repeat("v", n) + "\r\nPING\r\n"
 	r := NewReader(&chunkReader{data: []byte(in), sizes: []int{1000, 1, 4093}}, 0)
+	if batch {
+		r.onBatch = func([][]byte, []int) {}
+	}
 	args, err := r.Next()
 	if err != nil || len(args) != 2 || len(args[1]) != n {
 		t.Fatalf("got %d args, err %v", len(args), err)
@@ -323,15 +333,23 @@ func TestReaderLargeBulk(t *testing.T) {
 	if len(r.buf) > n+64 {
 		t.Errorf("buffer grew to %d for a %d-byte request", len(r.buf), n+23)
 	}
+	big := r.buf
 	if args, err = r.Next(); err != nil || string(args[0]) != "PING" {
 		t.Fatalf("got %q, %v", args, err)
 	}
-	// Once consumed, the large buffer is dropped.
+	// Once consumed, the large buffer is dropped, and no argument slice
+	// kept for reuse still holds on to it.
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatal(err)
 	}
 	if len(r.buf) > readerKeepBuf {
 		t.Errorf("idle buffer kept at %d bytes", len(r.buf))
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
+	for i, a := range append(r.args[:cap(r.args)], r.ahead[:cap(r.ahead)]...) {
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(a))); a != nil && p >= lo && p < lo+uintptr(len(big)) {
+			t.Errorf("batch %v: kept argument slice %d still points into the dropped buffer", batch, i)
+		}
 	}
 }
 
