@@ -24,27 +24,15 @@ func parseInt(b []byte) (int64, bool) {
 	if (len(b) > 1 || neg) && b[0] == '0' {
 		return 0, false // leading zeros and "-0", as string2ll refuses them
 	}
-	var u uint64
-	if len(b) <= 18 {
-		// At most 18 digits cannot overflow: no bound to check per digit
-		// (that check cost a third of CL.ALL's argument parsing).
-		for _, ch := range b {
-			if ch-'0' > 9 {
-				return 0, false
-			}
-			u = u*10 + uint64(ch-'0')
+	if len(b) > 19 {
+		return 0, false // 20 digits are past the int64 range either way
+	}
+	var u uint64 // at most 19 digits: no overflow to check per digit
+	for _, ch := range b {
+		if ch-'0' > 9 {
+			return 0, false
 		}
-	} else {
-		for _, ch := range b {
-			if ch < '0' || ch > '9' {
-				return 0, false
-			}
-			d := uint64(ch - '0')
-			if u > (1<<64-1-d)/10 {
-				return 0, false
-			}
-			u = u*10 + d
-		}
+		u = u*10 + uint64(ch-'0')
 	}
 	if neg {
 		if u > 1<<63 {

@@ -138,19 +138,25 @@ func (c *Conn) endBatch() {
 	}
 }
 
+// command looks name up in the table. Pipelines repeat one command, so the
+// name looked up last is compared first, before the table's map.
+func (c *Conn) command(name []byte) *Command {
+	if c.lastName != nil && string(name) == string(c.lastNameBuf[:c.lastNameLen]) {
+		return c.lastName
+	}
+	cmd := c.srv.table.lookup(name, &c.scratch)
+	if cmd != nil && len(name) <= len(c.lastNameBuf) {
+		c.lastName = cmd
+		c.lastNameLen = copy(c.lastNameBuf[:], name)
+	}
+	return cmd
+}
+
 // exec dispatches one command through the table: lookup, arity, auth, MULTI
 // queueing, then the handler.
 func (c *Conn) exec(args [][]byte) {
 	c.batchCmd++
-	// Pipelines repeat one command: compare with the last name looked up
-	// before asking the table's map.
-	var cmd *Command
-	if c.lastName != nil && string(args[0]) == string(c.lastNameBuf[:c.lastNameLen]) {
-		cmd = c.lastName
-	} else if cmd = c.srv.table.lookup(args[0], &c.scratch); cmd != nil && len(args[0]) <= len(c.lastNameBuf) {
-		c.lastName = cmd
-		c.lastNameLen = copy(c.lastNameBuf[:], args[0])
-	}
+	cmd := c.command(args[0])
 	if cmd == nil {
 		c.reject(errUnknownCommand(args))
 		return

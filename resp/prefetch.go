@@ -13,9 +13,9 @@ import (
 // queues several requests at once (batch mode, see Reader.onBatch), warm
 // reads all their keys' index groups, then all their records, before the
 // first request runs: the loads of a pass do not depend on one another, so
-// their misses overlap. On 100,000 live random
-// keys (CL.WINDOW SLIDING, P16) it cut the server's CPU per request by about
-// a fifth (alternating servers; see BENCHMARKS.md).
+// their misses overlap. On 100,000 live random keys (CL.WINDOW SLIDING,
+// P16) it cut the server's CPU per request by about a fifth (alternating
+// servers; see BENCHMARKS.md).
 
 // warmMax bounds the keys one batch warms.
 const warmMax = 64
@@ -98,11 +98,7 @@ func (c *Conn) warm(args [][]byte, counts []int) {
 // by parsing (CL.ALL). The slice is the connection's scratch, valid until
 // the next call.
 func (c *Conn) requestKeys(args [][]byte) [][]byte {
-	// Pipelines repeat one command: exec's last lookup first.
-	cmd := c.lastName
-	if cmd == nil || string(args[0]) != string(c.lastNameBuf[:c.lastNameLen]) {
-		cmd = c.srv.table.lookup(args[0], &c.scratch)
-	}
+	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
 	switch {
 	case cmd == nil:
