@@ -94,11 +94,17 @@ var (
 // scaleDown returns m and the class c with v = m·1000^c, c as large as
 // possible (0 for v = 0), so that every value has one encoding.
 func scaleDown(v uint64) (m uint64, c byte) {
-	for c < 3 && v != 0 && v%1000 == 0 {
-		v /= 1000
-		c++
+	switch {
+	case v == 0 || v&7 != 0: // 1000 = 8·125: no multiple of 8, no multiple of 1000
+		return v, 0
+	case v%1e9 == 0:
+		return v / 1e9, 3
+	case v%1e6 == 0:
+		return v / 1e6, 2
+	case v%1e3 == 0:
+		return v / 1e3, 1
 	}
-	return v, c
+	return v, 0
 }
 
 // scaleDown128 is scaleDown for a 128-bit value.

@@ -614,3 +614,29 @@ func stepClock(r *rand.Rand, now int64) int64 {
 	}
 	return winAdd(now, r.Int64N(1e8))
 }
+
+// TestScaleDown: v = m·1000^c with c as large as allowed (at most 3), so that
+// every value has one encoding; checked against dividing by 1000 while it
+// goes, on edge values and random multiples of powers of ten.
+func TestScaleDown(t *testing.T) {
+	slow := func(v uint64) (uint64, byte) {
+		c := byte(0)
+		for c < 3 && v != 0 && v%1000 == 0 {
+			v /= 1000
+			c++
+		}
+		return v, c
+	}
+	cases := []uint64{0, 1, 8, 125, 999, 1000, 1001, 2000, 8000, 1e6, 1e6 + 1000, 1e9, 1e12, 5e15, 1 << 63, math.MaxUint64, math.MaxInt64, 9223372036000000000}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		cases = append(cases, r.Uint64()/uint64(math.Pow10(r.IntN(19)))*uint64(math.Pow10(r.IntN(13))))
+	}
+	for _, v := range cases {
+		m, c := scaleDown(v)
+		wm, wc := slow(v)
+		if m != wm || c != wc {
+			t.Fatalf("scaleDown(%d) = %d, %d; want %d, %d", v, m, c, wm, wc)
+		}
+	}
+}

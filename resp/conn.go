@@ -40,7 +40,6 @@ type Conn struct {
 	quit     bool       // close after flushing
 
 	scratch     [32]byte
-	warmSink    byte     // what warm read, kept so that its loads stay
 	warmKeys    [][]byte // warm's scratch: a request's keys
 	created     time.Time
 	batchNow    int64          // the clock, read once per batch of pipelined commands (0: not yet)

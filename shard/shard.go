@@ -23,6 +23,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/rlserver/rlserver/engine"
 )
@@ -94,50 +95,57 @@ func (sh *Shard) Unlock() { sh.mu.Unlock() }
 // TryLock locks the shard if no one holds it, and reports whether it did.
 func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
 
-// TouchIndex reads the index group where the probe for hash h starts, so
-// that a Find soon after hits the cache. A caller warming several keys
-// touches all their groups first and then all their records (TouchRecord):
-// the loads of each pass do not depend on one another, so their cache
-// misses overlap instead of following one another. It returns a byte of
-// what it read, for the caller to keep (so that the load stays).
-func (sh *Shard) TouchIndex(h uint64) byte {
+// PrefetchIndex starts loading the index group where the probe for hash h
+// starts, so that a Find soon after hits the cache. A caller warming several
+// keys prefetches all their groups first and then all their records
+// (PrefetchRecord): a prefetch does not wait for its line, so the misses of
+// a pass overlap instead of following one another.
+func (sh *Shard) PrefetchIndex(h uint64) {
 	x := &sh.idx
 	if x.size == 0 {
-		return 0
+		return
 	}
 	i := home(h, x.size)
-	return x.groups[i>>3].tags[i&7]
+	g := &x.groups[i>>3]
+	// A group is 40 bytes: its tags and the slot's ref may lie on two lines.
+	prefetch(unsafe.Pointer(&g.tags[0]))
+	prefetch(unsafe.Pointer(&g.refs[i&7]))
 }
 
-// TouchRecord reads the first record whose index tag matches hash h's,
-// which is almost always the key's (see TouchIndex). It looks in the
-// current table only and compares no key: a miss costs nothing but the
-// touch.
-func (sh *Shard) TouchRecord(h uint64) byte {
+// PrefetchRecord starts loading the first record whose index tag matches
+// hash h's, which is almost always the key's (see PrefetchIndex), and
+// reports whether there was one. It reads the index (waiting for it if
+// PrefetchIndex's line has not come yet), looks in the current table only
+// and compares no key: a miss costs nothing but the prefetch.
+func (sh *Shard) PrefetchRecord(h uint64) bool {
 	x := &sh.idx
 	if x.size == 0 {
-		return 0
+		return false
 	}
 	tag := tagOf(h)
 	i := home(h, x.size)
-	for range probeTouch {
+	for range probePrefetch {
 		g := &x.groups[i>>3]
 		switch t := g.tags[i&7]; t {
 		case 0:
-			return 0
+			return false
 		case tag:
-			return sh.slabs.get(g.refs[i&7])[0]
+			// Both ends: a record may straddle two lines.
+			rec := sh.slabs.get(g.refs[i&7])
+			prefetch(unsafe.Pointer(&rec[0]))
+			prefetch(unsafe.Pointer(&rec[len(rec)-1]))
+			return true
 		}
 		if i++; i == x.size {
 			i = 0
 		}
 	}
-	return 0
+	return false
 }
 
-// probeTouch bounds TouchRecord's probe: runs are short at the index's load
+// probePrefetch bounds PrefetchRecord's probe: runs are short at the index's load
 // factor, and a touch is only a hint.
-const probeTouch = 16
+const probePrefetch = 16
 
 // Find looks key (whose Store.Hash is h) up. An expired record is still
 // found: the caller may reuse it (Revive) or Expire it.

@@ -2,15 +2,15 @@ package shard
 
 import "testing"
 
-// TestTouch: TouchRecord reads the record of a present key (its header,
-// never 0 for these boxed fakes) unless its probe run is long; both touches
-// are safe on an empty shard and while the index grows (a key still in the
-// old table reads nothing).
-func TestTouch(t *testing.T) {
+// TestPrefetch: PrefetchRecord finds the record of a present key unless its
+// probe run is long; both prefetches are safe on an empty shard and while
+// the index grows (a key still in the old table is not fetched).
+func TestPrefetch(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
-	if sh.TouchIndex(s.Hash([]byte("x"))) != 0 || sh.TouchRecord(s.Hash([]byte("x"))) != 0 {
-		t.Fatal("an empty shard read something")
+	sh.PrefetchIndex(s.Hash([]byte("x")))
+	if sh.PrefetchRecord(s.Hash([]byte("x"))) {
+		t.Fatal("an empty shard had a record to fetch")
 	}
 	keys := fillUntilGrowth(t, sh)
 	if sh.idx.old == nil {
@@ -19,19 +19,19 @@ func TestTouch(t *testing.T) {
 	inNew := 0
 	for _, k := range keys {
 		h := s.Hash([]byte(k))
-		sh.TouchIndex(h)
-		if sh.TouchRecord(h) != 0 {
+		sh.PrefetchIndex(h)
+		if sh.PrefetchRecord(h) {
 			inNew++
 		}
 	}
 	sh.idx.migrate(&sh.slabs, sh.idx.oldSize) // finish the move
 	read := 0
 	for _, k := range keys {
-		if sh.TouchRecord(s.Hash([]byte(k))) != 0 {
+		if sh.PrefetchRecord(s.Hash([]byte(k))) {
 			read++
 		}
 	}
-	// A key more than probeTouch slots from its home is not read: a hint
+	// A key more than probePrefetch slots from its home is not fetched: a hint
 	// may give up.
 	if read < len(keys)*99/100 {
 		t.Fatalf("%d of %d records read", read, len(keys))

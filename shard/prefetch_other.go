@@ -1,0 +1,9 @@
+//go:build !amd64 && !arm64
+
+package shard
+
+import "unsafe"
+
+// prefetch does nothing where rlserver has no prefetch instruction for the
+// CPU: warming a batch (PrefetchIndex, PrefetchRecord) is then a no-op.
+func prefetch(p unsafe.Pointer) {}
