@@ -74,15 +74,18 @@ func (c *Conn) warm(args [][]byte, counts []int) {
 			}
 		}
 	}
+	m := 0 // the keys in shards warm holds, first
 	for _, h := range hs[:n] {
 		if i := store.ShardIndexOf(h); held[i/64]&(1<<(i%64)) != 0 {
-			store.Shard(i).PrefetchIndex(h)
+			hs[m] = h
+			m++
 		}
 	}
-	for _, h := range hs[:n] {
-		if i := store.ShardIndexOf(h); held[i/64]&(1<<(i%64)) != 0 {
-			store.Shard(i).PrefetchRecord(h)
-		}
+	for _, h := range hs[:m] {
+		store.ShardOf(h).PrefetchIndex(h)
+	}
+	for _, h := range hs[:m] {
+		store.ShardOf(h).PrefetchRecord(h)
 	}
 	for w, set := range held {
 		for set != 0 {

@@ -43,7 +43,7 @@ func TestRequestKeys(t *testing.T) {
 
 // parsedBatch returns what a batch-mode Reader queues for in: the requests'
 // arguments back to back, and each one's count.
-func parsedBatch(t testing.TB, in []byte) (args [][]byte, counts []int) {
+func parsedBatch(in []byte) (args [][]byte, counts []int) {
 	r := NewReader(bytes.NewReader(in), 0)
 	r.onBatch = func(a [][]byte, n []int) {
 		args, counts = append(args, a...), append(counts, n...)
@@ -72,7 +72,7 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 	}
 	c.out = c.out[:0]
 	c.endBatch()
-	args, counts := parsedBatch(t, []byte(batch.String()))
+	args, counts := parsedBatch([]byte(batch.String()))
 	if len(counts) != 220 {
 		t.Fatalf("parsed %d requests, want 220", len(counts))
 	}

@@ -3,6 +3,7 @@ package shard
 import (
 	"bytes"
 	"hash/maphash"
+	"unsafe"
 )
 
 // index maps keys to records: open addressing with linear probing over
@@ -91,6 +92,47 @@ func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 		}
 	}
 }
+
+// prefetchHome starts loading the group where the probe for hash h starts:
+// its tags, and the ref of h's home slot (a group is 40 bytes, so they may
+// lie on two lines).
+func (x *index) prefetchHome(h uint64) {
+	if x.size == 0 {
+		return
+	}
+	i := home(h, x.size)
+	g := &x.groups[i>>3]
+	prefetch(unsafe.Pointer(&g.tags[0]))
+	prefetch(unsafe.Pointer(&g.refs[i&7]))
+}
+
+// guess returns the ref of the first slot on h's probe run whose tag is
+// h's, almost always the ref of h's key, or 0 when the run ends first or
+// goes on past probeGuess slots. It compares no key and looks in the
+// current table only: it serves hints (Shard.PrefetchRecord).
+func (x *index) guess(h uint64) ref {
+	if x.size == 0 {
+		return 0
+	}
+	tag := tagOf(h)
+	i := home(h, x.size)
+	for range probeGuess {
+		switch x.tag(i) {
+		case 0:
+			return 0
+		case tag:
+			return x.ref(i)
+		}
+		if i++; i == x.size {
+			i = 0
+		}
+	}
+	return 0
+}
+
+// probeGuess bounds guess's probe: runs are short at the index's load
+// factor, and a guess is only a hint.
+const probeGuess = 16
 
 // takeOld looks key up in the old table and, when found, leaves a tomb
 // there and returns its ref (the caller puts it in the new table). Slots

@@ -31,7 +31,7 @@ func TestPrefetch(t *testing.T) {
 			read++
 		}
 	}
-	// A key more than probePrefetch slots from its home is not fetched: a hint
+	// A key more than probeGuess slots from its home is not fetched: a hint
 	// may give up.
 	if read < len(keys)*99/100 {
 		t.Fatalf("%d of %d records read", read, len(keys))

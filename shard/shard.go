@@ -100,52 +100,23 @@ func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
 // keys prefetches all their groups first and then all their records
 // (PrefetchRecord): a prefetch does not wait for its line, so the misses of
 // a pass overlap instead of following one another.
-func (sh *Shard) PrefetchIndex(h uint64) {
-	x := &sh.idx
-	if x.size == 0 {
-		return
-	}
-	i := home(h, x.size)
-	g := &x.groups[i>>3]
-	// A group is 40 bytes: its tags and the slot's ref may lie on two lines.
-	prefetch(unsafe.Pointer(&g.tags[0]))
-	prefetch(unsafe.Pointer(&g.refs[i&7]))
-}
+func (sh *Shard) PrefetchIndex(h uint64) { sh.idx.prefetchHome(h) }
 
-// PrefetchRecord starts loading the first record whose index tag matches
-// hash h's, which is almost always the key's (see PrefetchIndex), and
-// reports whether there was one. It reads the index (waiting for it if
-// PrefetchIndex's line has not come yet), looks in the current table only
-// and compares no key: a miss costs nothing but the prefetch.
+// PrefetchRecord starts loading the record index.guess finds for hash h,
+// almost always the key's (see PrefetchIndex), and reports whether there
+// was one. It reads the index, waiting for it if PrefetchIndex's line has
+// not come yet; a wrong guess costs nothing but the prefetch.
 func (sh *Shard) PrefetchRecord(h uint64) bool {
-	x := &sh.idx
-	if x.size == 0 {
+	r := sh.idx.guess(h)
+	if r == 0 {
 		return false
 	}
-	tag := tagOf(h)
-	i := home(h, x.size)
-	for range probePrefetch {
-		g := &x.groups[i>>3]
-		switch t := g.tags[i&7]; t {
-		case 0:
-			return false
-		case tag:
-			// Both ends: a record may straddle two lines.
-			rec := sh.slabs.get(g.refs[i&7])
-			prefetch(unsafe.Pointer(&rec[0]))
-			prefetch(unsafe.Pointer(&rec[len(rec)-1]))
-			return true
-		}
-		if i++; i == x.size {
-			i = 0
-		}
-	}
-	return false
+	// Both ends: a record may straddle two lines.
+	rec := sh.slabs.get(r)
+	prefetch(unsafe.Pointer(&rec[0]))
+	prefetch(unsafe.Pointer(&rec[len(rec)-1]))
+	return true
 }
-
-// probePrefetch bounds PrefetchRecord's probe: runs are short at the index's load
-// factor, and a touch is only a hint.
-const probePrefetch = 16
 
 // Find looks key (whose Store.Hash is h) up. An expired record is still
 // found: the caller may reuse it (Revive) or Expire it.
