@@ -231,9 +231,6 @@ func TestGrowIncrementally(t *testing.T) {
 	}
 }
 
-// TestGrowDeleteMovedKey: a key the move has passed, then deleted, stays
-// deleted while the move goes on (its old slot, left behind to keep the old
-// table's probe runs, must never match again).
 // fillUntilGrowth inserts keys k0, k1, ... into sh until, past 5,000, an
 // insert starts a growth of the index (most keys are then in the old
 // table), and returns them.
@@ -254,6 +251,9 @@ func fillUntilGrowth(t *testing.T, sh *Shard) []string {
 	}
 }
 
+// TestGrowDeleteMovedKey: a key the move has passed, then deleted, stays
+// deleted while the move goes on (its old slot, left behind to keep the old
+// table's probe runs, must never match again).
 func TestGrowDeleteMovedKey(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
