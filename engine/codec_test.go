@@ -20,7 +20,7 @@ func TestDecodeEveryKind(t *testing.T) {
 	w := new(Window)
 	w.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowLog}, 3)
 	cc := new(Concurrency)
-	cc.Acquire(now, 5, time.Minute, 2, "lease-1")
+	cc.Take(now, ConcurrencyParams{Limit: 5, Lease: time.Minute, ID: "lease-1"}, 2)
 
 	later := now + int64(700*time.Millisecond)
 	next := map[Kind]func(State) Decision{
@@ -36,7 +36,7 @@ func TestDecodeEveryKind(t *testing.T) {
 		KindWindow: func(s State) Decision {
 			return s.(*Window).Check(later, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowLog}, 1)
 		},
-		KindConcurrency: func(s State) Decision { return s.(*Concurrency).Check(later, 5, 1) },
+		KindConcurrency: func(s State) Decision { return s.(*Concurrency).Check(later, ConcurrencyParams{Limit: 5}, 1) },
 	}
 	for _, st := range []State{g, tb, lb, w, cc} {
 		b, err := st.AppendBinary(nil)

@@ -103,7 +103,7 @@ func TestConcurrencyCompactRoundTrip(t *testing.T) {
 					n = 1 + r.Int64N(min(limit, 3))
 				}
 				id := leaseIDOf(r)
-				d, dc = s.Acquire(now, limit, lease, n, id), cp.Acquire(now, limit, lease, n, id)
+				d, dc = s.Take(now, ConcurrencyParams{Limit: limit, Lease: lease, ID: id}, n), cp.Take(now, ConcurrencyParams{Limit: limit, Lease: lease, ID: id}, n)
 				if len(id) > MaxLeaseIDLen && (d != Decision{Limit: limit, RetryAfter: Never}) {
 					t.Fatalf("seed %d step %d: Acquire with a %d-byte id = %s", seed, step, len(id), fmtWD(d))
 				}
@@ -138,26 +138,26 @@ func TestConcurrencyCompactReceiverReuse(t *testing.T) {
 		func() *Concurrency { return new(Concurrency) },
 		func() *Concurrency {
 			s := new(Concurrency)
-			s.Acquire(now, 1000, 10*time.Millisecond, 1, "0123456789abcdef")
+			s.Take(now, ConcurrencyParams{Limit: 1000, Lease: 10 * time.Millisecond, ID: "0123456789abcdef"}, 1)
 			return s
 		},
 		func() *Concurrency {
 			s := new(Concurrency)
 			for i := range 40 {
-				s.Acquire(now+int64(i), 100, time.Duration(1+i%7)*time.Second, 1+int64(i%3), fmt.Sprint("id", i))
+				s.Take(now+int64(i), ConcurrencyParams{Limit: 100, Lease: time.Duration(1+i%7) * time.Second, ID: fmt.Sprint("id", i)}, 1+int64(i%3))
 			}
 			return s
 		},
 		func() *Concurrency { // leases released: a last change but no lease
 			s := new(Concurrency)
-			s.Acquire(now, 3, time.Second, 2, "a")
+			s.Take(now, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: "a"}, 2)
 			s.Release(now+5, "a")
 			return s
 		},
 		func() *Concurrency { // the capacity of 40 leases, holding 1
 			s := new(Concurrency)
 			for i := range 40 {
-				s.Acquire(now, 100, time.Second, 1, fmt.Sprint("x", i))
+				s.Take(now, ConcurrencyParams{Limit: 100, Lease: time.Second, ID: fmt.Sprint("x", i)}, 1)
 			}
 			for i := range 39 {
 				s.Release(now+1, fmt.Sprint("x", i))
@@ -166,8 +166,8 @@ func TestConcurrencyCompactReceiverReuse(t *testing.T) {
 		},
 		func() *Concurrency {
 			s := new(Concurrency)
-			s.Acquire(now, 2, time.Minute, 1, "")
-			s.Acquire(now, 2, time.Minute, 1, "\x00")
+			s.Take(now, ConcurrencyParams{Limit: 2, Lease: time.Minute, ID: ""}, 1)
+			s.Take(now, ConcurrencyParams{Limit: 2, Lease: time.Minute, ID: "\x00"}, 1)
 			return s
 		},
 	}
@@ -185,7 +185,7 @@ func TestConcurrencyCompactReceiverReuse(t *testing.T) {
 func typicalConcurrency() (*Concurrency, int64) {
 	const now = int64(1_800_000_037_123_456_789)
 	s := new(Concurrency)
-	d := s.Acquire(now, 1000, 10*time.Millisecond, 1, "0123456789abcdef")
+	d := s.Take(now, ConcurrencyParams{Limit: 1000, Lease: 10 * time.Millisecond, ID: "0123456789abcdef"}, 1)
 	return s, now + int64(d.ResetAfter)
 }
 
@@ -211,20 +211,20 @@ func TestConcurrencyCompactSize(t *testing.T) {
 		{"3 leases taken at once", func() *Concurrency {
 			s := new(Concurrency)
 			for i := range 3 {
-				s.Acquire(now, 10, time.Second, 1, id(i))
+				s.Take(now, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: id(i)}, 1)
 			}
 			return s
 		}, 5 + 3*(2+MaxLeaseIDLen)},
 		{"short ids", func() *Concurrency {
 			s := new(Concurrency)
-			s.Acquire(now, 10, time.Second, 2, "a")
-			s.Acquire(now, 10, time.Second, 1, "bc")
+			s.Take(now, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: "a"}, 2)
+			s.Take(now, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: "bc"}, 1)
 			return s
 		}, 5 + (3 + 1) + (3 + 2)},
 		{"released", func() *Concurrency { // limit 10: one byte; the last change 1 ns after the acquisition
 			s := new(Concurrency)
-			s.Acquire(now, 10, time.Second, 1, id(0))
-			s.Acquire(now, 10, time.Second, 1, id(1))
+			s.Take(now, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: id(0)}, 1)
+			s.Take(now, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: id(1)}, 1)
 			s.Release(now+1, id(1))
 			return s
 		}, 5 + 2 + MaxLeaseIDLen},
@@ -252,7 +252,7 @@ func TestConcurrencyCompactSize(t *testing.T) {
 			busy.Release(cur, live[j])
 			live = slices.Delete(live, j, j+1)
 		}
-		if d := busy.Acquire(cur, 20, time.Duration(50+r.IntN(100))*time.Millisecond, 1, id(i)); d.Allowed {
+		if d := busy.Take(cur, ConcurrencyParams{Limit: 20, Lease: time.Duration(50+r.IntN(100)) * time.Millisecond, ID: id(i)}, 1); d.Allowed {
 			live = append(live, id(i))
 		}
 		n := len(busy.AppendCompact(nil, cur+int64(busy.ResetAfter(cur))))
@@ -296,7 +296,7 @@ func TestConcurrencyCompactAllocs(t *testing.T) {
 			idBuf[i] = 'a' + byte(step+i)%26
 		}
 		now := ref - int64(5*time.Millisecond)
-		if !recv.Acquire(now, 1000, 10*time.Millisecond, 1, string(idBuf[:])).Allowed {
+		if !recv.Take(now, ConcurrencyParams{Limit: 1000, Lease: 10 * time.Millisecond, ID: string(idBuf[:])}, 1).Allowed {
 			t.Fatal("denied")
 		}
 		buf = recv.AppendCompact(buf[:0], now+int64(recv.ResetAfter(now)))
@@ -333,7 +333,7 @@ func TestConcurrencyCompactAllocs(t *testing.T) {
 	}
 	i = 0
 	if a := testing.AllocsPerRun(100, func() {
-		if !recvs[i].Acquire(ref-1, 1000, time.Second, 1, "another").Allowed || len(recvs[i].leases) != 2 {
+		if !recvs[i].Take(ref-1, ConcurrencyParams{Limit: 1000, Lease: time.Second, ID: "another"}, 1).Allowed || len(recvs[i].leases) != 2 {
 			t.Fatal("denied")
 		}
 		i++
@@ -350,12 +350,12 @@ func TestConcurrencyLongIDs(t *testing.T) {
 	long := strings.Repeat("x", MaxLeaseIDLen+1)
 	full := long[:MaxLeaseIDLen]
 	var s Concurrency
-	if d := s.Acquire(wt0, 3, time.Second, 1, full); !d.Allowed {
+	if d := s.Take(wt0, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: full}, 1); !d.Allowed {
 		t.Fatalf("Acquire with a %d-byte id: %s", len(full), fmtWD(d))
 	}
 	before := binaryOf(t, &s)
 	for _, n := range []int64{0, 1, 2} {
-		if d := s.Acquire(wt0+1, 3, time.Second, n, long); d != (Decision{Limit: 3, RetryAfter: Never}) {
+		if d := s.Take(wt0+1, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: long}, n); d != (Decision{Limit: 3, RetryAfter: Never}) {
 			t.Errorf("Acquire(n=%d) with a %d-byte id = %s, want denied with Never", n, len(long), fmtWD(d))
 		}
 	}
@@ -371,7 +371,7 @@ func TestConcurrencyLongIDs(t *testing.T) {
 
 	// "a", "a\x00" and "" are three ids, though stored alike but for length.
 	for _, id := range []string{"a", "a\x00", ""} {
-		if !s.Acquire(wt0+3, 3, time.Second, 1, id).Allowed {
+		if !s.Take(wt0+3, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: id}, 1).Allowed {
 			t.Fatalf("Acquire %q denied", id)
 		}
 	}
@@ -406,7 +406,7 @@ func TestConcurrencyCompactCorrupt(t *testing.T) {
 	recv := new(Concurrency)
 	corruptAs := func(want error, what string, b []byte, ref int64) {
 		t.Helper()
-		recv.Acquire(wt0, 5, time.Second, 1, "prev") // content that must go
+		recv.Take(wt0, ConcurrencyParams{Limit: 5, Lease: time.Second, ID: "prev"}, 1) // content that must go
 		if err := recv.DecodeCompact(b, ref); !errors.Is(err, ErrCorrupt) || !errors.Is(err, want) {
 			t.Errorf("%s: DecodeCompact(%x, %d) = %v, want %v", what, b, ref, err, want)
 		}
@@ -423,9 +423,9 @@ func TestConcurrencyCompactCorrupt(t *testing.T) {
 
 	s, ref := typicalConcurrency()
 	var multi Concurrency
-	multi.Acquire(wt0, 10, time.Second, 2, "a")
-	multi.Acquire(wt0+1, 10, 3*time.Second, 1, "")
-	multi.Acquire(wt0+2, 10, 2*time.Second, 300, "lease-\x00-c")
+	multi.Take(wt0, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: "a"}, 2)
+	multi.Take(wt0+1, ConcurrencyParams{Limit: 10, Lease: 3 * time.Second, ID: ""}, 1)
+	multi.Take(wt0+2, ConcurrencyParams{Limit: 10, Lease: 2 * time.Second, ID: "lease-\x00-c"}, 300)
 	for _, c := range []struct {
 		s   *Concurrency
 		ref int64
@@ -489,9 +489,9 @@ func FuzzConcurrencyDecodeCompact(f *testing.F) {
 	f.Add(int64(0), s.AppendCompact(nil, 0))
 	f.Add(ref, binaryOf(f, s))
 	var multi Concurrency
-	multi.Acquire(wt0, 10, time.Second, 2, "a")
-	multi.Acquire(wt0+1, 10, 3*time.Second, 1, "")
-	multi.Acquire(wt0+2, 10, 2*time.Second, 3, "lease-\x00-c")
+	multi.Take(wt0, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: "a"}, 2)
+	multi.Take(wt0+1, ConcurrencyParams{Limit: 10, Lease: 3 * time.Second, ID: ""}, 1)
+	multi.Take(wt0+2, ConcurrencyParams{Limit: 10, Lease: 2 * time.Second, ID: "lease-\x00-c"}, 3)
 	f.Add(int64(math.MaxInt64), multi.AppendCompact(nil, math.MaxInt64))
 	f.Add(wt0, binaryOf(f, &multi))
 	f.Add(int64(0), []byte{0x10, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0})
@@ -530,7 +530,7 @@ func BenchmarkCompactConcurrency(b *testing.B) {
 	s8 := new(Concurrency)
 	const now = int64(1_800_000_037_123_456_789)
 	for i := range 8 {
-		s8.Acquire(now+int64(i)*1e6, 1000, 10*time.Millisecond, 1, fmt.Sprintf("%016d", i))
+		s8.Take(now+int64(i)*1e6, ConcurrencyParams{Limit: 1000, Lease: 10 * time.Millisecond, ID: fmt.Sprintf("%016d", i)}, 1)
 	}
 	ref8 := now + 7e6 + int64(10*time.Millisecond)
 	for _, c := range []struct {
@@ -553,7 +553,7 @@ func BenchmarkCompactConcurrency(b *testing.B) {
 			}
 			id[0]++
 			now := ref1 - int64(5*time.Millisecond)
-			d := recv.Acquire(now, 1000, 10*time.Millisecond, 1, string(id[:]))
+			d := recv.Take(now, ConcurrencyParams{Limit: 1000, Lease: 10 * time.Millisecond, ID: string(id[:])}, 1)
 			buf = recv.AppendCompact(buf[:0], now+int64(d.ResetAfter))
 		}
 		b.ReportMetric(float64(len(buf)), "bytes")

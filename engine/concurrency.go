@@ -65,31 +65,43 @@ var _ State = (*Concurrency)(nil)
 // Kind returns KindConcurrency.
 func (s *Concurrency) Kind() Kind { return KindConcurrency }
 
+func init() { register(KindConcurrency, "concurrency", func() State { return new(Concurrency) }) }
+
 // Reset makes s a fresh key's state, keeping the lease slice's memory.
 func (s *Concurrency) Reset() {
 	*s = Concurrency{leases: s.leases[:0]}
 }
 
-// Acquire admits n units at now (ns) under lease id for the duration lease
-// if the units held plus n fit in limit, and returns the decision.
-// Remaining is limit minus the units held after the call (at least 0);
-// a denied RetryAfter is, as the contract says, the time until the earliest
-// lease expires (even if that one alone frees too few units), or Never when
-// n > limit. n == 0 peeks: nothing is stored. A denied call
-// changes nothing. limit <= 0, lease <= 0, n < 0 or an id longer than
-// MaxLeaseIDLen are denied with Never.
-func (s *Concurrency) Acquire(now int64, limit int64, lease time.Duration, n int64, id string) Decision {
-	if lease <= 0 || len(id) > MaxLeaseIDLen {
-		return Decision{Limit: limit, RetryAfter: Never}
-	}
-	return s.decide(now, limit, int64(lease), n, id, true)
+// ConcurrencyParams are the limits of a CL.ACQUIRE request: at most Limit
+// units held at once, each admission holding its units for Lease under the
+// lease id ID (per request, like TokenBucketParams.MaxWait; Check ignores
+// Lease and ID).
+type ConcurrencyParams struct {
+	Limit int64         // units: the most held at once
+	Lease time.Duration // how long an admission holds its units
+	ID    string        // the new lease's id, at most MaxLeaseIDLen bytes
 }
 
-// Check returns what Acquire(now, limit, lease, n, id) would answer, without
-// changing anything; ResetAfter counts only the leases already held, since
-// the length of the lease asked for is unknown.
-func (s *Concurrency) Check(now int64, limit int64, n int64) Decision {
-	return s.decide(now, limit, 0, n, "", false)
+// Take admits n units at now (ns) under lease p.ID for p.Lease if the units
+// held plus n fit in p.Limit, and returns the decision. Remaining is the
+// limit minus the units held after the call (at least 0); a denied
+// RetryAfter is, as the contract says, the time until the earliest lease
+// expires (even if that one alone frees too few units), or Never when n >
+// limit. n == 0 peeks: nothing is stored. A denied call changes nothing.
+// Limit <= 0, Lease <= 0, n < 0 or an id longer than MaxLeaseIDLen are
+// denied with Never.
+func (s *Concurrency) Take(now int64, p ConcurrencyParams, n int64) Decision {
+	if p.Lease <= 0 || len(p.ID) > MaxLeaseIDLen {
+		return Decision{Limit: p.Limit, RetryAfter: Never}
+	}
+	return s.decide(now, p.Limit, int64(p.Lease), n, p.ID, true)
+}
+
+// Check returns what Take(now, p, n) would answer, without changing
+// anything; ResetAfter counts only the leases already held, since the lease
+// asked for is not taken.
+func (s *Concurrency) Check(now int64, p ConcurrencyParams, n int64) Decision {
+	return s.decide(now, p.Limit, 0, n, "", false)
 }
 
 // clamp returns the effective instant for now.

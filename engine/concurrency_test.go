@@ -43,11 +43,11 @@ func runLeaseSteps(t *testing.T, limit int64, steps []leaseStep) {
 			var got Decision
 			if st.op == "acquire" {
 				call = fmt.Sprintf("Acquire(%s, %d, %v, %d, %q)", fmtWT(st.t), lim, st.lease, st.n, st.id)
-				got = s.Acquire(st.t, lim, st.lease, st.n, st.id)
+				got = s.Take(st.t, ConcurrencyParams{Limit: lim, Lease: st.lease, ID: st.id}, st.n)
 				changed = got.Allowed && st.n > 0
 			} else {
 				call = fmt.Sprintf("Check(%s, %d, %d)", fmtWT(st.t), lim, st.n)
-				got = s.Check(st.t, lim, st.n)
+				got = s.Check(st.t, ConcurrencyParams{Limit: lim}, st.n)
 			}
 			want := Decision{Allowed: st.ok, Limit: lim, Remaining: st.rem, RetryAfter: st.retry, ResetAfter: st.reset}
 			if got != want {
@@ -130,17 +130,17 @@ func TestConcurrencyClockBackwards(t *testing.T) {
 func TestConcurrencyInvalid(t *testing.T) {
 	var s Concurrency
 	for _, d := range []Decision{
-		s.Acquire(wt0, 0, time.Second, 1, "a"),
-		s.Acquire(wt0, 1, 0, 1, "a"),
-		s.Acquire(wt0, 1, time.Second, -1, "a"),
-		s.Check(wt0, -1, 1),
+		s.Take(wt0, ConcurrencyParams{Limit: 0, Lease: time.Second, ID: "a"}, 1),
+		s.Take(wt0, ConcurrencyParams{Limit: 1, Lease: 0, ID: "a"}, 1),
+		s.Take(wt0, ConcurrencyParams{Limit: 1, Lease: time.Second, ID: "a"}, -1),
+		s.Check(wt0, ConcurrencyParams{Limit: -1}, 1),
 	} {
 		if d.Allowed || d.RetryAfter != Never || len(s.leases) != 0 {
 			t.Errorf("invalid call: %s, %d leases", fmtWD(d), len(s.leases))
 		}
 	}
 	// A huge lease saturates instead of wrapping into the past.
-	if d := s.Acquire(wt0, 1, time.Duration(maxInt64), 1, "a"); !d.Allowed || d.ResetAfter != time.Duration(maxInt64-wt0) {
+	if d := s.Take(wt0, ConcurrencyParams{Limit: 1, Lease: time.Duration(maxInt64), ID: "a"}, 1); !d.Allowed || d.ResetAfter != time.Duration(maxInt64-wt0) {
 		t.Errorf("huge lease: %s", fmtWD(d))
 	}
 	if !s.Renew(wt0+1, "a", time.Duration(maxInt64)) || s.Held(maxInt64-1) != 1 {
@@ -250,7 +250,7 @@ func TestConcurrencyRandom(t *testing.T) {
 				id := strconv.Itoa(nextID)
 				n := rng.Int64N(limit/2 + 2)
 				call = fmt.Sprintf("Acquire(%s, %d, %v, %d, %q)", fmtWT(now), limit, lease, n, id)
-				chk, got := s.Check(now, limit, n), s.Acquire(now, limit, lease, n, id)
+				chk, got := s.Check(now, ConcurrencyParams{Limit: limit}, n), s.Take(now, ConcurrencyParams{Limit: limit, Lease: lease, ID: id}, n)
 				want := ref.acquire(now, lease, n, id)
 				// Check does not know the lease: all but ResetAfter agree.
 				if chk.Allowed != got.Allowed || chk.Remaining != got.Remaining || chk.RetryAfter != got.RetryAfter {
@@ -319,9 +319,9 @@ func TestConcurrencyRandom(t *testing.T) {
 
 func TestConcurrencyEncoding(t *testing.T) {
 	var full Concurrency
-	full.Acquire(wt0, 10, time.Second, 2, "lease-a")
-	full.Acquire(wt0+1, 10, 3*time.Second, 1, "")
-	full.Acquire(wt0+2, 10, 2*time.Second, 3, "lease-\x00-c")
+	full.Take(wt0, ConcurrencyParams{Limit: 10, Lease: time.Second, ID: "lease-a"}, 2)
+	full.Take(wt0+1, ConcurrencyParams{Limit: 10, Lease: 3 * time.Second, ID: ""}, 1)
+	full.Take(wt0+2, ConcurrencyParams{Limit: 10, Lease: 2 * time.Second, ID: "lease-\x00-c"}, 3)
 	for name, s := range map[string]*Concurrency{"fresh": {}, "full": &full} {
 		b, err := s.AppendBinary([]byte("prefix"))
 		if err != nil || !bytes.HasPrefix(b, []byte("prefix")) {
@@ -379,7 +379,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 	var s Concurrency
 	const limit = 16
 	for i := range limit / 2 { // half the permits held by long leases
-		s.Acquire(wt0, limit, time.Hour, 1, "held-"+strconv.Itoa(i))
+		s.Take(wt0, ConcurrencyParams{Limit: limit, Lease: time.Hour, ID: "held-" + strconv.Itoa(i)}, 1)
 	}
 	ids := make([]string, 1024)
 	for i := range ids {
@@ -391,7 +391,7 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 	for b.Loop() {
 		now += 1000
 		id := ids[i%len(ids)]
-		if !s.Acquire(now, limit, time.Minute, 1, id).Allowed || !s.Release(now, id) {
+		if !s.Take(now, ConcurrencyParams{Limit: limit, Lease: time.Minute, ID: id}, 1).Allowed || !s.Release(now, id) {
 			b.Fatal("acquire/release failed")
 		}
 		i++
@@ -404,20 +404,20 @@ func BenchmarkConcurrencyAcquireRelease(b *testing.B) {
 func TestConcurrencyResetKeepsLeases(t *testing.T) {
 	var c Concurrency
 	for i := int64(0); i < 3; i++ {
-		c.Acquire(1e9+i, 3, time.Second, 1, fmt.Sprint("id", i))
+		c.Take(1e9+i, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: fmt.Sprint("id", i)}, 1)
 	}
 	c.Reset()
 	var zero Concurrency
 	for i := int64(0); i < 4; i++ {
 		now := 5e9 + i
 		id := fmt.Sprint("again", i)
-		if got, want := c.Acquire(now, 3, time.Second, 1, id), zero.Acquire(now, 3, time.Second, 1, id); got != want {
+		if got, want := c.Take(now, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: id}, 1), zero.Take(now, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: id}, 1); got != want {
 			t.Fatalf("acquire %d after Reset = %+v, a fresh state says %+v", i, got, want)
 		}
 	}
 	if allocs := testing.AllocsPerRun(100, func() {
 		c.Reset()
-		c.Acquire(9e9, 3, time.Second, 1, "id")
+		c.Take(9e9, ConcurrencyParams{Limit: 3, Lease: time.Second, ID: "id"}, 1)
 	}); allocs != 0 {
 		t.Fatalf("Reset then Acquire allocated %v times, want 0", allocs)
 	}

@@ -29,26 +29,45 @@ const (
 	KindConcurrency Kind = 5
 )
 
-var kindNames = [...]string{
-	KindThrottle:    "throttle",
-	KindTokenBucket: "tokenbucket",
-	KindLeakyBucket: "leakybucket",
-	KindWindow:      "window",
-	KindConcurrency: "concurrency",
+// kindInfo describes a limiter kind to the keyspace and persistence: the
+// name TYPE reports and a constructor of its fresh state. Each algorithm's
+// file registers its kind (see register).
+type kindInfo struct {
+	name  string
+	fresh func() State
+}
+
+var kinds [16]kindInfo
+
+// register records kind k's name and fresh-state constructor. Each
+// algorithm's file calls it from init; a kind registered twice is a bug.
+func register(k Kind, name string, fresh func() State) {
+	if int(k) >= len(kinds) || kinds[k].fresh != nil {
+		panic("engine: kind registered twice or out of range")
+	}
+	kinds[k] = kindInfo{name: name, fresh: fresh}
 }
 
 // String returns the name TYPE reports for the kind ("none" if unknown).
 func (k Kind) String() string {
-	if int(k) < len(kindNames) && kindNames[k] != "" {
-		return kindNames[k]
+	if int(k) < len(kinds) && kinds[k].fresh != nil {
+		return kinds[k].name
 	}
 	return "none"
 }
 
+// New returns a fresh (zero) state of kind k, or nil for an unknown kind.
+func (k Kind) New() State {
+	if int(k) < len(kinds) && kinds[k].fresh != nil {
+		return kinds[k].fresh()
+	}
+	return nil
+}
+
 // ParseKind maps a TYPE name back to its kind.
 func ParseKind(name string) (Kind, bool) {
-	for k, n := range kindNames {
-		if n != "" && n == name {
+	for k, info := range kinds {
+		if info.fresh != nil && info.name == name {
 			return Kind(k), true
 		}
 	}

@@ -148,7 +148,7 @@ func FuzzConcurrencyOps(f *testing.F) {
 			switch kind % 7 {
 			case 0, 1:
 				n := int64(a) % (lim + 2)
-				d := s.Acquire(now, lim, lease, n, strconv.Itoa(next))
+				d := s.Take(now, ConcurrencyParams{Limit: lim, Lease: lease, ID: strconv.Itoa(next)}, n)
 				checkDecision(t, "Acquire", d, lim, n)
 				if d.Allowed && n > 0 {
 					next++
@@ -184,8 +184,8 @@ func FuzzConcurrencyOps(f *testing.F) {
 
 func FuzzConcurrencyDecode(f *testing.F) {
 	var s Concurrency
-	s.Acquire(wt0, 4, time.Second, 2, "a")
-	s.Acquire(wt0+1, 4, time.Minute, 1, "lease-b")
+	s.Take(wt0, ConcurrencyParams{Limit: 4, Lease: time.Second, ID: "a"}, 2)
+	s.Take(wt0+1, ConcurrencyParams{Limit: 4, Lease: time.Minute, ID: "lease-b"}, 1)
 	b, _ := s.AppendBinary(nil)
 	f.Add(b)
 	b, _ = (&Concurrency{}).AppendBinary(nil)
@@ -199,8 +199,8 @@ func FuzzConcurrencyDecode(f *testing.F) {
 			t.Fatalf("decodeConcurrency(%x) re-encodes as %x", b, enc)
 		}
 		lim := max(1, s.limit)
-		checkDecision(t, "Check", s.Check(s.last, lim, 0), lim, 0)
-		chk, d := s.Check(s.last, lim, 1), s.Acquire(s.last, lim, time.Second, 1, "x")
+		checkDecision(t, "Check", s.Check(s.last, ConcurrencyParams{Limit: lim}, 0), lim, 0)
+		chk, d := s.Check(s.last, ConcurrencyParams{Limit: lim}, 1), s.Take(s.last, ConcurrencyParams{Limit: lim, Lease: time.Second, ID: "x"}, 1)
 		if chk.Allowed != d.Allowed || chk.Remaining != d.Remaining || chk.RetryAfter != d.RetryAfter {
 			t.Fatalf("Check = %s, Acquire = %s", fmtWD(chk), fmtWD(d))
 		}

@@ -130,6 +130,8 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 // Kind returns KindThrottle.
 func (s *GCRA) Kind() Kind { return KindThrottle }
 
+func init() { register(KindThrottle, "throttle", func() State { return new(GCRA) }) }
+
 // Reset makes s a fresh key's state.
 func (s *GCRA) Reset() { *s = GCRA{} }
 

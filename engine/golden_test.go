@@ -40,8 +40,8 @@ func goldenStates() map[string]State {
 	lg.Take(goldenT0-int64(5*s), WindowParams{Limit: 5, Window: 10 * s, Mode: WindowLog}, 2)
 	lg.Take(goldenT0, WindowParams{Limit: 5, Window: 10 * s, Mode: WindowLog}, 1)
 	cc := new(Concurrency)
-	cc.Acquire(goldenT0, 3, time.Minute, 1, "lease-one")
-	cc.Acquire(goldenT0, 3, 2*time.Minute, 1, "lease-two")
+	cc.Take(goldenT0, ConcurrencyParams{Limit: 3, Lease: time.Minute, ID: "lease-one"}, 1)
+	cc.Take(goldenT0, ConcurrencyParams{Limit: 3, Lease: 2 * time.Minute, ID: "lease-two"}, 1)
 	return map[string]State{"gcra": g, "tokenbucket": tb, "leakybucket": lb, "fixed": fx, "sliding": sl, "log": lg, "concurrency": cc}
 }
 
@@ -69,7 +69,7 @@ var goldenNext = map[string]struct {
 		return st.(*Window).Check(goldenT0+1500e6, WindowParams{Limit: 5, Window: 10 * time.Second, Mode: WindowLog}, 1)
 	}, Decision{Allowed: true, Limit: 5, Remaining: 1, ResetAfter: 10 * time.Second}}, // 2 + 1 in the log, +1 now
 	"concurrency": {func(st State) Decision {
-		return st.(*Concurrency).Check(goldenT0+1500e6, 3, 1)
+		return st.(*Concurrency).Check(goldenT0+1500e6, ConcurrencyParams{Limit: 3}, 1)
 	}, Decision{Allowed: true, Limit: 3, Remaining: 0, ResetAfter: 118500 * time.Millisecond}},
 }
 

@@ -120,6 +120,8 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 // Kind returns KindLeakyBucket.
 func (s *LeakyBucket) Kind() Kind { return KindLeakyBucket }
 
+func init() { register(KindLeakyBucket, "leakybucket", func() State { return new(LeakyBucket) }) }
+
 // Reset makes s a fresh key's state.
 func (s *LeakyBucket) Reset() { *s = LeakyBucket{} }
 

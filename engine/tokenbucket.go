@@ -146,6 +146,8 @@ func (s *TokenBucket) carry(back u128, p TokenBucketParams) u128 {
 // Kind returns KindTokenBucket.
 func (s *TokenBucket) Kind() Kind { return KindTokenBucket }
 
+func init() { register(KindTokenBucket, "tokenbucket", func() State { return new(TokenBucket) }) }
+
 // Reset makes s a fresh key's state.
 func (s *TokenBucket) Reset() { *s = TokenBucket{} }
 

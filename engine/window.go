@@ -104,6 +104,8 @@ var _ State = (*Window)(nil)
 // Kind returns KindWindow.
 func (s *Window) Kind() Kind { return KindWindow }
 
+func init() { register(KindWindow, "window", func() State { return new(Window) }) }
+
 // Reset makes s a fresh key's state. Unlike assigning Window{}, it keeps
 // the LOG ring's memory (emptied) for the next LOG admission, so a scratch
 // state reused for many keys does not allocate a ring for each.

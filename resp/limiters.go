@@ -439,7 +439,7 @@ func cmdAcquire(c *Conn, args [][]byte) {
 		// A denied request's id is drawn and dropped: cheaper than
 		// asking Check first.
 		c.newLeaseID(&id)
-		d := st.Acquire(now, limit, lease, n, string(id[:]))
+		d := st.Take(now, engine.ConcurrencyParams{Limit: limit, Lease: lease, ID: string(id[:])}, n)
 		return d, d.Allowed && n > 0 // n == 0 peeks: nothing is stored
 	})
 	if !ok {

@@ -45,7 +45,7 @@ func TestAgainstModel(t *testing.T) {
 				n = 24 // about 240 bytes: boxed
 			}
 			for i := range n {
-				st.Acquire(now, 30, time.Minute, 1, fmt.Sprint("lease", i))
+				st.Take(now, engine.ConcurrencyParams{Limit: 30, Lease: time.Minute, ID: fmt.Sprint("lease", i)}, 1)
 			}
 			return st
 		},

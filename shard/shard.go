@@ -451,21 +451,7 @@ func (sh *Shard) stateAt(r ref, into engine.State) engine.State {
 
 // NewState returns a fresh (zero) state of kind k, or nil for an unknown
 // kind.
-func NewState(k engine.Kind) engine.State {
-	switch k {
-	case engine.KindThrottle:
-		return new(engine.GCRA)
-	case engine.KindTokenBucket:
-		return new(engine.TokenBucket)
-	case engine.KindLeakyBucket:
-		return new(engine.LeakyBucket)
-	case engine.KindWindow:
-		return new(engine.Window)
-	case engine.KindConcurrency:
-		return new(engine.Concurrency)
-	}
-	return nil
-}
+func NewState(k engine.Kind) engine.State { return k.New() }
 
 // Clear removes every key (FLUSHDB) and returns how many there were.
 func (sh *Shard) Clear() int {
