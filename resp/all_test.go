@@ -14,60 +14,60 @@ import (
 	"github.com/rlserver/rlserver/shard"
 )
 
-// cmdAllReference is CL.ALL at its plainest: every state a private copy
-// (no connection scratch, no object of the shard's),
-// every rule checked, then, if all admit, every rule taken and its key
-// found again before its store.
-// TestAllAgainstReference holds cmdAll, which takes decoded copies at once
-// and finds keys again only when rules share a shard, to it.
+// cmdAllReference is CL.ALL at its plainest, through the keyspace's
+// single-key calls only: every rule checked on its own (a live key through
+// a check-only op that stores nothing, an absent one on a fresh state),
+// then, if all admit, every rule run as its single-key command would.
+// TestAllAgainstReference holds cmdAll, which the keyspace runs as one
+// atomic call taking decoded copies at once, to it.
 func cmdAllReference(c *Conn, args [][]byte) {
-	rules, n, ok := parseAll(c, args)
-	if !ok {
+	if err := parseAll(c, args); err != "" {
+		c.err(err)
 		return
 	}
-	store := c.srv.store
-	for i := 0; i < store.NumShards(); i++ {
-		store.Shard(i).Lock()
-		defer store.Shard(i).Unlock()
-	}
-	now := c.now()
+	a := &c.all
+	keys, now := c.keys(), c.now()
 	all := true
-	for i := range rules {
-		r := &rules[i]
-		r.h = store.Hash(r.key)
-		r.shard = store.ShardIndexOf(r.h)
-		scratch := shard.NewState(r.kind) // fresh: no connection scratch
-		if !r.find(store.Shard(r.shard), now, &scratch) {
+	for i := range a.rules {
+		r := &a.rules[i]
+		chk := &checkOp{op: r.Op}
+		_, st := keys.UpdateLive(r.Key, now, chk)
+		switch st {
+		case shard.WrongType:
 			c.err(errWrongType)
 			return
+		case shard.Absent:
+			chk.d, _, _ = r.Op.Run(r.Op.Kind().New(), now, false)
 		}
-		if r.boxed {
-			// A private copy of the shard's object: nothing another
-			// rule's store does to the shard's objects can touch it.
-			cp := shard.NewState(r.kind)
-			if err := cp.(engine.Compact).DecodeCompact(r.state.(engine.Compact).AppendCompact(nil, now), now); err != nil {
-				panic(err)
-			}
-			r.state = cp
-		}
-		r.d = r.run(r.state, now, n, false)
-		all = all && r.d.Allowed
+		r.D = chk.d
+		all = all && r.D.Allowed
 	}
 	if all {
-		for i := range rules {
-			r := &rules[i]
-			r.d = r.run(r.state, now, n, true)
-			r.refind = true
-			r.store(store.Shard(r.shard), now, n)
+		for i := range a.rules {
+			r := &a.rules[i]
+			r.D, _ = keys.Update(r.Key, now, r.Op)
 		}
 	}
-	c.out = appendArray(c.out, 1+len(rules))
+	c.out = appendArray(c.out, 1+len(a.rules))
 	c.out = appendBool(c.out, 2, all)
-	for i := range rules {
-		c.out = appendDecision(c.out, rules[i].d)
+	for i := range a.rules {
+		c.out = a.forms[i].appendRule(c.out, c.proto, a.rules[i].D, all)
 	}
-	clear(rules)
-	c.allRules = rules[:0]
+	c.clearAll()
+}
+
+// checkOp runs op's check and keeps its decision, answering the keyspace
+// "nothing changed, fresh now" so that it stores nothing.
+type checkOp struct {
+	op shard.Op
+	d  engine.Decision
+}
+
+func (o *checkOp) Kind() engine.Kind { return o.op.Kind() }
+func (o *checkOp) Run(st engine.State, now int64, _ bool) (engine.Decision, bool, bool) {
+	d, _, ok := o.op.Run(st, now, false)
+	o.d = d
+	return engine.Decision{}, false, ok
 }
 
 // TestAllAgainstReference runs random CL.ALL calls, mixed with single-key
@@ -76,9 +76,8 @@ func cmdAllReference(c *Conn, args [][]byte) {
 // that keys expire and keys of one kind expire into another. Every reply,
 // and after every step every key's TYPE and PTTL, must be the same (that
 // found the bug TestLimiterAllHotKey pins, which the replies alone showed
-// only hundreds of steps later). ALL_SEED=n replays a seed (with one shard
-// exactly: the shards a key falls in follow the store's random hash seed),
-// ALL_TRACE=1 logs every step. Few shards
+// only hundreds of steps later). ALL_SEED=n replays a seed exactly (it
+// seeds the stores' key hash too), ALL_TRACE=1 logs every step. Few shards
 // make rules share one often; small limits make rules deny often.
 func TestAllAgainstReference(t *testing.T) {
 	for _, shards := range []int{1, 2, 8} {
@@ -87,9 +86,10 @@ func TestAllAgainstReference(t *testing.T) {
 			if v, err := strconv.ParseUint(os.Getenv("ALL_SEED"), 10, 64); err == nil {
 				seed = v // reproduce a failure
 			}
+			t.Logf("ALL_SEED=%d", seed)
 			rng := rand.New(rand.NewPCG(seed, uint64(shards)))
-			a, clockA := testConn(shards)
-			b, clockB := testConn(shards)
+			a, clockA := seededConn(shards, seed)
+			b, clockB := seededConn(shards, seed)
 			keys := []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"}
 			home := []string{"TOKENBUCKET", "THROTTLE", "LEAKYBUCKET", "FIXED", "SLIDING", "LOG", "TOKENBUCKET", "LOG"}
 			single := map[string]string{
@@ -190,6 +190,50 @@ func stateOf(c *Conn, key string) string {
 	if !f.OK || f.Exp <= c.srv.clock.Now() {
 		return "nothing" // an expired record's content does not matter
 	}
-	st := sh.Load(f, shard.NewState(f.Kind))
-	return fmt.Sprintf("%v exp %d %x", f.Kind, f.Exp, st.(engine.Compact).AppendCompact(nil, f.Exp))
+	st, exp, _ := sh.Get([]byte(key), c.srv.clock.Now())
+	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.(engine.Compact).AppendCompact(nil, exp))
+}
+
+// TestAllAcquireRule: CL.ALL holds an ACQUIRE rule, whose decision is
+// CL.ACQUIRE's six-element reply: the lease id when the whole call admitted
+// and the lease was taken (a real lease, which CL.RELEASE returns), nil
+// otherwise, with nothing held.
+func TestAllAcquireRule(t *testing.T) {
+	c, _ := testConn(0)
+	run := func(args ...string) string {
+		c.out = c.out[:0]
+		c.exec(argsOf(args...))
+		c.endBatch()
+		return string(c.out)
+	}
+	got := run("CL.ALL", "2", "ACQUIRE", "exports", "2", "30s", "FIXED", "ip", "1", "1m")
+	const head = "*3\r\n:1\r\n*6\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n$16\r\n"
+	if !strings.HasPrefix(got, head) || len(got) != len(head)+16+2+len("*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:60000\r\n") {
+		t.Fatalf("admitted CL.ALL with ACQUIRE = %q", got)
+	}
+	id := got[len(head) : len(head)+16]
+	if !strings.HasSuffix(got, "*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:60000\r\n") {
+		t.Fatalf("FIXED rule's decision in %q", got)
+	}
+	// The window is used up: nothing is taken, the ACQUIRE rule shows what
+	// it alone would answer, without an id.
+	want := "*3\r\n:0\r\n*6\r\n:1\r\n:2\r\n:0\r\n:0\r\n:30000\r\n$-1\r\n*5\r\n:0\r\n:1\r\n:0\r\n:60000\r\n:60000\r\n"
+	if got := run("CL.ALL", "2", "ACQUIRE", "exports", "2", "30s", "FIXED", "ip", "1", "1m"); got != want {
+		t.Fatalf("denied CL.ALL with ACQUIRE = %q\nwant %q", got, want)
+	}
+	if got := run("CL.ACQUIRE", "exports", "2", "30s", "0"); got != "*6\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n$-1\r\n" {
+		t.Fatalf("peek after the denied call = %q: a lease was held for it", got)
+	}
+	if got := run("CL.RELEASE", "exports", id); got != ":1\r\n" {
+		t.Fatalf("CL.RELEASE of the CL.ALL lease = %q", got)
+	}
+	if got := run("CL.ALL", "1", "ACQUIRE", "ip", "2", "30s"); got != "-"+errWrongType+"\r\n" {
+		t.Fatalf("ACQUIRE rule on a window key = %q", got)
+	}
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "0", "30s"); got != "-"+errNotInt+"\r\n" {
+		t.Fatalf("ACQUIRE rule with limit 0 = %q", got)
+	}
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "1", "soon"); got != "-"+errInvalidDuration([]byte("soon"))+"\r\n" {
+		t.Fatalf("ACQUIRE rule with a bad lease = %q", got)
+	}
 }

@@ -23,6 +23,7 @@ func TestLimiterCommandsAllocateNothing(t *testing.T) {
 		"CL.WINDOW {k} 10000 10ms LOG",
 		"CL.ACQUIRE {k} 1000 10ms",
 		"CL.ALL 3 TOKENBUCKET {k}:a 1000000 1000000 1 THROTTLE {k}:b 1000000 1000000 1 FIXED {k}:c 1000000000 60",
+		"CL.ALL 2 ACQUIRE {k}:a 1000 10ms SLIDING {k}:b 1000000000 60",
 	} {
 		for _, keys := range []int{1, 1000} {
 			t.Run(fmt.Sprintf("%s/keys=%d", strings.Fields(cmd)[0], keys), func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -36,8 +35,9 @@ type Conn struct {
 	inMulti  bool
 	multiErr bool       // a command failed to queue: EXEC aborts
 	queue    [][][]byte // MULTI queue, copied arguments
-	inExec   bool       // EXEC holds every shard lock
-	quit     bool       // close after flushing
+	txn      shard.View // EXEC's view, holding every shard lock (see keys)
+	inExec   bool
+	quit     bool // close after flushing
 
 	scratch     [32]byte
 	warmKeys    [][]byte // warm's scratch: a request's keys
@@ -49,10 +49,8 @@ type Conn struct {
 	lastName    *Command       // the command last looked up by name
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
 	lastNameLen int
-	allRules    []allRule      // CL.ALL scratch
-	allIdx      []int          // CL.ALL scratch
-	allStates   []engine.State // CL.ALL scratch states: rule i, kind k at i*8+k
-	st          states         // scratch states (see update)
+	ops         ops        // reusable limiter ops (see limiters.go)
+	all         allScratch // CL.ALL scratch
 
 	mu      sync.Mutex // guards the fields below
 	name    string
@@ -204,18 +202,19 @@ func (c *Conn) reject(msg string) {
 
 func (c *Conn) err(msg string) { c.out = appendErr(c.out, msg) }
 
-// lock and unlock take a shard's lock unless EXEC already holds them all.
-func (c *Conn) lock(sh *shard.Shard) {
-	if !c.inExec {
-		sh.Lock()
+// keys returns the keyspace as the running command sees it: inside EXEC,
+// a view holding every shard lock.
+func (c *Conn) keys() shard.View {
+	if c.inExec {
+		return c.txn
 	}
+	return c.srv.store.View()
 }
 
-func (c *Conn) unlock(sh *shard.Shard) {
-	if !c.inExec {
-		sh.Unlock()
-	}
-}
+// lock and unlock take a shard's lock unless EXEC already holds them all.
+func (c *Conn) lock(sh *shard.Shard) { c.keys().Lock(sh) }
+
+func (c *Conn) unlock(sh *shard.Shard) { c.keys().Unlock(sh) }
 
 func cloneArgs(args [][]byte) [][]byte {
 	n := 0

@@ -176,19 +176,13 @@ func cmdExec(c *Conn, args [][]byte) {
 		c.err(errExecAbort)
 		return
 	}
-	store := c.srv.store
-	for i := 0; i < store.NumShards(); i++ {
-		store.Shard(i).Lock()
-	}
-	c.inExec = true
+	c.txn, c.inExec = c.srv.store.LockAll(), true
 	c.out = appendArray(c.out, len(queue))
 	for _, q := range queue {
 		c.exec(q)
 	}
 	c.inExec = false
-	for i := store.NumShards() - 1; i >= 0; i-- {
-		store.Shard(i).Unlock()
-	}
+	c.txn.UnlockAll()
 }
 
 func cmdTime(c *Conn, args [][]byte) {

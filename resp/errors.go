@@ -15,6 +15,8 @@ const (
 	errDiscardNoMu = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
 	errNoProto     = "NOPROTO unsupported protocol version"
+	errLogLimit    = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
+	errAllDistinct = "ERR CL.ALL rules must name distinct keys"
 	errDebugOff    = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 )
 

@@ -3,7 +3,6 @@ package resp
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"math"
 	mrand "math/rand/v2"
 	"time"
 
@@ -11,126 +10,243 @@ import (
 	"github.com/rlserver/rlserver/shard"
 )
 
-// statePtr is a pointer to a limiter state type.
-type statePtr[T any] interface {
-	*T
-	engine.State
+// The limiter registry: one entry per kind of limiter, saying how the
+// command layer drives it. The kind's algorithm, state, codec, TYPE name
+// and constructor are its file in engine/; here are its op (the engine
+// call the keyspace runs under the key's shard lock, see shard.Op), the
+// parsing of its parameters, and its CL.ALL rule forms. Adding a kind is
+// one engine file, one op type and one entry in limiterKinds.
+
+// limiterKind is one registry entry.
+type limiterKind struct {
+	kind  engine.Kind
+	rules []ruleForm // its CL.ALL rule forms
 }
 
-// states are a connection's scratch states, one per kind: a command
-// decodes its key's record into one, runs the engine on it and stores it
-// back (see shard.Shard.Load and Put), so nothing is allocated per command.
-type states struct {
-	gcra *engine.GCRA
-	tb   *engine.TokenBucket
-	lb   *engine.LeakyBucket
-	win  *engine.Window // FIXED and SLIDING
-	log  *engine.Window // LOG: kept apart so that its ring is reused
-	conc *engine.Concurrency
+// ruleForm is one CL.ALL rule: NAME key params..., every rule asked for
+// the command's cost.
+type ruleForm struct {
+	name   string // upper case
+	params int    // positional parameters after the key
+	// parse reads the parameters into the kind's op in o and returns it,
+	// or the error reply.
+	parse func(c *Conn, o *ops, p [][]byte) (ruleOp, string)
 }
 
-// update runs take on key's state (a fresh one if the key does not exist)
-// under the key's shard lock, then stores the outcome: the key is created,
-// kept until its state is fresh again (Decision.ResetAfter), or dropped.
-// ok is false when the key holds another kind of limiter (or, with accept,
-// a state that accept refuses): then nothing changes. sp is the
-// connection's scratch state of the kind.
-//
-// Each command passes its own small take closure calling its engine's Take
-// directly: a generic helper over a Take method constraint was measured at
-// 10-18% more per command (BenchmarkExec), through dictionary calls.
-func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
-	store := c.srv.store
-	h := store.Hash(key)
-	sh := store.ShardOf(h)
-	c.lock(sh)
-	d, ok = updateLocked(sh, key, h, now, sp, accept, take)
-	c.unlock(sh)
-	return d, ok
-}
-
-// updateLocked is update's body, under the shard lock (no defer on the
-// hot path).
-func updateLocked[T any, P statePtr[T]](sh *shard.Shard, key []byte, h uint64, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
-	st := *sp
-	if st == nil {
-		st = new(T)
-		*sp = st
-	}
-	kind := st.Kind()
-	f := sh.Find(key, h)
-	if f.OK && f.Exp <= now {
-		if f.Kind == kind {
-			// Its state is a fresh key's: reuse the record in place (keys
-			// that come back after expiring are the common case with many
-			// keys).
-			live := st
-			if f.Boxed {
-				live = sh.Load(f, st).(P)
-			}
-			live.Reset()
-			d, _ = take(live)
-			if d.ResetAfter > 0 {
-				keep(sp, sh.Revive(f, key, h, live, expireAt(now, d.ResetAfter)))
-			} else {
-				sh.Expire(f)
-			}
-			return d, true
+var limiterKinds = []limiterKind{
+	{engine.KindTokenBucket, []ruleForm{{"TOKENBUCKET", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+		err := parseBucket(p, &o.tb.p.Capacity, &o.tb.p.Rate, &o.tb.p.Period)
+		o.tb.p.MaxWait = 0
+		return &o.tb, err
+	}}}},
+	{engine.KindThrottle, []ruleForm{{"THROTTLE", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+		err := parseGCRA(p, &o.gcra.p, parseDuration, func([]byte) string { return errNotInt })
+		return &o.gcra, err
+	}}}},
+	{engine.KindLeakyBucket, []ruleForm{{"LEAKYBUCKET", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+		return &o.lb, parseBucket(p, &o.lb.p.Capacity, &o.lb.p.Rate, &o.lb.p.Period)
+	}}}},
+	{engine.KindWindow, []ruleForm{
+		{"FIXED", 2, windowRule(engine.WindowFixed)},
+		{"SLIDING", 2, windowRule(engine.WindowSliding)},
+		{"LOG", 2, windowRule(engine.WindowLog)},
+	}},
+	{engine.KindConcurrency, []ruleForm{{"ACQUIRE", 2, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+		if err := parseAcquire(p, &o.acq); err != "" {
+			return nil, err
 		}
-		sh.Expire(f)
-		f = sh.Find(key, h)
+		c.newLeaseID(&o.acq.id)
+		return &o.acq, ""
+	}}}},
+}
+
+func windowRule(mode engine.WindowMode) func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+	return func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+		return &o.win, parseWindow(c, p, mode, &o.win.p)
 	}
-	if !f.OK {
-		st.Reset()
-		d, _ = take(st)
-		if d.ResetAfter > 0 {
-			keep(sp, sh.Put(f, key, h, st, expireAt(now, d.ResetAfter), true))
+}
+
+// ruleFormOf finds the CL.ALL rule form called name.
+func ruleFormOf(name []byte) *ruleForm {
+	for i := range limiterKinds {
+		for j := range limiterKinds[i].rules {
+			if f := &limiterKinds[i].rules[j]; equalFold(name, f.name) {
+				return f
+			}
 		}
-		return d, true
 	}
-	if f.Kind != kind {
-		return d, false
-	}
-	live := sh.Load(f, st).(P)
-	if accept != nil && !accept(live) {
-		return d, false
-	}
-	d, changed := take(live)
-	keep(sp, storeOutcome(sh, f, key, h, live, now, d.ResetAfter, changed))
-	return d, true
+	return nil
 }
 
-// keep replaces the scratch state *sp after the shard kept it as a box.
-func keep[T any, P statePtr[T]](sp *P, kept bool) {
-	if kept {
-		*sp = new(T)
-	}
+// ruleOp is an op CL.ALL can hold: its cost is set after parsing (COST
+// comes last), and it writes its rule's decision.
+type ruleOp interface {
+	shard.Op
+	setCost(n int64)
+	// appendRule appends the rule's decision; taken says the rule's units
+	// were taken (the whole CL.ALL admitted, n > 0).
+	appendRule(b []byte, proto int, d engine.Decision, taken bool) []byte
 }
 
-// storeOutcome keeps the key found by f until its state st is fresh again,
-// now+reset, or drops it when it already is. A call that changed nothing
-// (a peek, a denial) only ever extends the expiry: with other parameters
-// than the state was stored under it may report an earlier reset, and
-// expiring the key then would forget state that is not fresh under its
-// stored parameters. It reports whether the shard kept st as a box.
-func storeOutcome(sh *shard.Shard, f shard.Found, key []byte, h uint64, st engine.State, now int64, reset time.Duration, changed bool) (kept bool) {
-	exp := expireAt(now, reset)
-	if !changed {
-		exp = max(exp, f.Exp)
-	}
-	if exp <= now {
-		sh.Remove(f)
-		return false
-	}
-	return sh.Put(f, key, h, st, exp, changed)
+// ops are a connection's reusable ops, one per kind: a command fills one
+// in and hands it to the keyspace, so that nothing is allocated per
+// command.
+type ops struct {
+	gcra  gcraOp
+	tb    tokenBucketOp
+	lb    leakyBucketOp
+	win   windowOp
+	acq   acquireOp
+	lease leaseOp
 }
 
-// expireAt returns now+d, saturating instead of wrapping for huge d.
-func expireAt(now int64, d time.Duration) int64 {
-	if d > 0 && now > math.MaxInt64-int64(d) {
-		return math.MaxInt64
+// The ops. Run takes or checks n units as the shard.Op contract says: a
+// take changes the state when it admits n > 0 units.
+
+type gcraOp struct {
+	p engine.GCRAParams
+	n int64
+}
+
+func (o *gcraOp) Kind() engine.Kind { return engine.KindThrottle }
+func (o *gcraOp) setCost(n int64)   { o.n = n }
+func (o *gcraOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.GCRA)
+	if !commit {
+		return s.Check(now, o.p, o.n), false, true
 	}
-	return now + int64(d)
+	d := s.Take(now, o.p, o.n)
+	return d, d.Allowed && o.n > 0, true
+}
+func (o *gcraOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
+	return appendDecision(b, d)
+}
+
+type tokenBucketOp struct {
+	p engine.TokenBucketParams
+	n int64
+}
+
+func (o *tokenBucketOp) Kind() engine.Kind { return engine.KindTokenBucket }
+func (o *tokenBucketOp) setCost(n int64)   { o.n = n }
+func (o *tokenBucketOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.TokenBucket)
+	if !commit {
+		return s.Check(now, o.p, o.n), false, true
+	}
+	d := s.Take(now, o.p, o.n)
+	return d, d.Allowed && o.n > 0, true
+}
+func (o *tokenBucketOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
+	return appendDecision(b, d)
+}
+
+type leakyBucketOp struct {
+	p engine.LeakyBucketParams
+	n int64
+}
+
+func (o *leakyBucketOp) Kind() engine.Kind { return engine.KindLeakyBucket }
+func (o *leakyBucketOp) setCost(n int64)   { o.n = n }
+func (o *leakyBucketOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.LeakyBucket)
+	if !commit {
+		return s.Check(now, o.p, o.n), false, true
+	}
+	d := s.Take(now, o.p, o.n)
+	return d, d.Allowed && o.n > 0, true
+}
+func (o *leakyBucketOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
+	return appendDecision(b, d)
+}
+
+// windowOp refuses a window of another mode: a window key keeps the mode
+// it was created with.
+type windowOp struct {
+	p engine.WindowParams
+	n int64
+}
+
+func (o *windowOp) Kind() engine.Kind { return engine.KindWindow }
+func (o *windowOp) setCost(n int64)   { o.n = n }
+func (o *windowOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.Window)
+	if m := s.Mode(); m != 0 && m != o.p.Mode {
+		return engine.Decision{}, false, false
+	}
+	if !commit {
+		return s.Check(now, o.p, o.n), false, true
+	}
+	d := s.Take(now, o.p, o.n)
+	return d, d.Allowed && o.n > 0, true
+}
+func (o *windowOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
+	return appendDecision(b, d)
+}
+
+// acquireOp takes a lease under the id drawn for it before it runs (a
+// denied request's id is drawn and dropped: cheaper than asking first).
+type acquireOp struct {
+	limit int64
+	lease time.Duration
+	n     int64
+	id    [engine.MaxLeaseIDLen]byte
+}
+
+func (o *acquireOp) Kind() engine.Kind { return engine.KindConcurrency }
+func (o *acquireOp) setCost(n int64)   { o.n = n }
+func (o *acquireOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.Concurrency)
+	p := engine.ConcurrencyParams{Limit: o.limit, Lease: o.lease, ID: string(o.id[:])}
+	if !commit {
+		return s.Check(now, p, o.n), false, true
+	}
+	d := s.Take(now, p, o.n)
+	return d, d.Allowed && o.n > 0, true // n == 0 peeks: nothing is stored
+}
+
+// appendRule appends CL.ACQUIRE's six-element reply: the decision, then
+// the lease id when a lease was taken, else nil.
+func (o *acquireOp) appendRule(b []byte, proto int, d engine.Decision, taken bool) []byte {
+	b = appendArray(b, 6)
+	b = appendDecisionFields(b, d)
+	if taken && d.Allowed && o.n > 0 {
+		return appendBulk(b, o.id[:])
+	}
+	return appendNull(b, proto)
+}
+
+// leaseOp releases or renews a lease of a live concurrency key: its
+// decision is Allowed when the lease was found, with the key's new reset.
+type leaseOp struct {
+	id    []byte
+	renew bool // renew for lease; else release
+	lease time.Duration
+}
+
+func (o *leaseOp) Kind() engine.Kind { return engine.KindConcurrency }
+func (o *leaseOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(*engine.Concurrency)
+	var ok bool
+	if o.renew {
+		ok = s.Renew(now, string(o.id), o.lease)
+	} else {
+		ok = s.Release(now, string(o.id))
+	}
+	if !ok {
+		return engine.Decision{}, false, true
+	}
+	return engine.Decision{Allowed: true, ResetAfter: s.ResetAfter(now)}, true, true
+}
+
+// reply answers a single-key command's update: the decision in the form
+// fmt appends, or WRONGTYPE.
+func (c *Conn) reply(d engine.Decision, st shard.Status, form func([]byte, engine.Decision) []byte) {
+	if st == shard.WrongType {
+		c.err(errWrongType)
+		return
+	}
+	c.out = form(c.out, d)
 }
 
 // appendDecision appends the contract's five-integer decision reply.
@@ -170,157 +286,35 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 	return appendInt(b, cellSeconds(d.ResetAfter))
 }
 
-// parseGCRA parses "max_burst count period" at args[0:3], the period with
+// parseGCRA parses "max_burst count period" at p[0:3], the period with
 // periodOf; a bad period answers periodErr(period).
-func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) (p engine.GCRAParams, ok bool) {
-	if p.MaxBurst, ok = parseCost(args[0]); !ok { // 0 is allowed: a limit of 1
-		c.err(errNotInt)
-		return p, false
-	}
-	if p.Count, ok = parsePositive(args[1]); !ok {
-		c.err(errNotInt)
-		return p, false
-	}
-	if p.Period, ok = periodOf(args[2]); !ok {
-		c.err(periodErr(args[2]))
-		return p, false
-	}
-	return p, true
-}
-
-// replyGCRA runs the GCRA request and answers in redis-cell's form.
-func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
-	now := c.now()
-	d, ok := update(c, key, now, &c.st.gcra, nil, func(st *engine.GCRA) (engine.Decision, bool) {
-		d := st.Take(now, p, n)
-		return d, d.Allowed && n > 0
-	})
-	if !ok {
-		c.err(errWrongType)
-		return
-	}
-	c.out = appendThrottle(c.out, d)
-}
-
-// CL.THROTTLE key max_burst count_per_period period [quantity]
-//
-// As in redis-cell, every bad number, the period included, answers "not an
-// integer".
-func cmdThrottle(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return errNotInt })
-	if !ok {
-		return
-	}
-	n := int64(1)
-	if len(args) == 6 {
-		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
-			return
-		}
-	}
-	replyGCRA(c, args[1], p, n)
-}
-
-// GCRA key max_burst tokens_per_period period [TOKENS count]
-func cmdGCRA(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseSeconds, errInvalidDuration)
-	if !ok {
-		return
-	}
-	n := int64(1)
-	switch {
-	case len(args) == 5:
-	case len(args) == 7 && equalFold(args[5], "TOKENS"):
-		if n, ok = parseCost(args[6]); !ok {
-			c.err(errNotInt)
-			return
-		}
-	default:
-		c.err(errSyntax)
-		return
-	}
-	replyGCRA(c, args[1], p, n)
-}
-
-// parseBucket parses "capacity rate period" at args[0:3].
-func parseBucket(c *Conn, args [][]byte) (capacity, rate int64, period time.Duration, ok bool) {
-	if capacity, ok = parsePositive(args[0]); !ok {
-		c.err(errNotInt)
-		return
-	}
-	if rate, ok = parsePositive(args[1]); !ok {
-		c.err(errNotInt)
-		return
-	}
-	if period, ok = parseDuration(args[2]); !ok {
-		c.err(errInvalidDuration(args[2]))
-	}
-	return
-}
-
-// CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
-func cmdTokenBucket(c *Conn, args [][]byte) {
-	var p engine.TokenBucketParams
+func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) string {
 	var ok bool
-	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
-		return
+	if q.MaxBurst, ok = parseCost(p[0]); !ok { // 0 is allowed: a limit of 1
+		return errNotInt
 	}
-	n := int64(1)
-	rest := args[5:]
-	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
-		if n, ok = parseCost(rest[0]); !ok {
-			c.err(errNotInt)
-			return
-		}
-		rest = rest[1:]
+	if q.Count, ok = parsePositive(p[1]); !ok {
+		return errNotInt
 	}
-	switch {
-	case len(rest) == 0:
-	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
-		if p.MaxWait, ok = parseDuration(rest[1]); !ok {
-			c.err(errInvalidDuration(rest[1]))
-			return
-		}
-	default:
-		c.err(errSyntax)
-		return
+	if q.Period, ok = periodOf(p[2]); !ok {
+		return periodErr(p[2])
 	}
-	now := c.now()
-	d, ok := update(c, args[1], now, &c.st.tb, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
-		d := st.Take(now, p, n)
-		return d, d.Allowed && n > 0
-	})
-	if !ok {
-		c.err(errWrongType)
-		return
-	}
-	c.out = appendDecision(c.out, d)
+	return ""
 }
 
-// CL.LEAKYBUCKET key capacity rate period [n]
-func cmdLeakyBucket(c *Conn, args [][]byte) {
-	var p engine.LeakyBucketParams
+// parseBucket parses "capacity rate period" at p[0:3].
+func parseBucket(p [][]byte, capacity, rate *int64, period *time.Duration) string {
 	var ok bool
-	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
-		return
+	if *capacity, ok = parsePositive(p[0]); !ok {
+		return errNotInt
 	}
-	n := int64(1)
-	if len(args) == 6 {
-		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
-			return
-		}
+	if *rate, ok = parsePositive(p[1]); !ok {
+		return errNotInt
 	}
-	now := c.now()
-	d, ok := update(c, args[1], now, &c.st.lb, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
-		d := st.Take(now, p, n)
-		return d, d.Allowed && n > 0
-	})
-	if !ok {
-		c.err(errWrongType)
-		return
+	if *period, ok = parseDuration(p[2]); !ok {
+		return errInvalidDuration(p[2])
 	}
-	c.out = appendDecision(c.out, d)
+	return ""
 }
 
 func parseWindowMode(b []byte) (engine.WindowMode, bool) {
@@ -335,22 +329,132 @@ func parseWindowMode(b []byte) (engine.WindowMode, bool) {
 	return 0, false
 }
 
-// parseWindow parses "limit window" at args[0:2] for mode.
-func parseWindow(c *Conn, args [][]byte, mode engine.WindowMode) (p engine.WindowParams, ok bool) {
-	p.Mode = mode
-	if p.Limit, ok = parsePositive(args[0]); !ok {
-		c.err(errNotInt)
-		return p, false
+// parseWindow parses "limit window" at p[0:2] for mode.
+func parseWindow(c *Conn, p [][]byte, mode engine.WindowMode, q *engine.WindowParams) string {
+	var ok bool
+	q.Mode = mode
+	if q.Limit, ok = parsePositive(p[0]); !ok {
+		return errNotInt
 	}
-	if p.Window, ok = parseDuration(args[1]); !ok {
-		c.err(errInvalidDuration(args[1]))
-		return p, false
+	if q.Window, ok = parseDuration(p[1]); !ok {
+		return errInvalidDuration(p[1])
 	}
-	if mode == engine.WindowLog && p.Limit > c.srv.logMax.Load() {
-		c.err("ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)")
-		return p, false
+	if mode == engine.WindowLog && q.Limit > c.srv.logMax.Load() {
+		return errLogLimit
 	}
-	return p, true
+	return ""
+}
+
+// parseAcquire parses "limit lease" at p[0:2].
+func parseAcquire(p [][]byte, o *acquireOp) string {
+	var ok bool
+	if o.limit, ok = parsePositive(p[0]); !ok {
+		return errNotInt
+	}
+	if o.lease, ok = parseDuration(p[1]); !ok {
+		return errInvalidDuration(p[1])
+	}
+	return ""
+}
+
+// throttle runs a GCRA request and answers in redis-cell's form.
+func (c *Conn) throttle(key []byte, n int64) {
+	c.ops.gcra.n = n
+	d, st := c.keys().Update(key, c.now(), &c.ops.gcra)
+	c.reply(d, st, appendThrottle)
+}
+
+// CL.THROTTLE key max_burst count_per_period period [quantity]
+//
+// As in redis-cell, every bad number, the period included, answers "not an
+// integer".
+func cmdThrottle(c *Conn, args [][]byte) {
+	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseDuration, func([]byte) string { return errNotInt }); err != "" {
+		c.err(err)
+		return
+	}
+	n := int64(1)
+	if len(args) == 6 {
+		var ok bool
+		if n, ok = parseCost(args[5]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	c.throttle(args[1], n)
+}
+
+// GCRA key max_burst tokens_per_period period [TOKENS count]
+func cmdGCRA(c *Conn, args [][]byte) {
+	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseSeconds, errInvalidDuration); err != "" {
+		c.err(err)
+		return
+	}
+	n := int64(1)
+	switch {
+	case len(args) == 5:
+	case len(args) == 7 && equalFold(args[5], "TOKENS"):
+		var ok bool
+		if n, ok = parseCost(args[6]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	default:
+		c.err(errSyntax)
+		return
+	}
+	c.throttle(args[1], n)
+}
+
+// CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
+func cmdTokenBucket(c *Conn, args [][]byte) {
+	o := &c.ops.tb
+	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
+		c.err(err)
+		return
+	}
+	o.n, o.p.MaxWait = 1, 0
+	rest := args[5:]
+	var ok bool
+	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
+		if o.n, ok = parseCost(rest[0]); !ok {
+			c.err(errNotInt)
+			return
+		}
+		rest = rest[1:]
+	}
+	switch {
+	case len(rest) == 0:
+	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
+		if o.p.MaxWait, ok = parseDuration(rest[1]); !ok {
+			c.err(errInvalidDuration(rest[1]))
+			return
+		}
+	default:
+		c.err(errSyntax)
+		return
+	}
+	d, st := c.keys().Update(args[1], c.now(), o)
+	c.reply(d, st, appendDecision)
+}
+
+// CL.LEAKYBUCKET key capacity rate period [n]
+func cmdLeakyBucket(c *Conn, args [][]byte) {
+	o := &c.ops.lb
+	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
+		c.err(err)
+		return
+	}
+	o.n = 1
+	if len(args) == 6 {
+		var ok bool
+		if o.n, ok = parseCost(args[5]); !ok {
+			c.err(errNotInt)
+			return
+		}
+	}
+	d, st := c.keys().Update(args[1], c.now(), o)
+	c.reply(d, st, appendDecision)
 }
 
 // CL.WINDOW key limit window [n] [FIXED|SLIDING|LOG]
@@ -378,25 +482,14 @@ func cmdWindow(c *Conn, args [][]byte) {
 		c.err(errSyntax)
 		return
 	}
-	p, ok := parseWindow(c, args[2:4], mode)
-	if !ok {
+	o := &c.ops.win
+	if err := parseWindow(c, args[2:4], mode, &o.p); err != "" {
+		c.err(err)
 		return
 	}
-	now := c.now()
-	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
-	scratch := &c.st.win
-	if p.Mode == engine.WindowLog {
-		scratch = &c.st.log
-	}
-	d, ok := update(c, args[1], now, scratch, sameMode, func(st *engine.Window) (engine.Decision, bool) {
-		d := st.Take(now, p, n)
-		return d, d.Allowed && n > 0
-	})
-	if !ok {
-		c.err(errWrongType)
-		return
-	}
-	c.out = appendDecision(c.out, d)
+	o.n = n
+	d, st := c.keys().Update(args[1], c.now(), o)
+	c.reply(d, st, appendDecision)
 }
 
 // newLeaseID writes an unguessable lease id to id: 96 random bits as 16
@@ -416,78 +509,47 @@ func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 
 // CL.ACQUIRE key limit lease [n]
 func cmdAcquire(c *Conn, args [][]byte) {
-	limit, ok := parsePositive(args[2])
-	if !ok {
-		c.err(errNotInt)
+	o := &c.ops.acq
+	if err := parseAcquire(args[2:4], o); err != "" {
+		c.err(err)
 		return
 	}
-	lease, ok := parseDuration(args[3])
-	if !ok {
-		c.err(errInvalidDuration(args[3]))
-		return
-	}
-	n := int64(1)
+	o.n = 1
 	if len(args) == 5 {
-		if n, ok = parseCost(args[4]); !ok {
+		var ok bool
+		if o.n, ok = parseCost(args[4]); !ok {
 			c.err(errNotInt)
 			return
 		}
 	}
-	var id [engine.MaxLeaseIDLen]byte
-	now := c.now()
-	d, ok := update(c, args[1], now, &c.st.conc, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
-		// A denied request's id is drawn and dropped: cheaper than
-		// asking Check first.
-		c.newLeaseID(&id)
-		d := st.Take(now, engine.ConcurrencyParams{Limit: limit, Lease: lease, ID: string(id[:])}, n)
-		return d, d.Allowed && n > 0 // n == 0 peeks: nothing is stored
-	})
-	if !ok {
+	c.newLeaseID(&o.id)
+	d, st := c.keys().Update(args[1], c.now(), o)
+	if st == shard.WrongType {
 		c.err(errWrongType)
 		return
 	}
-	c.out = appendArray(c.out, 6)
-	c.out = appendDecisionFields(c.out, d)
-	if d.Allowed && n > 0 {
-		c.out = appendBulk(c.out, id[:])
-	} else {
-		c.out = appendNull(c.out, c.proto)
-	}
+	c.out = o.appendRule(c.out, c.proto, d, true)
 }
 
-// leaseOp runs a RELEASE or RENEW on an existing concurrency key.
-func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) bool) {
-	now := c.now()
-	store := c.srv.store
-	h := store.Hash(key)
-	sh := store.ShardOf(h)
-	c.lock(sh)
-	defer c.unlock(sh)
-	f := sh.Live(key, h, now)
-	if !f.OK {
-		c.out = appendInt(c.out, 0)
-		return
-	}
-	if f.Kind != engine.KindConcurrency {
+// lease runs a RELEASE or RENEW on a live concurrency key: 1 if the lease
+// was found, 0 if it or the key was not.
+func (c *Conn) lease(key, id []byte, renew bool, lease time.Duration) {
+	o := &c.ops.lease
+	o.id, o.renew, o.lease = id, renew, lease
+	d, st := c.keys().UpdateLive(key, c.now(), o)
+	o.id = nil
+	switch {
+	case st == shard.WrongType:
 		c.err(errWrongType)
-		return
-	}
-	if c.st.conc == nil {
-		c.st.conc = new(engine.Concurrency)
-	}
-	st := sh.Load(f, c.st.conc).(*engine.Concurrency)
-	if op(st, now) {
-		keep(&c.st.conc, storeOutcome(sh, f, key, h, st, now, st.ResetAfter(now), true))
+	case st == shard.Done && d.Allowed:
 		c.out = appendInt(c.out, 1)
-		return
+	default:
+		c.out = appendInt(c.out, 0)
 	}
-	c.out = appendInt(c.out, 0)
 }
 
 // CL.RELEASE key lease_id
-func cmdRelease(c *Conn, args [][]byte) {
-	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Release(now, string(args[2])) })
-}
+func cmdRelease(c *Conn, args [][]byte) { c.lease(args[1], args[2], false, 0) }
 
 // CL.RENEW key lease_id lease
 func cmdRenew(c *Conn, args [][]byte) {
@@ -496,5 +558,5 @@ func cmdRenew(c *Conn, args [][]byte) {
 		c.err(errInvalidDuration(args[3]))
 		return
 	}
-	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, string(args[2]), lease) })
+	c.lease(args[1], args[2], true, lease)
 }

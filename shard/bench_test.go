@@ -22,9 +22,8 @@ func BenchmarkTake(b *testing.B) {
 			}
 			p := engine.TokenBucketParams{Capacity: 1_000_000_000, Rate: 1, Period: time.Hour}
 			now := int64(1.8e18)
-			scratch := &engine.TokenBucket{}
-			takeTB := func(st *engine.TokenBucket) engine.Decision { return st.Take(now, p, 1) }
-			take := func(key []byte) { call(s, key, now, &scratch, takeTB) }
+			op := newTakeOp(func(st *engine.TokenBucket) engine.Decision { return st.Take(now, p, 1) })
+			take := func(key []byte) { call(s, key, now, op) }
 			for _, k := range names {
 				take(k)
 			}

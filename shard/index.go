@@ -2,7 +2,6 @@ package shard
 
 import (
 	"bytes"
-	"hash/maphash"
 	"unsafe"
 )
 
@@ -24,7 +23,7 @@ type index struct {
 	groups []group
 	size   int // slots: 8 × len(groups)
 	n      int // keys, in both tables
-	seed   maphash.Seed
+	hash   hasher
 
 	old     []group // the table being moved from (nil: none)
 	oldSize int
@@ -173,7 +172,7 @@ func (x *index) migrate(s *slabs, k int) {
 		}
 		r := g.refs[j]
 		key, _ := recSplit(s.get(r))
-		i := home(maphash.Bytes(x.seed, key), x.size)
+		i := home(x.hash.bytes(key), x.size)
 		for x.tag(i) != 0 {
 			if i++; i == x.size {
 				i = 0
@@ -225,7 +224,7 @@ func (x *index) del(s *slabs, i int) {
 				return
 			}
 			k, _ := recSplit(s.get(x.ref(j)))
-			h := home(maphash.Bytes(x.seed, k), size)
+			h := home(x.hash.bytes(k), size)
 			// The entry at j stays unless its home lies cyclically
 			// outside (i, j]: then slot i is on its probe path.
 			if i <= j {
@@ -257,4 +256,4 @@ func (x *index) each(fn func(ref) bool) {
 	}
 }
 
-func (x *index) reset() { *x = index{seed: x.seed} }
+func (x *index) reset() { *x = index{hash: x.hash} }

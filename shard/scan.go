@@ -2,7 +2,6 @@ package shard
 
 import (
 	"cmp"
-	"hash/maphash"
 	"slices"
 )
 
@@ -40,7 +39,7 @@ func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match fun
 			sh.Lock()
 		}
 		sh.Each(now, func(it Item) bool {
-			p := maphash.Bytes(s.seed, it.Key) >> (64 - scanBits)
+			p := s.hash.bytes(it.Key) >> (64 - scanBits)
 			if p >= pos && match(it) {
 				found = append(found, item{p, string(it.Key)})
 			}

@@ -1,23 +1,28 @@
 // Package shard is rlserver's keyspace: limiter states in N shards, each a
 // hash index over records kept in pointer-free slabs, under its own mutex.
+// It alone reads and writes state.
 //
-// A key's state is stored as bytes (engine.Compact, see slab.go), not as a
-// Go object: a command finds the key, decodes the state into a scratch state
-// the caller owns (Load), runs the engine on it and writes it back (Put).
-// States too large to re-encode on every call (long LOG windows, lease sets
-// of more than about 8 leases)
-// are kept as Go objects ("boxes") that Load hands out in place.
+// A key's state is stored as bytes (its compact encoding, see slab.go), not
+// as a Go object. A command does not touch it: it hands the keyspace an Op
+// (the engine call with its parameters) and the keyspace runs the whole
+// read-modify-write under the key's shard lock (View.Update; UpdateAll for
+// several keys, all or nothing): it finds the key, decodes the state into
+// a scratch state of its own, runs the op, and stores the outcome,
+// creating, reviving, keeping until fresh, dropping or evicting. States too
+// large to re-encode on every call (long LOG windows, lease sets of more
+// than about 8 leases), and the state of a hot key, are kept as Go objects
+// ("boxes") the op runs on in place; that too is the keyspace's business.
 //
-// Locking: callers lock a shard (Lock/Unlock) around every use of its
-// methods and of what they return; commands touching several shards lock
-// them in index order. Nothing here blocks on I/O.
+// Locking: View's methods lock what they need (or run under EXEC's locks,
+// Store.LockAll); callers of a Shard's own methods lock it around every
+// use of them and of what they return; commands touching several shards
+// lock them in index order. Nothing here blocks on I/O.
 package shard
 
 import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"hash/maphash"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -40,13 +45,11 @@ const maxInline = 192
 // Found is the result of Find: where key is, or where it would go. It is
 // valid until the shard changes (Put, Remove, Expire, Sweep...).
 type Found struct {
-	OK   bool        // the key has a record (perhaps expired: check Exp)
-	Kind engine.Kind // the record's kind, when OK
-	Exp  int64       // the record's expiry, server-clock Unix ns, when OK
-	// Boxed: the state is kept as an object, which Load hands out in
-	// place (so a reset must be done on Load's result, not on scratch).
-	Boxed bool
-	pos   int // index slot
+	OK    bool        // the key has a record (perhaps expired: check Exp)
+	Kind  engine.Kind // the record's kind, when OK
+	Exp   int64       // the record's expiry, server-clock Unix ns, when OK
+	boxed bool        // the state is kept as an object (a box), not inline
+	pos   int         // index slot
 	ref   ref
 	pay   []byte // the record's payload
 }
@@ -59,7 +62,7 @@ type Shard struct {
 	boxes   []engine.State // states kept as objects; nil slots are free
 	boxSize []int32        // each box's Size when last stored, for accounting
 	bfree   []uint32
-	seed    maphash.Seed
+	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
 	track   bool     // record changes for persistence
@@ -72,10 +75,11 @@ type Shard struct {
 	// a box while it stays hot, so calls on it skip decoding and encoding
 	// (DecodeCompact, AppendCompact): Load hands out the box, Put writes
 	// the expiry. When another key gets hot, cool stores it inline again.
-	lastRef ref              // the record the last Put wrote
-	hotRef  ref              // the hot key's record (0: none)
-	spare   [16]engine.State // per kind: a cooled key's object, reused by the next hot key
-	scratch [8]engine.State
+	lastRef ref               // the record the last Put wrote
+	hotRef  ref               // the hot key's record (0: none)
+	spare   [16]engine.State  // per kind: a cooled key's object, reused by the next hot key
+	sc      engine.Scratch    // states to decode records into (see update)
+	more    []*engine.Scratch // further ones, for UpdateAll rules sharing the shard
 	victims []victim
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
@@ -129,7 +133,7 @@ func (sh *Shard) Find(key []byte, h uint64) Found {
 		return Found{pos: pos}
 	}
 	rec := sh.slabs.get(r)
-	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), Boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay}
+	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay}
 }
 
 // Live is Find for a key that must be live at now: an expired record is
@@ -141,20 +145,6 @@ func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
 		return Found{pos: -1}
 	}
 	return f
-}
-
-// Load returns the state of the record f found: into, overwritten with the
-// decoded state (into must be a fresh state of f.Kind), or the record's box,
-// the stored object itself. The box is the key's only until the next Put in
-// this shard of another key: a key that gets hot takes over the object the
-// cooled one gives back. A caller holding boxes of several keys (CL.ALL)
-// must take and store each of them before any other key's Put.
-func (sh *Shard) Load(f Found, into engine.State) engine.State {
-	if f.Boxed {
-		return sh.boxes[boxIndex(f.pay)]
-	}
-	decodeInto(into, f.pay, f.Exp)
-	return into
 }
 
 // boxIndex reads a boxed record's payload: the index of its box.
@@ -171,13 +161,14 @@ func decodeInto(st engine.State, payload []byte, exp int64) {
 	}
 }
 
-// Put stores st, the key's state after a call, expiring at exp: it creates
-// the record (f not OK) or rewrites it. changed says whether the call may
-// have changed the state; an unchanged state with an unchanged expiry
-// writes nothing. kept reports that the shard now holds st itself as a box
-// (a state it cannot keep inline): the caller must not reuse st as scratch.
-// f must come from Find with no change to the shard since.
-func (sh *Shard) Put(f Found, key []byte, h uint64, st engine.State, exp int64, changed bool) (kept bool) {
+// write stores st, the key's state after a call, expiring at exp: it
+// creates the record (f not OK), evicting others beyond the memory bound,
+// or rewrites it. changed says whether the call may have changed the state;
+// an unchanged state with an unchanged expiry writes nothing. kept reports
+// that the shard now holds st itself as a box (a state it cannot keep
+// inline): st must not be used as scratch again. f must come from Find
+// with no change to the shard since.
+func (sh *Shard) write(f Found, key []byte, h uint64, st engine.State, exp int64, changed bool) (kept bool) {
 	if f.OK && !changed && exp == f.Exp {
 		return false
 	}
@@ -190,10 +181,10 @@ func (sh *Shard) Put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	return kept
 }
 
-// Revive is Put for an expired record (found OK with Exp <= now) that the
-// caller reset to a fresh state and used again: it counts as an expiry
+// revive is write for an expired record (found OK with Exp <= now) whose
+// state was reset to a fresh one and used again: it counts as an expiry
 // plus a new key.
-func (sh *Shard) Revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
+func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
 	sh.expired.Add(1)
 	return sh.put(f, key, h, st, exp, true)
 }
@@ -213,7 +204,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	oldBox := -1
 	if f.OK {
 		old = sh.slabs.get(f.ref)
-		if f.Boxed {
+		if f.boxed {
 			oldBox = boxIndex(f.pay)
 		}
 	}
@@ -228,7 +219,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		// cost O(limit) per call to encode.
 		inline = false
 		hot = f.ref == sh.hotRef
-	case inline && mark && f.OK && !f.Boxed && f.ref == sh.lastRef:
+	case inline && mark && f.OK && !f.boxed && f.ref == sh.lastRef:
 		// The key the previous Put wrote, again: it is hot, keep its
 		// state as an object while it stays hot. The object is the one
 		// the previously hot key of this kind gave back, when there is
@@ -275,7 +266,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	n := recordLen(len(key), len(payload))
 	r := f.ref
 	switch {
-	case f.OK && f.Boxed && !inline && !kept && !owned:
+	case f.OK && f.boxed && !inline && !kept && !owned:
 		setRecExp(old, exp) // the same box: key and payload are unchanged
 	case f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n):
 		hdr |= old[0] & flagDirty
@@ -331,7 +322,7 @@ func (sh *Shard) cool() {
 	sh.kbuf = key
 	i := boxIndex(pay)
 	obj := sh.boxes[i]
-	h := maphash.Bytes(sh.seed, key)
+	h := sh.hash.bytes(key)
 	sh.put(sh.Find(key, h), key, h, obj, recExp(rec), false)
 	if _, ok := obj.(engine.Compact); ok && sh.boxes[i] != obj {
 		// Stored inline again: nothing refers to the object any more,
@@ -394,7 +385,7 @@ func (sh *Shard) markDirty(r ref) {
 // them: its record's slot, its share of the index and a boxed state.
 func (sh *Shard) Usage(f Found) int {
 	n := sh.slabs.slotBytes(f.ref) + indexBytes
-	if f.Boxed {
+	if f.boxed {
 		n += int(sh.boxSize[boxIndex(f.pay)])
 	}
 	return n
@@ -567,11 +558,9 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 // decodeScratch returns record r's state decoded into the shard's scratch
 // state of its kind (or its box), valid until the next call.
 func (sh *Shard) decodeScratch(r ref) engine.State {
-	k := engine.Kind(sh.slabs.get(r)[0] & kindMask)
-	if sh.scratch[k] == nil {
-		sh.scratch[k] = NewState(k)
-	}
-	return sh.stateAt(r, sh.scratch[k])
+	rec := sh.slabs.get(r)
+	_, payload := recSplit(rec)
+	return sh.stateAt(r, sh.sc.For(engine.Kind(rec[0]&kindMask), payload))
 }
 
 // Redirty records keys as changed again (a flush that failed to write
@@ -580,7 +569,7 @@ func (sh *Shard) decodeScratch(r ref) engine.State {
 // lock.
 func (sh *Shard) Redirty(keys []string) {
 	for _, k := range keys {
-		f := sh.Find([]byte(k), maphash.String(sh.seed, k))
+		f := sh.Find([]byte(k), sh.hash.string(k))
 		if f.OK {
 			sh.markDirty(f.ref)
 		} else if sh.track {
@@ -594,20 +583,20 @@ func (sh *Shard) Redirty(keys []string) {
 // already holds it) and never evicting. A key restored twice keeps the
 // later state.
 func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
-	h := maphash.Bytes(sh.seed, key)
+	h := sh.hash.bytes(key)
 	sh.put(sh.Find(key, h), key, h, st, exp, false)
 }
 
 // Insert sets key's state, creating or replacing its record, as a change
 // (tests and tools; commands use Find and Put).
 func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
-	h := maphash.Bytes(sh.seed, key)
-	sh.Put(sh.Find(key, h), key, h, st, exp, true)
+	h := sh.hash.bytes(key)
+	sh.write(sh.Find(key, h), key, h, st, exp, true)
 }
 
 // Get returns a copy of key's live state and its expiry (tests and tools).
 func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
-	f := sh.Live(key, maphash.Bytes(sh.seed, key), now)
+	f := sh.Live(key, sh.hash.bytes(key), now)
 	if !f.OK {
 		return nil, 0, false
 	}
@@ -617,7 +606,7 @@ func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
 // Delete removes key if it is live and reports whether it was (tests and
 // tools).
 func (sh *Shard) Delete(key []byte, now int64) bool {
-	f := sh.Live(key, maphash.Bytes(sh.seed, key), now)
+	f := sh.Live(key, sh.hash.bytes(key), now)
 	if f.OK {
 		sh.Remove(f)
 	}
@@ -648,7 +637,7 @@ func (sh *Shard) evict(keep []byte) {
 			break
 		}
 		k, _ := recSplit(sh.slabs.get(v.ref))
-		pos, _, _ := sh.idx.find(&sh.slabs, k, maphash.Bytes(sh.seed, k))
+		pos, _, _ := sh.idx.find(&sh.slabs, k, sh.hash.bytes(k))
 		sh.removeAt(pos, v.ref)
 		sh.evicted.Add(1)
 	}
@@ -668,6 +657,10 @@ type Options struct {
 	TrackChanges bool
 	// MaxMemory bounds the bytes accounted for limiter state (0: no bound).
 	MaxMemory int64
+	// Seed seeds the key hash, which picks each key's shard and index
+	// slot. Default (0): drawn at random. Tests set it, and print it, so
+	// that a failure reproduces.
+	Seed uint64
 }
 
 // MaxShards is the largest shard count; SCAN cursors depend on it.
@@ -678,7 +671,7 @@ const MaxShards = 1024
 type Store struct {
 	shards []Shard
 	mask   uint64
-	seed   maphash.Seed
+	hash   hasher
 }
 
 // New returns an empty store.
@@ -688,11 +681,15 @@ func New(opts Options) *Store {
 		n = DefaultShards()
 	}
 	n = min(1<<bits.Len(uint(n-1)), MaxShards)
-	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = randomSeed()
+	}
+	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), hash: hasher{seed}}
 	for i := range s.shards {
 		s.shards[i].track = opts.TrackChanges
-		s.shards[i].seed = s.seed
-		s.shards[i].idx.seed = s.seed
+		s.shards[i].hash = s.hash
+		s.shards[i].idx.hash = s.hash
 	}
 	s.SetMaxMemory(opts.MaxMemory)
 	return s
@@ -725,7 +722,10 @@ func (s *Store) NumShards() int { return len(s.shards) }
 
 // Hash returns key's hash: it picks the shard (ShardOf) and the key's place
 // in it (Find), so a command hashes its key once.
-func (s *Store) Hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+func (s *Store) Hash(key []byte) uint64 { return s.hash.bytes(key) }
+
+// Seed returns the hash seed (Options.Seed, or the one drawn at random).
+func (s *Store) Seed() uint64 { return s.hash.seed }
 
 // ShardIndexOf returns the index of the shard holding the key of hash h.
 func (s *Store) ShardIndexOf(h uint64) int { return int(h & s.mask) }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -19,30 +20,45 @@ func (f *fake) Reset()                                { *f = fake{} }
 
 const sec = int64(time.Second)
 
-// call runs one limiter call on key as resp does, under the key's shard
-// lock: Find, Load into the caller's scratch (reset for a new key), take,
-// Put; a scratch the shard kept is replaced. It returns what Find saw, the state taken on and
-// whether Put kept it.
-func call[T any, P interface {
-	*T
-	engine.State
-}](s *Store, key []byte, now int64, scratch *P, take func(P) engine.Decision) (f Found, live P, kept bool) {
+// takeOp is an Op for keyspace tests: Run takes with take, and remembers
+// the state it ran on.
+type takeOp[P engine.State] struct {
+	take func(P) engine.Decision
+	kind engine.Kind
+	last engine.State
+}
+
+func newTakeOp[P engine.State](take func(P) engine.Decision) *takeOp[P] {
+	var zero P
+	return &takeOp[P]{take: take, kind: reflectNew(zero).Kind()}
+}
+
+func (o *takeOp[P]) Kind() engine.Kind { return o.kind }
+
+func (o *takeOp[P]) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	o.last = st
+	return o.take(st.(P)), true, true
+}
+
+// reflectNew returns a new state of P's type (P is a pointer type).
+func reflectNew[P engine.State](P) P {
+	return reflect.New(reflect.TypeFor[P]().Elem()).Interface().(P)
+}
+
+// call runs one limiter call on key through the keyspace (Update, under
+// the key's shard lock). It returns what Find saw before, the state the op
+// ran on, and whether the shard kept that state itself as the key's box
+// (it was the shard's scratch, not a box, before).
+func call[P engine.State](s *Store, key []byte, now int64, op *takeOp[P]) (f Found, live engine.State, kept bool) {
 	h := s.Hash(key)
 	sh := s.ShardOf(h)
 	sh.Lock()
 	f = sh.Find(key, h)
-	live = *scratch
-	if f.OK {
-		live = sh.Load(f, live).(P)
-	} else {
-		live.Reset()
-	}
-	d := take(live)
-	kept = sh.Put(f, key, h, live, now+int64(d.ResetAfter), true)
+	sh.update(key, h, now, op, false)
+	live = op.last
+	g := sh.Find(key, h)
+	kept = g.OK && g.boxed && !f.boxed && sh.boxes[boxIndex(g.pay)] == live
 	sh.Unlock()
-	if kept {
-		*scratch = new(T)
-	}
 	return f, live, kept
 }
 
@@ -125,7 +141,7 @@ func TestDrainChanges(t *testing.T) {
 	// An unchanged state with the same expiry is not a change.
 	h := s.Hash([]byte("a"))
 	f := sh.Find([]byte("a"), h)
-	sh.Put(f, []byte("a"), h, sh.Load(f, nil), 11*sec, false)
+	sh.write(f, []byte("a"), h, sh.state(f), 11*sec, false)
 	if ch, _, _ := sh.DrainChanges(nil, nil); len(ch) != 0 {
 		t.Fatalf("drain after a no-op = %v", ch)
 	}
@@ -227,20 +243,18 @@ func TestBoxedStateInPlace(t *testing.T) {
 	key := []byte("log")
 	p := engine.WindowParams{Limit: 100000, Window: time.Hour, Mode: engine.WindowLog}
 	now := int64(1.8e18)
-	scratch := &engine.Window{}
-	take := func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) }
+	op := newTakeOp(func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) })
 	var box engine.State
 	keptAt := -1
 	for i := 0; i < 500; i++ {
 		now += 1e9 + int64(i)*7919
 		sh.Insert([]byte("other"), &fake{}, now+1e12) // so that "log" is never hot
-		before := scratch
-		_, st, kept := call(s, key, now, &scratch, take)
+		_, st, kept := call(s, key, now, op)
 		if box != nil && st != box {
 			t.Fatalf("call %d: Load returned %p, not the box %p", i, st, box)
 		}
 		if kept {
-			if keptAt >= 0 || st != before {
+			if keptAt >= 0 {
 				t.Fatalf("call %d: Put kept a state again (first at %d)", i, keptAt)
 			}
 			keptAt, box = i, st
@@ -271,10 +285,9 @@ func TestHotKey(t *testing.T) {
 	sh := s.Shard(0)
 	p := engine.GCRAParams{MaxBurst: 99, Count: 10, Period: time.Second}
 	now := int64(1.8e18)
-	scratch := &engine.GCRA{}
-	takeGCRA := func(g *engine.GCRA) engine.Decision { return g.Take(now, p, 1) }
+	op := newTakeOp(func(g *engine.GCRA) engine.Decision { return g.Take(now, p, 1) })
 	take := func(key string) (Found, bool) {
-		f, _, kept := call(s, []byte(key), now, &scratch, takeGCRA)
+		f, _, kept := call(s, []byte(key), now, op)
 		return f, kept
 	}
 	remaining := func(key string) int64 {
@@ -287,17 +300,17 @@ func TestHotKey(t *testing.T) {
 	if f, kept := take("a"); f.OK || kept {
 		t.Fatal("a new key was boxed")
 	}
-	if f, kept := take("a"); f.Boxed || !kept {
+	if f, kept := take("a"); f.boxed || !kept {
 		t.Fatalf("the second write in a row did not box a: %+v kept %v", f, kept)
 	}
 	for i := 0; i < 10; i++ {
-		if f, kept := take("a"); !f.Boxed || kept {
+		if f, kept := take("a"); !f.boxed || kept {
 			t.Fatalf("hot a: %+v kept %v", f, kept)
 		}
 	}
 	take("b")
 	take("b") // b gets hot, a cools
-	if f := sh.Find([]byte("a"), s.Hash([]byte("a"))); f.Boxed {
+	if f := sh.Find([]byte("a"), s.Hash([]byte("a"))); f.boxed {
 		t.Fatal("a still boxed after b got hot")
 	}
 	if got := remaining("a"); got != 100-12 {
@@ -325,10 +338,9 @@ func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
 	sh := s.Shard(0)
 	p := engine.TokenBucketParams{Capacity: 1e9, Rate: 1, Period: time.Hour}
 	now := int64(1.8e18)
-	scratch := &engine.TokenBucket{}
 	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
-	takeTB := func(b *engine.TokenBucket) engine.Decision { return b.Take(now, p, 1) }
-	take := func(i int) { call(s, keys[i], now, &scratch, takeTB) }
+	op := newTakeOp(func(b *engine.TokenBucket) engine.Decision { return b.Take(now, p, 1) })
+	take := func(i int) { call(s, keys[i], now, op) }
 	round := func() {
 		for i := range keys {
 			take(i)
@@ -344,6 +356,39 @@ func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
 		st, _, _ := sh.Get(k, now)
 		if got := st.(*engine.TokenBucket).Check(now, p, 0).Remaining; got != 1e9-2*103 { // 2 rounds, then AllocsPerRun: 1 + 100
 			t.Fatalf("%s: remaining %d after 206 takes, want %d", keys[i], got, int64(1e9-2*103))
+		}
+	}
+}
+
+// TestHashSeed: a store's key hash follows Options.Seed, so two stores of
+// one seed place every key alike and another seed places them otherwise;
+// Seed 0 draws one.
+func TestHashSeed(t *testing.T) {
+	a, b := New(Options{Shards: 16, Seed: 42}), New(Options{Shards: 16, Seed: 42})
+	c := New(Options{Shards: 16, Seed: 43})
+	if a.Seed() != 42 || New(Options{}).Seed() == 0 {
+		t.Fatalf("seeds %d and %d", a.Seed(), New(Options{}).Seed())
+	}
+	differ, perShard := 0, make([]int, 16)
+	for i := range 16000 {
+		k := fmt.Appendf(nil, "user:%d", i)
+		if a.Hash(k) != b.Hash(k) {
+			t.Fatalf("seed 42 hashes %s as %x and %x", k, a.Hash(k), b.Hash(k))
+		}
+		if a.Hash(k) != c.Hash(k) {
+			differ++
+		}
+		if a.hash.string(string(k)) != a.Hash(k) {
+			t.Fatalf("%s hashed as a string differs", k)
+		}
+		perShard[a.ShardIndex(k)]++
+	}
+	if differ < 15990 {
+		t.Fatalf("seeds 42 and 43 hash %d of 16000 keys alike", 16000-differ)
+	}
+	for i, n := range perShard {
+		if n < 800 || n > 1200 { // 1000 expected; 6 standard deviations off
+			t.Fatalf("shard %d holds %d of 16000 keys", i, n)
 		}
 	}
 }

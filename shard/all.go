@@ -1,0 +1,209 @@
+package shard
+
+import "github.com/rlserver/rlserver/engine"
+
+// Rule is one key of an UpdateAll: the caller sets Key and Op; UpdateAll
+// sets D. A caller reuses its rules between calls, so that UpdateAll
+// allocates nothing.
+type Rule struct {
+	Key []byte
+	Op  Op
+	D   engine.Decision // the rule's decision
+
+	h     uint64
+	shard int
+	slot  int          // which of its shard's multi-key scratches it uses
+	st    engine.State // the key's state: live, revived or new
+	f     Found
+	// revived: the key had expired and st was reset; added: the key is
+	// new; boxed: st is the shard's own object, so it is only checked
+	// until every rule has admitted.
+	revived, added, boxed bool
+	changed               bool // the take may have changed st
+	// refind: f may be stale at store time, because another rule worked
+	// in the same shard (a lookup may move slots while the index grows; a
+	// delete shifts them), or find removed an expired record.
+	refind bool
+}
+
+// UpdateAll runs every rule's op at now, all or nothing: if every rule
+// admits (Decision.Allowed), each is taken and stored as Update would;
+// otherwise nothing changes anywhere and each rule's D is what it would
+// have answered alone. The keys' shards stay locked, in index order, for
+// the whole call, so the decision is atomic. Keys must be distinct. A key
+// holding another kind (or refused by its op) makes it WrongType, with
+// nothing changed.
+func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
+	s := v.s
+	var held [MaxShards / 64]uint64 // the rules' shards, as a bit set
+	shared := false
+	for i := range rules {
+		r := &rules[i]
+		r.h = s.Hash(r.Key)
+		r.shard = s.ShardIndexOf(r.h)
+		r.slot, r.refind = 0, false
+		if held[r.shard/64]&(1<<(r.shard%64)) != 0 {
+			shared = true
+			for j := range rules[:i] {
+				if rules[j].shard == r.shard {
+					r.slot++
+				}
+			}
+		}
+		held[r.shard/64] |= 1 << (r.shard % 64)
+	}
+	if shared {
+		for i := range rules {
+			rules[i].refind = true
+		}
+	}
+	if !v.held {
+		eachBit(held[:], func(i int) { s.shards[i].Lock() })
+	}
+	all, status = s.updateAll(rules, now)
+	for i := range rules {
+		rules[i].st = nil // the states are the shards', valid under their locks only
+	}
+	if !v.held {
+		eachBitReverse(held[:], func(i int) { s.shards[i].Unlock() })
+	}
+	return all, status
+}
+
+func eachBit(set []uint64, fn func(int)) {
+	for w, bits := range set {
+		for ; bits != 0; bits &= bits - 1 {
+			fn(w*64 + trailingZeros(bits))
+		}
+	}
+}
+
+func eachBitReverse(set []uint64, fn func(int)) {
+	for w := len(set) - 1; w >= 0; w-- {
+		for bits := set[w]; bits != 0; {
+			b := 63 - leadingZeros(bits)
+			fn(w*64 + b)
+			bits &^= 1 << b
+		}
+	}
+}
+
+// updateAll is UpdateAll's body, with every rule's shard locked. A rule
+// whose state was decoded into scratch is taken on that copy at once; a
+// rule whose state is the shard's own object (a hot key, a long LOG) is
+// only checked, since Check returns exactly what Take would. Only if all
+// admit are the checked ones taken and every state stored.
+func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
+	all = true
+	for i := range rules {
+		r := &rules[i]
+		sh := &s.shards[r.shard]
+		if !sh.find(r, now) {
+			return false, WrongType
+		}
+		d, changed, ok := r.Op.Run(r.st, now, !r.boxed)
+		if !ok {
+			return false, WrongType
+		}
+		r.D, r.changed = d, changed
+		all = all && d.Allowed
+	}
+	if !all {
+		return false, Done
+	}
+	// The shard's own objects are taken and stored first: a store in the
+	// same shard may cool the hot key and hand its object to the key
+	// getting hot, so no object may be used after another rule's store.
+	// (Storing one of them never cools another.)
+	for i := range rules {
+		if r := &rules[i]; r.boxed {
+			r.D, r.changed, _ = r.Op.Run(r.st, now, true)
+			s.shards[r.shard].storeRule(r, now)
+		}
+	}
+	for i := range rules {
+		if r := &rules[i]; !r.boxed {
+			s.shards[r.shard].storeRule(r, now)
+		}
+	}
+	return true, Done
+}
+
+// find sets the rule's state: the live key's; an expired key's of the
+// same kind, reset (revived); or a fresh one (added). It returns false
+// when the key holds another kind of limiter.
+func (sh *Shard) find(r *Rule, now int64) bool {
+	kind := r.Op.Kind()
+	r.revived, r.added = false, false
+	f := sh.Find(r.Key, r.h)
+	r.f, r.boxed = f, f.boxed
+	if f.OK && f.Exp <= now {
+		if f.Kind == kind {
+			r.st, r.revived = sh.ruleState(r, f), true
+			r.st.Reset()
+			return true
+		}
+		sh.Expire(f)
+		r.f, r.boxed, r.refind = Found{}, false, true
+	}
+	if !r.f.OK {
+		r.st, r.added = sh.multiScratch(r.slot).For(kind, nil), true
+		r.st.Reset()
+		return true
+	}
+	if f.Kind != kind {
+		return false
+	}
+	r.st = sh.ruleState(r, f)
+	return true
+}
+
+// ruleState is state for a rule: a box, or the payload decoded into the
+// rule's own scratch (rules of one shard must not share one).
+func (sh *Shard) ruleState(r *Rule, f Found) engine.State {
+	if f.boxed {
+		return sh.boxes[boxIndex(f.pay)]
+	}
+	st := sh.multiScratch(r.slot).For(f.Kind, f.pay)
+	decodeInto(st, f.pay, f.Exp)
+	return st
+}
+
+// multiScratch returns the shard's i-th scratch set for UpdateAll: the
+// first is the one Update uses, further ones serve further rules on this
+// shard.
+func (sh *Shard) multiScratch(i int) *engine.Scratch {
+	if i == 0 {
+		return &sh.sc
+	}
+	for len(sh.more) < i {
+		sh.more = append(sh.more, new(engine.Scratch))
+	}
+	return sh.more[i-1]
+}
+
+// storeRule writes the rule's taken state back.
+func (sh *Shard) storeRule(r *Rule, now int64) {
+	f := r.f
+	if r.refind {
+		f = sh.Find(r.Key, r.h)
+	}
+	kept := false
+	switch {
+	case r.added:
+		if r.D.ResetAfter > 0 {
+			kept = sh.write(f, r.Key, r.h, r.st, expireAt(now, r.D.ResetAfter), true)
+		}
+	case r.revived:
+		if r.D.ResetAfter > 0 {
+			kept = sh.revive(f, r.Key, r.h, r.st, expireAt(now, r.D.ResetAfter))
+		} else {
+			sh.Expire(f)
+		}
+	default:
+		kept = sh.store(f, r.Key, r.h, r.st, now, r.D.ResetAfter, r.changed)
+	}
+	if kept {
+		sh.multiScratch(r.slot).Forget(r.st)
+	}
+}
