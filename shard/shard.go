@@ -78,6 +78,7 @@ type Shard struct {
 	lastRef ref               // the record the last Put wrote
 	hotRef  ref               // the hot key's record (0: none)
 	spare   [16]engine.State  // per kind: a cooled key's object, reused by the next hot key
+	feed    ring              // the change stream, while someone subscribes (feed.go)
 	sc      engine.Scratch    // states to decode records into (see update)
 	more    []*engine.Scratch // further ones, for UpdateAll rules sharing the shard
 	victims []victim
@@ -189,12 +190,12 @@ func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int6
 	return sh.put(f, key, h, st, exp, true)
 }
 
-// Remove deletes the record f found.
-func (sh *Shard) Remove(f Found) { sh.removeAt(f.pos, f.ref) }
+// Remove deletes the record f found (DEL).
+func (sh *Shard) Remove(f Found) { sh.removeAt(f.pos, f.ref, EventDelete) }
 
 // Expire removes the record f found because its state became fresh.
 func (sh *Shard) Expire(f Found) {
-	sh.removeAt(f.pos, f.ref)
+	sh.removeAt(f.pos, f.ref, EventExpire)
 	sh.expired.Add(1)
 }
 
@@ -300,7 +301,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	}
 	sh.mem.Add(delta)
 	if mark {
-		sh.markDirty(r)
+		sh.record(EventPut, key, r)
 	}
 	sh.lastRef = r
 	if hot {
@@ -348,18 +349,16 @@ func (sh *Shard) freeBox(i int) {
 	sh.bfree = append(sh.bfree, uint32(i))
 }
 
-// removeAt deletes the record r in index slot pos.
-func (sh *Shard) removeAt(pos int, r ref) {
+// removeAt deletes the record r in index slot pos, recording why.
+func (sh *Shard) removeAt(pos int, r ref, why Event) {
 	rec := sh.slabs.get(r)
 	key, payload := recSplit(rec)
+	sh.record(why, key, r)
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
 		i := boxIndex(payload)
 		delta += int64(sh.boxSize[i])
 		sh.freeBox(i)
-	}
-	if sh.track {
-		sh.deleted = append(sh.deleted, string(key))
 	}
 	sh.slabs.release(r)
 	sh.idx.del(&sh.slabs, pos)
@@ -367,9 +366,10 @@ func (sh *Shard) removeAt(pos int, r ref) {
 		sh.hotRef = 0
 	}
 	sh.mem.Add(-delta)
-	sh.changes.Add(1)
 }
 
+// markDirty marks record r for the next DrainChanges without recording a
+// change (a flush that failed to write it).
 func (sh *Shard) markDirty(r ref) {
 	sh.changes.Add(1)
 	if !sh.track {
@@ -447,12 +447,7 @@ func NewState(k engine.Kind) engine.State { return k.New() }
 // Clear removes every key (FLUSHDB) and returns how many there were.
 func (sh *Shard) Clear() int {
 	n := sh.idx.n
-	if sh.track {
-		sh.Each(minInt64, func(it Item) bool {
-			sh.deleted = append(sh.deleted, string(it.Key))
-			return true
-		})
-	}
+	sh.recordFlush()
 	sh.idx.reset()
 	sh.slabs.reset()
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
@@ -460,7 +455,6 @@ func (sh *Shard) Clear() int {
 	clear(sh.spare[:])
 	sh.dirty = sh.dirty[:0]
 	sh.mem.Store(0)
-	sh.changes.Add(int64(n))
 	return n
 }
 
@@ -492,7 +486,7 @@ func (sh *Shard) Sweep(now int64, budget int) int {
 		if sh.idx.tag(i) != 0 {
 			r := sh.idx.ref(i)
 			if recExp(sh.slabs.get(r)) <= now {
-				sh.removeAt(i, r)
+				sh.removeAt(i, r, EventExpire)
 				sh.expired.Add(1)
 				removed++
 				continue // slot i now holds the next entry of its run, or nothing
@@ -638,7 +632,7 @@ func (sh *Shard) evict(keep []byte) {
 		}
 		k, _ := recSplit(sh.slabs.get(v.ref))
 		pos, _, _ := sh.idx.find(&sh.slabs, k, sh.hash.bytes(k))
-		sh.removeAt(pos, v.ref)
+		sh.removeAt(pos, v.ref, EventEvict)
 		sh.evicted.Add(1)
 	}
 	if cap(vs) > 1<<12 {
@@ -657,6 +651,9 @@ type Options struct {
 	TrackChanges bool
 	// MaxMemory bounds the bytes accounted for limiter state (0: no bound).
 	MaxMemory int64
+	// FeedBytes bounds each shard's change stream (Store.Subscribe), a
+	// ring allocated while someone subscribes. Default DefaultFeedBytes.
+	FeedBytes int
 	// Seed seeds the key hash, which picks each key's shard and index
 	// slot. Default (0): drawn at random. Tests set it, and print it, so
 	// that a failure reproduces.
@@ -672,6 +669,8 @@ type Store struct {
 	shards []Shard
 	mask   uint64
 	hash   hasher
+
+	feedBytes int
 }
 
 // New returns an empty store.
@@ -685,7 +684,10 @@ func New(opts Options) *Store {
 	if seed == 0 {
 		seed = randomSeed()
 	}
-	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), hash: hasher{seed}}
+	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), hash: hasher{seed}, feedBytes: opts.FeedBytes}
+	if s.feedBytes <= 0 {
+		s.feedBytes = DefaultFeedBytes
+	}
 	for i := range s.shards {
 		s.shards[i].track = opts.TrackChanges
 		s.shards[i].hash = s.hash
