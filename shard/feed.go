@@ -27,7 +27,7 @@ type Event uint8
 
 // The events of the feed.
 const (
-	EventPut    Event = 1 + iota // the key's state is Change.Payload, expiring at Change.ExpireAt
+	EventPut    Event = 1 + iota // the key's state is Entry.Payload, expiring at Entry.ExpireAt
 	EventDelete                  // DEL, UNLINK
 	EventExpire                  // its state became fresh (lazily or by the sweep)
 	EventEvict                   // removed by the memory bound

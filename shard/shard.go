@@ -43,7 +43,7 @@ const indexBytes = 8
 const maxInline = 192
 
 // Found is the result of Find: where key is, or where it would go. It is
-// valid until the shard changes (Put, Remove, Expire, Sweep...).
+// valid until the shard changes (a write, Remove, Expire, Sweep...).
 type Found struct {
 	OK    bool        // the key has a record (perhaps expired: check Exp)
 	Kind  engine.Kind // the record's kind, when OK
@@ -73,9 +73,9 @@ type Shard struct {
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
-	// (DecodeCompact, AppendCompact): Load hands out the box, Put writes
+	// (DecodeCompact, AppendCompact): the op runs on the box, write stores
 	// the expiry. When another key gets hot, cool stores it inline again.
-	lastRef ref               // the record the last Put wrote
+	lastRef ref               // the record the last write wrote
 	hotRef  ref               // the hot key's record (0: none)
 	spare   [16]engine.State  // per kind: a cooled key's object, reused by the next hot key
 	feed    ring              // the change stream, while someone subscribes (feed.go)
@@ -124,7 +124,7 @@ func (sh *Shard) PrefetchRecord(h uint64) bool {
 }
 
 // Find looks key (whose Store.Hash is h) up. An expired record is still
-// found: the caller may reuse it (Revive) or Expire it.
+// found: update may revive it, others Expire it.
 func (sh *Shard) Find(key []byte, h uint64) Found {
 	if sh.idx.size == 0 {
 		return Found{pos: -1}
@@ -221,7 +221,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		inline = false
 		hot = f.ref == sh.hotRef
 	case inline && mark && f.OK && !f.boxed && f.ref == sh.lastRef:
-		// The key the previous Put wrote, again: it is hot, keep its
+		// The key the previous write wrote, again: it is hot, keep its
 		// state as an object while it stays hot. The object is the one
 		// the previously hot key of this kind gave back, when there is
 		// one (copied through the codec), so that keys taking turns at
@@ -582,7 +582,7 @@ func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
 }
 
 // Insert sets key's state, creating or replacing its record, as a change
-// (tests and tools; commands use Find and Put).
+// (tests and tools; commands go through View.Update).
 func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
 	h := sh.hash.bytes(key)
 	sh.write(sh.Find(key, h), key, h, st, exp, true)
