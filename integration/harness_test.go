@@ -28,15 +28,22 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "rlserver")
-	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/rlserver")
-	if os.Getenv("RLSERVER_IT_NORACE") != "" {
-		build = exec.Command("go", "build", "-o", binary, "../cmd/rlserver")
+	// The server is built with the race detector exactly when these tests
+	// run with it (go test -race), so that a run without -race is quick.
+	args := []string{"build", "-o", binary, "../cmd/rlserver"}
+	kind := "without the race detector"
+	if raceEnabled {
+		args = []string{"build", "-race", "-o", binary, "../cmd/rlserver"}
+		kind = "with the race detector (-race)"
 	}
+	began := time.Now()
+	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building rlserver:", err)
 		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "integration: built rlserver %s in %v\n", kind, time.Since(began).Round(time.Millisecond))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
