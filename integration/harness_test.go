@@ -252,7 +252,21 @@ func advance(t *testing.T, c *redis.Client, ms int64) {
 // used in the tests.
 const t0 = int64(1767225600000)
 
-// protocols runs f under RESP2 and RESP3.
+// eventually polls cond every few ms until it holds, failing after 20 s.
+// It is for observable conditions (INFO fields), never a plain delay.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// protocols runs f under RESP2 and RESP3, one after the other: callers
+// share one server between them (and often empty it with FLUSHALL).
 func protocols(t *testing.T, f func(t *testing.T, proto int)) {
 	for _, p := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", p), func(t *testing.T) { f(t, p) })
