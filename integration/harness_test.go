@@ -49,6 +49,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// serverCommand returns the command that runs the built server with args.
+// A race-instrumented server would sleep a second before exiting, to let
+// other goroutines report races (GORACE's atexit_sleep_ms); a server exits
+// only once it has stopped serving, so the sleep is cut, and the tests
+// that restart or stop servers do not wait a second each time.
+func serverCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	if gorace := os.Getenv("GORACE"); raceEnabled && !strings.Contains(gorace, "atexit_sleep_ms") {
+		cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	}
+	return cmd
+}
+
 // server is one running rlserver process.
 type server struct {
 	t    *testing.T
@@ -99,7 +112,7 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 		full = append(full, "--enable-debug-command")
 	}
 	full = append(full, args...)
-	cmd := exec.Command(binary, full...)
+	cmd := serverCommand(full...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

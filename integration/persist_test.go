@@ -343,7 +343,7 @@ func TestPersistSecondServerRefused(t *testing.T) {
 	c := s.client(t, 3)
 	bucket100(t, c, "k", 1)
 
-	cmd := exec.Command(binary, "--port", "0", "--dir", dir)
+	cmd := serverCommand("--port", "0", "--dir", dir)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
