@@ -155,6 +155,11 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 	}
 	t.Cleanup(func() {
 		s.kill()
+		// A race-instrumented server reports a race on its stderr and goes
+		// on; it would exit 66 at the end, but most servers are killed.
+		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("rlserver reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("rlserver log:\n%s", s.logs)
 		}
