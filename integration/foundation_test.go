@@ -18,6 +18,7 @@ import (
 )
 
 func TestReadmeExample(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -37,6 +38,7 @@ func (r result) ints0() {
 // TestRedisCellTable drives redis-cell's unit-test table (max_burst 4, 1 per
 // second) through the wire, time set with DEBUG CLOCK.
 func TestRedisCellTable(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 3)
 	steps := []struct {
@@ -100,6 +102,7 @@ func itoa(n int64) string {
 // max_burst 0, 1 token per 2 s; time driven with DEBUG CLOCK instead of a
 // sleep.
 func TestRedisCellEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	setClock(t, c, t0)
@@ -110,6 +113,7 @@ func TestRedisCellEndToEnd(t *testing.T) {
 }
 
 func TestThrottleFixesAndErrors(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	setClock(t, c, t0)
@@ -147,6 +151,7 @@ func TestThrottleFixesAndErrors(t *testing.T) {
 }
 
 func TestHelloAndClientInfo(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 3)
 	hello, err := c.Do(ctx, "HELLO", "3").Result()
@@ -197,6 +202,7 @@ func TestHelloAndClientInfo(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	s := start(t, "--requirepass", "s3cret")
 	// A client without the password: every command but AUTH/HELLO/QUIT is refused.
 	raw := dial(t, s)
@@ -228,6 +234,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -309,6 +316,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestMultiExec(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -371,6 +379,7 @@ func fmtAny(v []any) string {
 }
 
 func TestInfoAndKeyspace(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	setClock(t, c, t0)
@@ -506,6 +515,7 @@ func (r *rawConn) expectClosed() {
 }
 
 func TestProtocolErrorsCloseOnlyTheirConnection(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	good := dial(t, s)
 	for _, tc := range []struct{ in, reply string }{
@@ -531,6 +541,7 @@ func TestProtocolErrorsCloseOnlyTheirConnection(t *testing.T) {
 }
 
 func TestRace64OneKey(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 64})
 	defer c.Close()
@@ -561,6 +572,7 @@ func TestRace64OneKey(t *testing.T) {
 }
 
 func TestRueidisStrictRESP3(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
 	if err != nil {
@@ -599,6 +611,7 @@ func TestRueidisStrictRESP3(t *testing.T) {
 }
 
 func TestRedisCLI(t *testing.T) {
+	t.Parallel()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatal("redis-cli not found: run ./scripts/setup.sh (installs Debian's redis-tools)")
@@ -619,6 +632,7 @@ func TestRedisCLI(t *testing.T) {
 }
 
 func TestConfigGetSet(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	do(t, c, "CONFIG", "GET", "maxmemory").equal([]any{"maxmemory", "0"})
@@ -631,6 +645,7 @@ func TestConfigGetSet(t *testing.T) {
 }
 
 func TestSigtermExitsCleanly(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	do(t, c, "PING").equal("PONG")
@@ -641,6 +656,7 @@ func TestSigtermExitsCleanly(t *testing.T) {
 }
 
 func TestDebugNeedsFlag(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	do(t, s.client(t, 2), "DEBUG", "CLOCK", "BOGUS").errIs("ERR syntax error")
 	off, err := tryStartOpts(t, "", false)
@@ -653,6 +669,7 @@ func TestDebugNeedsFlag(t *testing.T) {
 // TestSaveInsideMultiRefused: commands that flush take every shard lock,
 // which EXEC holds; inside MULTI they are refused instead of deadlocking.
 func TestSaveInsideMultiRefused(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	conn := c.Conn()
@@ -670,6 +687,8 @@ func TestSaveInsideMultiRefused(t *testing.T) {
 }
 
 // TestEnvironmentConfig: every flag can be set as RLSERVER_<NAME>.
+// Serial: t.Setenv changes the environment every server started meanwhile
+// would inherit (and the testing package refuses it in parallel tests).
 func TestEnvironmentConfig(t *testing.T) {
 	t.Setenv("RLSERVER_REQUIREPASS", "envpass")
 	t.Setenv("RLSERVER_SHARDS", "4")
@@ -689,6 +708,7 @@ func TestEnvironmentConfig(t *testing.T) {
 // TestMaxMemoryEvictsClosestToFresh: with --maxmemory, the keys closest to
 // their fresh state go first, so forgetting them changes the least.
 func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
+	t.Parallel()
 	s := start(t, "--maxmemory", "16kb")
 	c := s.client(t, 2)
 	setClock(t, c, t0)
@@ -718,6 +738,7 @@ func TestMaxMemoryEvictsClosestToFresh(t *testing.T) {
 // read are sent before the server waits for the rest of a partial one, as
 // Redis does (a client may wait for them before sending more).
 func TestRepliesBeforePartialRequest(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := dial(t, s)
 	c.send("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nh")
@@ -732,7 +753,9 @@ func TestRepliesBeforePartialRequest(t *testing.T) {
 // outgrows the inline record and is kept as an object; SAMPLES is accepted;
 // MEMORY PURGE answers OK; bad input is an error that changes nothing.
 func TestMemoryCommands(t *testing.T) {
+	t.Parallel()
 	protocols(t, func(t *testing.T, proto int) {
+		t.Parallel() // each protocol has a server of its own
 		// One shard: a key written twice in a row in its shard is kept as
 		// an object while hot, so "log" is interleaved with "tb" below.
 		s := start(t, "--dir", "", "--shards", "1")

@@ -28,18 +28,38 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "rlserver")
-	build := exec.Command("go", "build", "-race", "-o", binary, "../cmd/rlserver")
-	if os.Getenv("RLSERVER_IT_NORACE") != "" {
-		build = exec.Command("go", "build", "-o", binary, "../cmd/rlserver")
+	// The server is built with the race detector exactly when these tests
+	// run with it (go test -race), so that a run without -race is quick.
+	args := []string{"build", "-o", binary, "../cmd/rlserver"}
+	kind := "without the race detector"
+	if raceEnabled {
+		args = []string{"build", "-race", "-o", binary, "../cmd/rlserver"}
+		kind = "with the race detector (-race)"
 	}
+	began := time.Now()
+	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building rlserver:", err)
 		os.Exit(1)
 	}
+	fmt.Fprintf(os.Stderr, "integration: built rlserver %s in %v\n", kind, time.Since(began).Round(time.Millisecond))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// serverCommand returns the command that runs the built server with args.
+// A race-instrumented server would sleep a second before exiting, to let
+// other goroutines report races (GORACE's atexit_sleep_ms); a server exits
+// only once it has stopped serving, so the sleep is cut, and the tests
+// that restart or stop servers do not wait a second each time.
+func serverCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	if gorace := os.Getenv("GORACE"); raceEnabled && !strings.Contains(gorace, "atexit_sleep_ms") {
+		cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	}
+	return cmd
 }
 
 // server is one running rlserver process.
@@ -92,7 +112,7 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 		full = append(full, "--enable-debug-command")
 	}
 	full = append(full, args...)
-	cmd := exec.Command(binary, full...)
+	cmd := serverCommand(full...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -135,6 +155,11 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 	}
 	t.Cleanup(func() {
 		s.kill()
+		// A race-instrumented server reports a race on its stderr and goes
+		// on; it would exit 66 at the end, but most servers are killed.
+		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("rlserver reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("rlserver log:\n%s", s.logs)
 		}
@@ -245,7 +270,21 @@ func advance(t *testing.T, c *redis.Client, ms int64) {
 // used in the tests.
 const t0 = int64(1767225600000)
 
-// protocols runs f under RESP2 and RESP3.
+// eventually polls cond every few ms until it holds, failing after 20 s.
+// It is for observable conditions (INFO fields), never a plain delay.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// protocols runs f under RESP2 and RESP3, one after the other: callers
+// share one server between them (and often empty it with FLUSHALL).
 func protocols(t *testing.T, f func(t *testing.T, proto int)) {
 	for _, p := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", p), func(t *testing.T) { f(t, p) })

@@ -23,6 +23,7 @@ import (
 func ioModes(t *testing.T, f func(t *testing.T, s *server)) {
 	for _, mode := range []string{"epoll", "goroutines"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel() // a server of its own
 			f(t, startIn(t, "", "--io", mode, "--threads", "2"))
 		})
 	}
@@ -34,6 +35,7 @@ func ioModes(t *testing.T, f func(t *testing.T, s *server)) {
 // server goes on serving other clients (an event loop must park the slow
 // connection until it is writable, not wait for it).
 func TestIOSlowReaderDoesNotStallOthers(t *testing.T) {
+	t.Parallel()
 	ioModes(t, func(t *testing.T, s *server) {
 		slow := dialSmallReceiveBuffer(t, s)
 		slow.send("COMMAND\r\n")
@@ -71,6 +73,7 @@ func TestIOSlowReaderDoesNotStallOthers(t *testing.T) {
 // exactly limit of them are admitted, and each client gets exactly one
 // reply per request, in order.
 func TestIOPipelinesAndConcurrency(t *testing.T) {
+	t.Parallel()
 	ioModes(t, func(t *testing.T, s *server) {
 		c := s.client(t, 2)
 		setClock(t, c, t0)
@@ -118,6 +121,7 @@ func TestIOPipelinesAndConcurrency(t *testing.T) {
 // connection is closed; CLIENT LIST names a descriptor for each connection
 // an event loop serves.
 func TestIOCloseAfterReply(t *testing.T) {
+	t.Parallel()
 	ioModes(t, func(t *testing.T, s *server) {
 		q := dial(t, s)
 		q.send("PING\r\nQUIT\r\nPING\r\n")
@@ -150,6 +154,7 @@ func TestIOCloseAfterReply(t *testing.T) {
 // (128 events) are all served, and closing them leaves the server's count
 // right.
 func TestIOManyConnections(t *testing.T) {
+	t.Parallel()
 	ioModes(t, func(t *testing.T, s *server) {
 		const n = 300
 		conns := make([]*rawConn, n)
@@ -170,13 +175,9 @@ func TestIOManyConnections(t *testing.T) {
 		for _, rc := range conns {
 			rc.nc.Close()
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for connectedClients(t, c) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("connected_clients %d after closing %d, want 1", connectedClients(t, c), n)
-			}
-			time.Sleep(10 * time.Millisecond) // polling for the server to see the closes, not synchronising
-		}
+		eventually(t, fmt.Sprintf("connected_clients to fall to 1 after closing %d", n), func() bool {
+			return connectedClients(t, c) == 1
+		})
 	})
 }
 
@@ -271,6 +272,7 @@ func copyReply(b *strings.Builder, rd *bufio.Reader) error {
 // then 2,000 pipelined requests written byte by byte in odd-sized chunks)
 // are reassembled exactly, whatever the read boundaries.
 func TestIOLargeRequests(t *testing.T) {
+	t.Parallel()
 	ioModes(t, func(t *testing.T, s *server) {
 		c := dial(t, s)
 		big := strings.Repeat("0123456789abcdef", 900<<10/16)

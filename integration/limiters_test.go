@@ -23,6 +23,7 @@ func fresh(t *testing.T, c *redis.Client) {
 }
 
 func TestLimiterTokenBucket(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -65,6 +66,7 @@ func TestLimiterTokenBucket(t *testing.T) {
 }
 
 func TestLimiterTokenBucketReserve(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -90,6 +92,7 @@ func TestLimiterTokenBucketReserve(t *testing.T) {
 
 // A later call's parameters carry the state over, clamped to them.
 func TestLimiterParameterChanges(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	fresh(t, c)
@@ -141,6 +144,7 @@ func TestLimiterParameterChanges(t *testing.T) {
 }
 
 func TestLimiterLeakyBucket(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -164,6 +168,7 @@ func TestLimiterLeakyBucket(t *testing.T) {
 }
 
 func TestLimiterWindowFixed(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -184,6 +189,7 @@ func TestLimiterWindowFixed(t *testing.T) {
 }
 
 func TestLimiterWindowSliding(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -215,6 +221,7 @@ func TestLimiterWindowSliding(t *testing.T) {
 }
 
 func TestLimiterWindowLog(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -247,6 +254,7 @@ func TestLimiterWindowLog(t *testing.T) {
 }
 
 func TestLimiterConcurrency(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -307,6 +315,7 @@ func TestLimiterConcurrency(t *testing.T) {
 }
 
 func TestLimiterAll(t *testing.T) {
+	t.Parallel()
 	s := start(t, "--shards", fmt.Sprint(numShards))
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -372,6 +381,7 @@ func TestLimiterAll(t *testing.T) {
 // of its own: afterwards a reported 9 tokens of 10 (want 7) and b 9 of
 // 100 (want 98).
 func TestLimiterAllHotKey(t *testing.T) {
+	t.Parallel()
 	s := start(t, "--shards", "1")
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -399,6 +409,7 @@ func TestLimiterAllHotKey(t *testing.T) {
 // ones, and the next CL.ALL decoded key x into h's state: h then read as a
 // full bucket (want 8 of 10).
 func TestLimiterAllScratchGrowth(t *testing.T) {
+	t.Parallel()
 	s := start(t, "--shards", "1")
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 1}) // one connection: its scratch
 	t.Cleanup(func() { c.Close() })
@@ -415,6 +426,7 @@ func TestLimiterAllScratchGrowth(t *testing.T) {
 // A single window rule is the shortest valid CL.ALL (6 arguments): the
 // contract's form is "CL.ALL numrules rule [rule ...]".
 func TestLimiterAllOneWindowRule(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 2)
 	fresh(t, c)
@@ -428,6 +440,7 @@ const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of v
 // TestLimiterPeeksCreateNoKey: peeks, and calls denied on a fresh key,
 // answer from a fresh state and create nothing.
 func TestLimiterPeeksCreateNoKey(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -457,6 +470,7 @@ func TestLimiterPeeksCreateNoKey(t *testing.T) {
 // TestLimiterWrongType: a key holds one kind; every other command kind,
 // and a window of another mode, is WRONGTYPE and changes nothing.
 func TestLimiterWrongType(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	c := s.client(t, 3)
 	fresh(t, c)
@@ -523,6 +537,7 @@ func TestLimiterWrongType(t *testing.T) {
 // TestLimiterErrors is the catalogue of bad input: each row's exact error,
 // and no key changes (EXISTS, TYPE, PTTL and a peek before and after).
 func TestLimiterErrors(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	protocols(t, func(t *testing.T, proto int) {
 		c := s.client(t, proto)
@@ -620,6 +635,7 @@ const endOfTimeMs = (math.MaxInt64-t0*1_000_000)/1_000_000 + 1
 // still limit. A period of 100000 days puts the key's expiry past 2^63 ns
 // since the epoch; the key must still hold its state.
 func TestLimiterHugeDurations(t *testing.T) {
+	t.Parallel()
 	s := start(t)
 	t.Run("TokenBucketExpiryBeyondInt64", func(t *testing.T) {
 		c := s.client(t, 2)

@@ -76,19 +76,6 @@ func wantInfo(t *testing.T, c *redis.Client, want map[string]string) {
 	}
 }
 
-// eventually polls cond every few ms until it holds, failing after 20 s.
-// It is for observable conditions (INFO fields), never a plain delay.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // shutdown sends SHUTDOWN with args and expects the connection to close
 // without an error reply and the process to exit 0. It uses a client of its
 // own that never retries: go-redis would resend SHUTDOWN after the EOF.
@@ -139,6 +126,7 @@ func wantBucket(t *testing.T, got []int64, remaining int64, elapsed time.Duratio
 // same dir restores it; SHUTDOWN NOSAVE drops what changed since the last
 // save. The save interval is an hour, so only the commands write.
 func TestPersistShutdownSave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -173,8 +161,10 @@ func TestPersistShutdownSave(t *testing.T) {
 // sync, where it waits in Pebble's in-process WAL buffer for the store's
 // own once-a-second fsync, so a kill -9 loses up to save-interval + 1 s.
 func TestPersistKillAfterSaveInterval(t *testing.T) {
+	t.Parallel()
 	for _, fsync := range []string{"everysec", "always"} {
 		t.Run(fsync, func(t *testing.T) {
+			t.Parallel() // a server and a directory of its own
 			const interval = 50 * time.Millisecond
 			dir := t.TempDir()
 			began := time.Now()
@@ -210,6 +200,7 @@ func TestPersistKillAfterSaveInterval(t *testing.T) {
 // limited is. The clock is set two hours back for the doomed key so that its
 // one-minute state expired, in real time, long before the restart.
 func TestPersistFreshWhileDownIsGone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -239,6 +230,7 @@ func TestPersistFreshWhileDownIsGone(t *testing.T) {
 // TestPersistDelStaysDeleted: DEL, then a save, then a restart: the key is
 // not back. FLUSHALL likewise.
 func TestPersistDelStaysDeleted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startIn(t, dir, "--save-interval", "1h")
 	c := s.client(t, 3)
@@ -268,6 +260,7 @@ func TestPersistDelStaysDeleted(t *testing.T) {
 // between two flushes survives the restart with its new state (the flush
 // drops the stale deletion), whether or not it was on disk before.
 func TestPersistDeleteRecreateOneInterval(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -293,6 +286,7 @@ func TestPersistDeleteRecreateOneInterval(t *testing.T) {
 // payload, written while the server is down, is skipped at start, counted
 // and logged; the other keys load and the server serves the key afresh.
 func TestPersistCorruptRecordSkipped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -343,12 +337,13 @@ func TestPersistCorruptRecordSkipped(t *testing.T) {
 // exits non-zero with a message that says why, and the first one is
 // unharmed.
 func TestPersistSecondServerRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startIn(t, dir)
 	c := s.client(t, 3)
 	bucket100(t, c, "k", 1)
 
-	cmd := exec.Command(binary, "--port", "0", "--dir", dir)
+	cmd := serverCommand("--port", "0", "--dir", dir)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
@@ -372,6 +367,8 @@ func TestPersistSecondServerRefused(t *testing.T) {
 // TestPersistInMemoryWritesNothing: with --dir "" nothing is written (the
 // working directory stays empty, no ./data), SAVE and BGSAVE still answer
 // as Redis does, and a restart starts empty.
+// Serial: t.Chdir changes the working directory of the whole test process
+// (and the testing package refuses it in parallel tests).
 func TestPersistInMemoryWritesNothing(t *testing.T) {
 	wd := t.TempDir()
 	t.Chdir(wd) // the default --dir ./data would land here
@@ -403,6 +400,7 @@ func TestPersistInMemoryWritesNothing(t *testing.T) {
 // the process exits 0 (the save interval is an hour, so only the shutdown
 // can have written it).
 func TestPersistSigtermFlushes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	began := time.Now()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -424,6 +422,7 @@ func TestPersistSigtermFlushes(t *testing.T) {
 // whole seconds, so the test waits (polling the wall clock) for the second
 // to change before saving, to see it move.
 func TestPersistSaveBgsaveLastsave(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	before := time.Now().Unix()
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -509,6 +508,7 @@ func (r result) integer() int64 {
 // must match to the letter; the restart itself (real clock, before T)
 // neither expires nor sweeps anything.
 func TestPersistEveryKind(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	T := (time.Now().UnixMilli()/hourMs + 2) * hourMs
 	s := startIn(t, dir, "--save-interval", "1h")
@@ -606,6 +606,7 @@ func TestPersistEveryKind(t *testing.T) {
 // (its entry revived in place, or swept and created anew) is written with
 // its new state and parameters, and restored so.
 func TestPersistRevivedKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startIn(t, dir, "--save-interval", "1h")
 	c := s.client(t, 3)
@@ -629,6 +630,7 @@ func TestPersistRevivedKey(t *testing.T) {
 // the store that a server starts from; the target must not exist; without
 // persistence it is an error.
 func TestPersistCheckpoint(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ck := filepath.Join(t.TempDir(), "backup")
 	s := startIn(t, dir, "--save-interval", "1h")

@@ -26,6 +26,7 @@ func raceClient(t *testing.T, args ...string) *redis.Client {
 func allowedFirst(v []any) bool { return v[0] == int64(1) }
 
 func TestRaceLimiters(t *testing.T) {
+	t.Parallel()
 	c := raceClient(t)
 	// Each command admits exactly 100 units; 64 goroutines x 8 calls = 512
 	// requests for 1 unit, 64 x 8 x 3 units when n = 3 (33 admitted).
@@ -69,6 +70,7 @@ func TestRaceLimiters(t *testing.T) {
 // of 50 in different shards admits exactly 50, and, all or nothing, takes
 // exactly 50 tokens, even while other goroutines take tokens directly.
 func TestRaceAllTwoShards(t *testing.T) {
+	t.Parallel()
 	c := raceClient(t, "--shards", fmt.Sprint(numShards))
 	ka, kb := twoShards(t, c, "race:")
 	all := words(fmt.Sprintf("CL.ALL 2 TOKENBUCKET %s 100 1 1h FIXED %s 50 1h", ka, kb))
