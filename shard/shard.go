@@ -75,7 +75,6 @@ type Shard struct {
 	lastRef ref              // the record the last Put wrote
 	hotRef  ref              // the hot key's record (0: none)
 	spare   [16]engine.State // per kind: a cooled key's object, reused by the next hot key
-	scratch [8]engine.State
 	victims []victim
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
@@ -529,9 +528,11 @@ type Change struct {
 // DrainChanges appends to dst every change since the previous call,
 // deletions first (so that a key deleted then created again ends up
 // present), forgets them and zeroes the shard's changes-since-save count.
-// Payloads (engine.State.AppendBinary, the disk format) are encoded into
-// buf, which is returned grown. The caller holds the lock; no I/O happens
-// here.
+// A change's payload is the state's compact encoding with ref its ExpireAt
+// (the disk format, persist's version-2 record payload): an inline
+// record's payload is copied as is, a boxed state is encoded. Payloads go
+// into buf, which is returned grown. The caller holds the lock; no I/O
+// happens here. The error is always nil.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error) {
 	sh.changes.Store(0)
 	for _, k := range sh.deleted {
@@ -550,28 +551,18 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 			continue
 		}
 		rec[0] &^= flagDirty
-		key, _ := recSplit(rec)
-		st := sh.decodeScratch(r)
+		key, pay := recSplit(rec)
+		exp := recExp(rec)
 		start := len(buf)
-		var err error
-		buf, err = st.AppendBinary(buf)
-		if err != nil {
-			return dst, buf, err
+		if rec[0]&flagBoxed != 0 {
+			buf = sh.boxes[boxIndex(pay)].AppendCompact(buf, exp)
+		} else {
+			buf = append(buf, pay...) // already the compact encoding, ref exp
 		}
-		dst = append(dst, Change{Key: string(key), Kind: st.Kind(), ExpireAt: recExp(rec), Payload: buf[start:len(buf):len(buf)]})
+		dst = append(dst, Change{Key: string(key), Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[start:len(buf):len(buf)]})
 	}
 	sh.dirty = sh.dirty[:0]
 	return dst, buf, nil
-}
-
-// decodeScratch returns record r's state decoded into the shard's scratch
-// state of its kind (or its box), valid until the next call.
-func (sh *Shard) decodeScratch(r ref) engine.State {
-	k := engine.Kind(sh.slabs.get(r)[0] & kindMask)
-	if sh.scratch[k] == nil {
-		sh.scratch[k] = NewState(k)
-	}
-	return sh.stateAt(r, sh.scratch[k])
 }
 
 // Redirty records keys as changed again (a flush that failed to write
