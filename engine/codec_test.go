@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// TestDecodeEveryKind round-trips one used state of each kind through
-// AppendBinary and Decode, and checks the restored state answers the next
-// call exactly as the original does.
+// TestDecodeEveryKind round-trips one used state of each kind through the
+// disk codecs: the compact encoding (written and read, with the key's
+// expiry as ref, as version-2 records hold it) and the frozen version 1
+// (read only: DecodeV1). It checks the restored state answers the next call
+// exactly as the original does, and that a truncated encoding is corrupt.
 func TestDecodeEveryKind(t *testing.T) {
 	const now = int64(1_767_225_600_000_000_000)
 	g := new(GCRA)
@@ -39,25 +41,41 @@ func TestDecodeEveryKind(t *testing.T) {
 		KindConcurrency: func(s State) Decision { return s.(*Concurrency).Check(later, ConcurrencyParams{Limit: 5}, 1) },
 	}
 	for _, st := range []State{g, tb, lb, w, cc} {
-		b, err := st.AppendBinary(nil)
-		if err != nil {
-			t.Fatalf("%v: AppendBinary: %v", st.Kind(), err)
+		ref := now + int64(time.Minute) // the key's expiry
+		b := st.AppendCompact(nil, ref)
+		got := st.Kind().New()
+		if err := got.DecodeCompact(b, ref); err != nil {
+			t.Fatalf("%v: DecodeCompact: %v", st.Kind(), err)
 		}
-		got, err := Decode(st.Kind(), b)
+		if a, b := next[st.Kind()](st), next[st.Kind()](got); a != b {
+			t.Fatalf("%v: compact: restored state answers %+v, original %+v", st.Kind(), b, a)
+		}
+		if err := st.Kind().New().DecodeCompact(b[:len(b)-1], ref); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%v: truncated compact encoding: err %v, want ErrCorrupt", st.Kind(), err)
+		}
+
+		b, err := appendV1(st, nil)
 		if err != nil {
-			t.Fatalf("%v: Decode: %v", st.Kind(), err)
+			t.Fatalf("%v: appendV1: %v", st.Kind(), err)
+		}
+		got, err = DecodeV1(st.Kind(), b)
+		if err != nil {
+			t.Fatalf("%v: DecodeV1: %v", st.Kind(), err)
 		}
 		if got.Kind() != st.Kind() {
 			t.Fatalf("%v: decoded kind %v", st.Kind(), got.Kind())
 		}
 		if a, b := next[st.Kind()](st), next[st.Kind()](got); a != b {
-			t.Fatalf("%v: restored state answers %+v, original %+v", st.Kind(), b, a)
+			t.Fatalf("%v: v1: restored state answers %+v, original %+v", st.Kind(), b, a)
 		}
-		if _, err := Decode(st.Kind(), b[:len(b)-1]); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("%v: truncated encoding: err %v, want ErrCorrupt", st.Kind(), err)
+		if _, err := DecodeV1(st.Kind(), b[:len(b)-1]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%v: truncated v1 encoding: err %v, want ErrCorrupt", st.Kind(), err)
 		}
 	}
-	if _, err := Decode(Kind(99), []byte{1}); !errors.Is(err, ErrCorrupt) {
+	if _, err := DecodeV1(Kind(99), []byte{1}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("unknown kind: err %v", err)
+	}
+	if Kind(99).New() != nil {
+		t.Fatal("Kind(99).New() is not nil")
 	}
 }

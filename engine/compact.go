@@ -7,13 +7,20 @@ import (
 	"time"
 )
 
-// This file holds the compact codec: the in-memory form in which the
-// keyspace keeps a state inline, as bytes in pointer-free slabs, and decodes
-// it into a reusable scratch state for each command. Unlike AppendBinary (the
-// on-disk format, fixed-width and versioned) it is tuned for size: a typical
-// key costs 6 to 12 bytes, plus its lease ids for a Concurrency. It is never
-// persisted, so it has no version byte and may change freely between
-// releases.
+// This file holds the compact codec, the one codec of every state (see
+// State). The keyspace keeps a state inline in it, as bytes in
+// pointer-free slabs, and decodes it into a reusable scratch state for each
+// command; persistence writes the same bytes to disk as the payload of a
+// version-2 record, with ref the record's expiry (see persist/doc.go). It
+// is tuned for size: a typical key costs 6 to 12 bytes, plus its lease ids
+// for a Concurrency.
+//
+// Because it is on disk it is a versioned format: an encoding written by
+// one release must decode to the same state in every later one. It has no
+// version byte of its own (the record's carries it), so any change to what
+// it writes or accepts needs a new record version in persist, with this
+// decoder kept for the old one, as v1.go keeps the version-1 format.
+// TestGoldenCompact (testdata/golden-v2.txt) guards it.
 //
 // Three tricks make it small, all exact:
 //
@@ -36,8 +43,8 @@ import (
 // largest possible, and the fresh state of every kind is the empty encoding,
 // so for a given ref DecodeCompact accepts exactly one encoding of each
 // state and re-encoding what it accepted gives back the same bytes. It
-// accepts exactly the states the persistence decoders accept, so any state
-// restored from disk can be held compactly.
+// accepts exactly the states DecodeV1 accepts, so every state of a
+// version-1 record can be held and written again compactly.
 //
 // Encodings are not self-delimiting (trailing bytes are an error, and the
 // fresh state is no bytes): the caller stores the length. Because instants
@@ -46,29 +53,16 @@ import (
 // running a command must decode the record with the old expiry and encode it
 // again with the new one.
 
-// Compact is implemented by states the keyspace can hold inline as bytes:
-// every kind (a Concurrency only because its lease ids are stored inline,
-// see MaxLeaseIDLen).
-type Compact interface {
-	State
-	// AppendCompact appends the compact encoding of the parameters and the
-	// state to b. Instants are stored relative to ref (the key's expiry, an
-	// absolute server-clock instant in ns close to the state's reset time),
-	// so they take few bytes.
-	AppendCompact(b []byte, ref int64) []byte
-	// DecodeCompact replaces the receiver's whole content with the state
-	// AppendCompact encoded in b with the same ref. Bytes it cannot read
-	// return an error wrapping ErrCorrupt (never a panic) and may leave the
-	// receiver in any valid state.
-	DecodeCompact(b []byte, ref int64) error
-}
+// Compact is another name for State, whose methods include the compact
+// codec; use State.
+type Compact = State
 
 var (
-	_ Compact = (*GCRA)(nil)
-	_ Compact = (*TokenBucket)(nil)
-	_ Compact = (*LeakyBucket)(nil)
-	_ Compact = (*Window)(nil)
-	_ Compact = (*Concurrency)(nil)
+	_ State = (*GCRA)(nil)
+	_ State = (*TokenBucket)(nil)
+	_ State = (*LeakyBucket)(nil)
+	_ State = (*Window)(nil)
+	_ State = (*Concurrency)(nil)
 )
 
 // The errors of DecodeCompact, all wrapping ErrCorrupt. They are built once
@@ -345,7 +339,7 @@ func decodeBucketCompact(b []byte, ref int64) (a, rate, period int64, bk backlog
 	return a, rate, period, bk, nil
 }
 
-// AppendCompact appends the compact encoding of s (see Compact and the
+// AppendCompact appends the compact encoding of s (see State and the
 // bucket layout above) to b.
 func (s *GCRA) AppendCompact(b []byte, ref int64) []byte {
 	return appendBucketCompact(b, ref, s.p.MaxBurst, s.p.Count, int64(s.p.Period), s.b)
@@ -367,7 +361,7 @@ func (s *GCRA) DecodeCompact(b []byte, ref int64) error {
 	return nil
 }
 
-// AppendCompact appends the compact encoding of s (see Compact and the
+// AppendCompact appends the compact encoding of s (see State and the
 // bucket layout above) to b.
 func (s *TokenBucket) AppendCompact(b []byte, ref int64) []byte {
 	return appendBucketCompact(b, ref, s.p.Capacity, s.p.Rate, int64(s.p.Period), s.b)
@@ -389,7 +383,7 @@ func (s *TokenBucket) DecodeCompact(b []byte, ref int64) error {
 	return nil
 }
 
-// AppendCompact appends the compact encoding of s (see Compact and the
+// AppendCompact appends the compact encoding of s (see State and the
 // bucket layout above) to b.
 func (s *LeakyBucket) AppendCompact(b []byte, ref int64) []byte {
 	return appendBucketCompact(b, ref, s.p.Capacity, s.p.Rate, int64(s.p.Period), s.b)
@@ -412,7 +406,7 @@ func (s *LeakyBucket) DecodeCompact(b []byte, ref int64) error {
 }
 
 // Compact encoding of a Window. The fresh window (mode 0, whatever else it
-// holds: AppendBinary ignores the rest too) is no bytes at all; any other is
+// holds: the engine ignores the rest) is no bytes at all; any other is
 //
 //	header  one byte: bits 0-1 the mode (1-3), bits 2-3 and 4-5 the scale
 //	        classes of limit and window, bits 6-7 zero
@@ -443,7 +437,7 @@ func (s *LeakyBucket) DecodeCompact(b []byte, ref int64) error {
 // newest first puts the entry at last first, so a 1-entry log costs three
 // bytes; older entries cost the gaps between them.
 
-// AppendCompact appends the compact encoding of s (see Compact and the
+// AppendCompact appends the compact encoding of s (see State and the
 // window layout above) to b.
 func (s *Window) AppendCompact(b []byte, ref int64) []byte {
 	if s.mode == 0 {
@@ -657,7 +651,7 @@ func floorPow2(n int) int {
 // concIDLens is bit 4 of the header: ids are not all MaxLeaseIDLen long.
 const concIDLens = 1 << 4
 
-// AppendCompact appends the compact encoding of s (see Compact and the
+// AppendCompact appends the compact encoding of s (see State and the
 // concurrency layout above) to b.
 func (s *Concurrency) AppendCompact(b []byte, ref int64) []byte {
 	if s.limit == 0 && s.lease == 0 && s.last == 0 && len(s.leases) == 0 {

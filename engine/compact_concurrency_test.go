@@ -13,13 +13,13 @@ import (
 )
 
 // sameConcurrency reports whether a and b hold the same state, the running
-// total of units included (AppendBinary does not write it).
+// total of units included (neither codec writes it).
 func sameConcurrency(a, b *Concurrency) bool {
 	return a.limit == b.limit && a.lease == b.lease && a.last == b.last && a.held == b.held &&
 		slices.Equal(a.leases, b.leases)
 }
 
-// roundTripConc is roundTrip plus the fields AppendBinary leaves out.
+// roundTripConc is roundTrip plus the fields the v1 fingerprint leaves out.
 func roundTripConc(t testing.TB, s, recv *Concurrency, ref int64) []byte {
 	t.Helper()
 	enc := roundTrip(t, s, recv, ref)
@@ -480,7 +480,7 @@ func TestConcurrencyCompactCorrupt(t *testing.T) {
 // FuzzConcurrencyDecodeCompact feeds arbitrary bytes to DecodeCompact: it
 // must not panic, and what it accepts must re-encode to the same bytes,
 // decode again (into a fresh and a used receiver) to the same state, and
-// be exactly what decodeConcurrency restores from its AppendBinary. The
+// be exactly what decodeConcurrency restores from its v1 encoding. The
 // same bytes read as a persisted state must round-trip through the compact
 // codec.
 func FuzzConcurrencyDecodeCompact(f *testing.F) {

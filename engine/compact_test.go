@@ -95,11 +95,11 @@ var compactKinds = []compactKind{
 	},
 }
 
-// binaryOf returns the AppendBinary encoding of s: the persistence format
-// covers every field that affects behaviour, LOG entries included.
+// binaryOf returns the version-1 encoding of s (appendV1): it covers every
+// field that affects behaviour, LOG entries included.
 func binaryOf(t testing.TB, s State) []byte {
 	t.Helper()
-	b, err := s.AppendBinary(nil)
+	b, err := appendV1(s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestCompactReceiverReuse(t *testing.T) {
 }
 
 // cloneCompact returns a deep copy of s (a Window's log through the
-// persistence codec).
+// version-1 codec).
 func cloneCompact(s Compact) Compact {
 	switch s := s.(type) {
 	case *GCRA:
@@ -285,7 +285,7 @@ func cloneCompact(s Compact) Compact {
 		c := *s
 		return &c
 	}
-	b, _ := s.AppendBinary(nil)
+	b, _ := appendV1(s, nil)
 	c, err := decodeWindow(b)
 	if err != nil {
 		panic(err)
@@ -535,8 +535,8 @@ func TestCompactCorrupt(t *testing.T) {
 // FuzzDecodeCompact feeds arbitrary bytes to each kind's DecodeCompact: it
 // must not panic, and what it accepts must re-encode to the same bytes
 // (the encoding is canonical), decode again to the same state, and be
-// readable by the persistence decoder. The same bytes read as a persisted
-// state (AppendBinary's format) must round-trip through the compact codec.
+// readable by the version-1 decoder. The same bytes read as a version-1
+// state must round-trip through the compact codec.
 func FuzzDecodeCompact(f *testing.F) {
 	for _, c := range typicalCompact() {
 		k := byte(c.s.Kind())
@@ -554,14 +554,14 @@ func FuzzDecodeCompact(f *testing.F) {
 				t.Fatalf("DecodeCompact(%x, %d) re-encodes as %x", b, ref, enc)
 			}
 			roundTrip(t, s, k.fresh(), ref)
-			if _, err := Decode(k.kind, binaryOf(t, s)); err != nil {
-				t.Fatalf("DecodeCompact(%x, %d) gives a state the persistence decoder rejects: %v", b, ref, err)
+			if _, err := DecodeV1(k.kind, binaryOf(t, s)); err != nil {
+				t.Fatalf("DecodeCompact(%x, %d) gives a state DecodeV1 rejects: %v", b, ref, err)
 			}
 			if w, ok := s.(*Window); ok {
 				checkRing(t, w)
 			}
 		}
-		if st, err := Decode(k.kind, b); err == nil {
+		if st, err := DecodeV1(k.kind, b); err == nil {
 			roundTrip(t, st.(Compact), k.fresh(), ref)
 		}
 	})

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"time"
 	"unsafe"
 )
@@ -257,94 +256,8 @@ func (s *Concurrency) Held(now int64) int64 {
 	return held
 }
 
-// Encoding of a Concurrency, version 1, little-endian:
-//
-//	[0]      version (1)
-//	[1:9]    limit
-//	[9:17]   lease, ns
-//	[17:25]  last, ns
-//	[25:29]  number of leases, uint32
-//	[29:]    leases: expiry ns (8), units (8), id length uint32 (4), id
-//
-// Leases are stored in expiry order, earliest first (decoding checks it).
-// Expired leases are stored until pruned: they are invisible either way. An
-// id is at most MaxLeaseIDLen bytes (decoding checks it too); its length
-// keeps the four bytes version 1 gave it.
-const (
-	concurrencyVersion   = 1
-	concurrencyHeaderLen = 29
-	leaseFixedLen        = 20
-)
-
-// AppendBinary appends the encoding of the leases, with the parameters last
-// acquired with, to b.
-func (s *Concurrency) AppendBinary(b []byte) ([]byte, error) {
-	le := binary.LittleEndian
-	b = append(b, concurrencyVersion)
-	b = le.AppendUint64(b, uint64(s.limit))
-	b = le.AppendUint64(b, uint64(s.lease))
-	b = le.AppendUint64(b, uint64(s.last))
-	b = le.AppendUint32(b, uint32(len(s.leases)))
-	for _, l := range s.leases {
-		b = le.AppendUint64(b, uint64(l.expiry))
-		b = le.AppendUint64(b, uint64(l.units))
-		b = le.AppendUint32(b, uint32(l.idLen))
-		b = append(b, l.idBytes()...)
-	}
-	return b, nil
-}
-
 // Size returns an estimate of the heap bytes the state holds: the ids are
 // inside the leases.
 func (s *Concurrency) Size() int {
 	return int(unsafe.Sizeof(*s)) + cap(s.leases)*int(unsafe.Sizeof(lease{}))
-}
-
-// decodeConcurrency restores a Concurrency encoded by AppendBinary. It
-// returns ErrCorrupt for input it cannot read or that no Concurrency encodes,
-// an id longer than MaxLeaseIDLen included.
-func decodeConcurrency(b []byte) (*Concurrency, error) {
-	if len(b) < concurrencyHeaderLen || b[0] != concurrencyVersion {
-		return nil, ErrCorrupt
-	}
-	le := binary.LittleEndian
-	s := &Concurrency{
-		limit: int64(le.Uint64(b[1:])),
-		lease: int64(le.Uint64(b[9:])),
-		last:  int64(le.Uint64(b[17:])),
-	}
-	count := uint64(le.Uint32(b[25:]))
-	b = b[concurrencyHeaderLen:]
-	if s.limit < 0 || s.lease < 0 || s.last < 0 || count > uint64(len(b)/leaseFixedLen) {
-		return nil, ErrCorrupt
-	}
-	if count > 0 {
-		s.leases = make([]lease, 0, count)
-	}
-	for range count {
-		if len(b) < leaseFixedLen {
-			return nil, ErrCorrupt
-		}
-		expiry, units := int64(le.Uint64(b)), int64(le.Uint64(b[8:]))
-		idLen := uint64(le.Uint32(b[16:]))
-		b = b[leaseFixedLen:]
-		if units <= 0 || expiry < 0 || idLen > MaxLeaseIDLen || idLen > uint64(len(b)) {
-			return nil, ErrCorrupt
-		}
-		l := lease{expiry: expiry, units: units, idLen: uint8(idLen)}
-		copy(l.id[:], b[:idLen])
-		b = b[idLen:]
-		if len(s.leases) > 0 && l.expiry < s.leases[len(s.leases)-1].expiry {
-			return nil, ErrCorrupt // leases are stored in expiry order
-		}
-		if l.units > maxInt64-s.held {
-			return nil, ErrCorrupt // more units than any limit admits
-		}
-		s.leases = append(s.leases, l)
-		s.held += l.units
-	}
-	if len(b) != 0 {
-		return nil, ErrCorrupt
-	}
-	return s, nil
 }

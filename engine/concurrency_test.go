@@ -35,7 +35,7 @@ func runLeaseSteps(t *testing.T, limit int64, steps []leaseStep) {
 		if st.limit != 0 {
 			lim = st.limit
 		}
-		before, _ := s.AppendBinary(nil)
+		before, _ := appendV1(&s, nil)
 		var call string
 		changed := false
 		switch st.op {
@@ -75,7 +75,7 @@ func runLeaseSteps(t *testing.T, limit int64, steps []leaseStep) {
 		if reset := s.ResetAfter(st.t); reset != st.reset {
 			t.Errorf("step %d: after %s: ResetAfter = %v, want %v", i, call, reset, st.reset)
 		}
-		if after, _ := s.AppendBinary(nil); !changed && !bytes.Equal(before, after) {
+		if after, _ := appendV1(&s, nil); !changed && !bytes.Equal(before, after) {
 			t.Errorf("step %d: %s changed the state", i, call)
 		}
 	}
@@ -242,7 +242,7 @@ func TestConcurrencyRandom(t *testing.T) {
 			}
 			oldID := strconv.Itoa(nextID - 1 - rng.IntN(int(limit)+3)) // recent, expired or unknown
 			lease := time.Duration(1 + rng.Int64N(maxLease))
-			before, _ := s.AppendBinary(nil)
+			before, _ := appendV1(&s, nil)
 			var call string
 			changed := false
 			switch op := rng.IntN(10); {
@@ -296,7 +296,7 @@ func TestConcurrencyRandom(t *testing.T) {
 			if got := s.ResetAfter(now); got != latest {
 				t.Fatalf("seed %d step %d: after %s: ResetAfter = %v, want %v", seed, i, call, got, latest)
 			}
-			after, _ := s.AppendBinary(nil)
+			after, _ := appendV1(&s, nil)
 			if !changed && !bytes.Equal(before, after) {
 				t.Fatalf("seed %d step %d: %s changed the state", seed, i, call)
 			}
@@ -323,16 +323,16 @@ func TestConcurrencyEncoding(t *testing.T) {
 	full.Take(wt0+1, ConcurrencyParams{Limit: 10, Lease: 3 * time.Second, ID: ""}, 1)
 	full.Take(wt0+2, ConcurrencyParams{Limit: 10, Lease: 2 * time.Second, ID: "lease-\x00-c"}, 3)
 	for name, s := range map[string]*Concurrency{"fresh": {}, "full": &full} {
-		b, err := s.AppendBinary([]byte("prefix"))
+		b, err := appendV1(s, []byte("prefix"))
 		if err != nil || !bytes.HasPrefix(b, []byte("prefix")) {
-			t.Fatalf("%s: AppendBinary = %q, %v", name, b, err)
+			t.Fatalf("%s: appendV1 = %q, %v", name, b, err)
 		}
 		b = b[len("prefix"):]
 		d, err := decodeConcurrency(b)
 		if err != nil {
 			t.Fatalf("%s: decodeConcurrency: %v", name, err)
 		}
-		if b2, _ := d.AppendBinary(nil); !bytes.Equal(b, b2) {
+		if b2, _ := appendV1(d, nil); !bytes.Equal(b, b2) {
 			t.Errorf("%s: re-encoding differs:\n%x\n%x", name, b, b2)
 		}
 		if d.Kind() != KindConcurrency || d.Size() <= 0 {
@@ -355,7 +355,7 @@ func TestConcurrencyEncoding(t *testing.T) {
 			t.Errorf("%s: trailing byte: %v, want ErrCorrupt", name, err)
 		}
 	}
-	b, _ := full.AppendBinary(nil)
+	b, _ := appendV1(&full, nil)
 	set := func(i int, v ...byte) []byte {
 		c := bytes.Clone(b)
 		copy(c[i:], v)

@@ -89,13 +89,23 @@ type Decision struct {
 }
 
 // State is the common behaviour of every limiter state, used by the keyspace
-// and by persistence. AppendBinary encodes the parameters last used together
-// with the state (the kind is not included: the caller stores it); the
-// matching Decode function restores it.
+// and by persistence. Its codec is the compact encoding (compact.go): the
+// parameters last used together with the state, with instants relative to
+// a reference instant (the key's expiry); the kind is not included, the
+// caller stores it. The keyspace holds states in it and persistence writes
+// it to disk (persist's version-2 records).
 type State interface {
 	Kind() Kind
-	// AppendBinary appends the encoding of parameters and state to b.
-	AppendBinary(b []byte) ([]byte, error)
+	// AppendCompact appends the compact encoding of the parameters and the
+	// state to b. Instants are stored relative to ref (the key's expiry, an
+	// absolute server-clock instant in ns close to the state's reset time),
+	// so they take few bytes.
+	AppendCompact(b []byte, ref int64) []byte
+	// DecodeCompact replaces the receiver's whole content with the state
+	// AppendCompact encoded in b with the same ref. Bytes it cannot read
+	// return an error wrapping ErrCorrupt (never a panic) and may leave the
+	// receiver in any valid state.
+	DecodeCompact(b []byte, ref int64) error
 	// Size is an estimate of the heap bytes the state holds, for memory
 	// accounting.
 	Size() int

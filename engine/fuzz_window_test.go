@@ -66,7 +66,7 @@ func FuzzWindowOps(f *testing.F) {
 				}
 				call := "Take(" + strconv.FormatInt(now, 10) + ", " + strconv.FormatInt(n, 10) + ")"
 				chk := s.Check(now, p, n)
-				before, _ := s.AppendBinary(nil)
+				before, _ := appendV1(&s, nil)
 				d := s.Take(now, p, n)
 				checkDecision(t, call, d, p.Limit, n)
 				if chk != d {
@@ -75,21 +75,18 @@ func FuzzWindowOps(f *testing.F) {
 				if d.Allowed && n > 0 {
 					last = max(last, now)
 					evs = append(evs, winEvent{last, n})
-				} else if after, _ := s.AppendBinary(nil); !bytes.Equal(before, after) {
+				} else if after, _ := appendV1(&s, nil); !bytes.Equal(before, after) {
 					t.Fatalf("%s = %s changed the state", call, fmtWD(d))
 				}
 			case 2:
 				now = max(now-fuzzScale(w, b, 256), 0) // the clock steps back
-			case 3:
-				enc, err := s.AppendBinary(nil)
-				if err != nil {
-					t.Fatal(err)
+			case 3: // a round trip through the disk codec, ref the clock
+				enc := s.AppendCompact(nil, now)
+				var d Window
+				if err := d.DecodeCompact(enc, now); err != nil {
+					t.Fatalf("DecodeCompact(%x, %d): %v", enc, now, err)
 				}
-				d, err := decodeWindow(enc)
-				if err != nil {
-					t.Fatalf("decodeWindow(%x): %v", enc, err)
-				}
-				s = *d
+				s = d
 			}
 		}
 		if err := checkWindowBound(p, evs); err != nil {
@@ -103,7 +100,7 @@ func FuzzWindowDecode(f *testing.F) {
 		var s Window
 		s.Take(wt0, WindowParams{Limit: 5, Window: time.Second, Mode: mode}, 2)
 		s.Take(wt0+7, WindowParams{Limit: 5, Window: time.Second, Mode: mode}, 1)
-		b, _ := s.AppendBinary(nil)
+		b, _ := appendV1(&s, nil)
 		f.Add(b)
 	}
 	f.Add([]byte{windowVersion, 0})
@@ -112,7 +109,7 @@ func FuzzWindowDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if enc, _ := s.AppendBinary(nil); !bytes.Equal(enc, b) {
+		if enc, _ := appendV1(s, nil); !bytes.Equal(enc, b) {
 			t.Fatalf("decodeWindow(%x) re-encodes as %x", b, enc)
 		}
 		mode := s.Mode()
@@ -161,16 +158,13 @@ func FuzzConcurrencyOps(f *testing.F) {
 				now = winAdd(now, int64(a)*int64(b)*unit)
 			case 5:
 				now = max(now-int64(a)*unit, 0) // the clock steps back
-			case 6:
-				enc, err := s.AppendBinary(nil)
-				if err != nil {
-					t.Fatal(err)
+			case 6: // a round trip through the disk codec, ref the clock
+				enc := s.AppendCompact(nil, now)
+				var d Concurrency
+				if err := d.DecodeCompact(enc, now); err != nil {
+					t.Fatalf("DecodeCompact(%x, %d): %v", enc, now, err)
 				}
-				d, err := decodeConcurrency(enc)
-				if err != nil {
-					t.Fatalf("decodeConcurrency(%x): %v", enc, err)
-				}
-				s = *d
+				s = d
 			}
 			if held := s.Held(now); held < 0 || held > lim {
 				t.Fatalf("%d units held, limit %d", held, lim)
@@ -186,16 +180,16 @@ func FuzzConcurrencyDecode(f *testing.F) {
 	var s Concurrency
 	s.Take(wt0, ConcurrencyParams{Limit: 4, Lease: time.Second, ID: "a"}, 2)
 	s.Take(wt0+1, ConcurrencyParams{Limit: 4, Lease: time.Minute, ID: "lease-b"}, 1)
-	b, _ := s.AppendBinary(nil)
+	b, _ := appendV1(&s, nil)
 	f.Add(b)
-	b, _ = (&Concurrency{}).AppendBinary(nil)
+	b, _ = appendV1(&Concurrency{}, nil)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeConcurrency(b)
 		if err != nil {
 			return
 		}
-		if enc, _ := s.AppendBinary(nil); !bytes.Equal(enc, b) {
+		if enc, _ := appendV1(s, nil); !bytes.Equal(enc, b) {
 			t.Fatalf("decodeConcurrency(%x) re-encodes as %x", b, enc)
 		}
 		lim := max(1, s.limit)

@@ -137,33 +137,3 @@ func (s *GCRA) Reset() { *s = GCRA{} }
 
 // Size returns the bytes a GCRA state holds (no pointers: just the struct).
 func (s *GCRA) Size() int { return int(unsafe.Sizeof(*s)) }
-
-const (
-	gcraVersion    = 1
-	gcraEncodedLen = 1 + 6*8
-)
-
-// AppendBinary appends the encoding of s: a version byte, then MaxBurst,
-// Count, Period (ns), the last update time (ns) and the backlog (high and
-// low word), each 8 bytes little-endian.
-func (s *GCRA) AppendBinary(b []byte) ([]byte, error) {
-	return appendBucketWords(b, gcraVersion, s.p.MaxBurst, s.p.Count, int64(s.p.Period),
-		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
-}
-
-// decodeGCRA decodes a state encoded by AppendBinary, returning ErrCorrupt
-// for anything else.
-func decodeGCRA(b []byte) (*GCRA, error) {
-	var w [6]int64
-	if err := readBucketWords(b, gcraVersion, w[:]); err != nil {
-		return nil, err
-	}
-	s := &GCRA{
-		p: GCRAParams{MaxBurst: w[0], Count: w[1], Period: time.Duration(w[2])},
-		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
-	}
-	if (s.p != GCRAParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
-		return nil, ErrCorrupt
-	}
-	return s, nil
-}

@@ -378,9 +378,9 @@ func TestGCRABound(t *testing.T) {
 func TestGCRAEncoding(t *testing.T) {
 	var s GCRA
 	s.Take(t0, GCRAParams{MaxBurst: 4, Count: 3, Period: time.Second}, 2)
-	b, err := s.AppendBinary([]byte("prefix"))
-	if err != nil || string(b[:6]) != "prefix" || len(b) != 6+gcraEncodedLen {
-		t.Fatalf("AppendBinary = %q, %v", b, err)
+	b, err := appendV1(&s, []byte("prefix"))
+	if err != nil || string(b[:6]) != "prefix" || len(b) != 6+bucketEncodedLen {
+		t.Fatalf("appendV1 = %q, %v", b, err)
 	}
 	got, err := decodeGCRA(b[6:])
 	if err != nil || *got != s {
@@ -392,7 +392,7 @@ func TestGCRAEncoding(t *testing.T) {
 	}
 	// A fresh state round-trips too.
 	var fresh GCRA
-	fb, _ := fresh.AppendBinary(nil)
+	fb, _ := appendV1(&fresh, nil)
 	if got, err := decodeGCRA(fb); err != nil || *got != fresh {
 		t.Errorf("fresh round trip = %+v, %v", got, err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -11,8 +12,8 @@ import (
 )
 
 // The golden file holds, for each limiter kind, the version-1 encoding of a
-// used state (parameters and state, as persisted on disk inside a persist
-// record). It was written once by TestGoldenEncodings with
+// used state (parameters and state, as persisted on disk inside a version-1
+// persist record). It was written once by TestGoldenEncodings with
 // ENGINE_WRITE_GOLDEN=1 and committed. If this test fails, a change broke
 // the state users have on disk: never regenerate the file to make it pass;
 // add a new version next to the old one instead.
@@ -79,7 +80,7 @@ func TestGoldenEncodings(t *testing.T) {
 		b.WriteString("# name kind hex(AppendBinary), engine state encodings v1: never edit\n")
 		for _, name := range []string{"gcra", "tokenbucket", "leakybucket", "fixed", "sliding", "log", "concurrency"} {
 			st := goldenStates()[name]
-			enc, err := st.AppendBinary(nil)
+			enc, err := appendV1(st, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,11 +112,11 @@ func TestGoldenEncodings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := Decode(Kind(kind), enc)
+		st, err := DecodeV1(Kind(kind), enc)
 		if err != nil {
-			t.Fatalf("%s: Decode: %v", name, err)
+			t.Fatalf("%s: DecodeV1: %v", name, err)
 		}
-		again, _ := st.AppendBinary(nil)
+		again, _ := appendV1(st, nil)
 		if hex.EncodeToString(again) != hx {
 			t.Errorf("%s: re-encodes as %x, golden %s", name, again, hx)
 		}
@@ -123,6 +124,95 @@ func TestGoldenEncodings(t *testing.T) {
 		if !ok {
 			t.Fatalf("golden file names unknown state %q", name)
 		}
+		if d := next.ask(st); d != next.want {
+			t.Errorf("%s: restored state answers %+v, want %+v", name, d, next.want)
+		}
+		seen++
+	}
+	if seen != len(goldenNext) {
+		t.Fatalf("golden file holds %d states, want %d", seen, len(goldenNext))
+	}
+}
+
+// The v2 golden file holds, for each golden state, its compact encoding (the
+// payload of a version-2 persist record) and the ref it was made with. It
+// was written once by TestGoldenCompact with ENGINE_WRITE_GOLDEN_V2=1 and
+// committed. If this test fails, a change broke the compact format, which
+// users have on disk: never regenerate the file to make it pass; add a new
+// record version instead (see compact.go).
+const goldenV2File = "testdata/golden-v2.txt"
+
+// goldenRef is the ref (the key's expiry) the v2 golden states are encoded
+// with.
+var goldenRef = map[string]int64{
+	"gcra":        goldenT0 + 3e9,
+	"tokenbucket": goldenT0 + int64(4*time.Second),
+	"leakybucket": goldenT0 + 1500e6,
+	"fixed":       goldenT0 + int64(time.Minute),
+	"sliding":     goldenT0 + int64(2*time.Minute),
+	"log":         goldenT0 + int64(10*time.Second),
+	"concurrency": goldenT0 + int64(2*time.Minute),
+}
+
+func TestGoldenCompact(t *testing.T) {
+	names := []string{"gcra", "tokenbucket", "leakybucket", "fixed", "sliding", "log", "concurrency"}
+	if os.Getenv("ENGINE_WRITE_GOLDEN_V2") == "1" {
+		var b strings.Builder
+		b.WriteString("# name kind ref hex(AppendCompact(ref)), engine state encodings v2: never edit\n")
+		for _, name := range names {
+			st := goldenStates()[name]
+			fmt.Fprintf(&b, "%s %d %d %s\n", name, st.Kind(), goldenRef[name], hex.EncodeToString(st.AppendCompact(nil, goldenRef[name])))
+		}
+		if err := os.WriteFile(goldenV2File, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(goldenV2File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seen := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		var name, hx string
+		var kind int
+		var ref int64
+		if _, err := fmt.Sscan(line, &name, &kind, &ref, &hx); err != nil {
+			t.Fatalf("golden line %q: %v", line, err)
+		}
+		enc, err := hex.DecodeString(hx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := Kind(kind).New()
+		if st == nil {
+			t.Fatalf("%s: unknown kind %d", name, kind)
+		}
+		if err := st.DecodeCompact(enc, ref); err != nil {
+			t.Fatalf("%s: DecodeCompact: %v", name, err)
+		}
+		if again := st.AppendCompact(nil, ref); hex.EncodeToString(again) != hx {
+			t.Errorf("%s: re-encodes as %x, golden %s", name, again, hx)
+		}
+		// The golden state made today encodes to the same bytes, and holds
+		// what the v1 golden state holds.
+		want, ok := goldenStates()[name]
+		if !ok {
+			t.Fatalf("golden file names unknown state %q", name)
+		}
+		if got := want.AppendCompact(nil, ref); hex.EncodeToString(got) != hx {
+			t.Errorf("%s: the golden state encodes as %x today, golden %s", name, got, hx)
+		}
+		v1, _ := appendV1(st, nil)
+		if w1, _ := appendV1(want, nil); !bytes.Equal(v1, w1) {
+			t.Errorf("%s: decodes to the v1 state %x, want %x", name, v1, w1)
+		}
+		next := goldenNext[name]
 		if d := next.ask(st); d != next.want {
 			t.Errorf("%s: restored state answers %+v, want %+v", name, d, next.want)
 		}

@@ -127,33 +127,3 @@ func (s *LeakyBucket) Reset() { *s = LeakyBucket{} }
 
 // Size returns the bytes a LeakyBucket state holds (no pointers: just the struct).
 func (s *LeakyBucket) Size() int { return int(unsafe.Sizeof(*s)) }
-
-const (
-	leakyBucketVersion    = 1
-	leakyBucketEncodedLen = 1 + 6*8
-)
-
-// AppendBinary appends the encoding of s: a version byte, then Capacity,
-// Rate, Period (ns), the last update time (ns) and the backlog (high and low
-// word), each 8 bytes little-endian.
-func (s *LeakyBucket) AppendBinary(b []byte) ([]byte, error) {
-	return appendBucketWords(b, leakyBucketVersion, s.p.Capacity, s.p.Rate, int64(s.p.Period),
-		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
-}
-
-// decodeLeakyBucket decodes a state encoded by AppendBinary, returning
-// ErrCorrupt for anything else.
-func decodeLeakyBucket(b []byte) (*LeakyBucket, error) {
-	var w [6]int64
-	if err := readBucketWords(b, leakyBucketVersion, w[:]); err != nil {
-		return nil, err
-	}
-	s := &LeakyBucket{
-		p: LeakyBucketParams{Capacity: w[0], Rate: w[1], Period: time.Duration(w[2])},
-		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
-	}
-	if (s.p != LeakyBucketParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
-		return nil, ErrCorrupt
-	}
-	return s, nil
-}

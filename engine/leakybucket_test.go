@@ -219,9 +219,9 @@ func TestLeakyBucketEncoding(t *testing.T) {
 	var s LeakyBucket
 	p := LeakyBucketParams{Capacity: 4, Rate: 3, Period: s1}
 	s.Take(t0, p, 3)
-	b, err := s.AppendBinary([]byte("x"))
-	if err != nil || string(b[:1]) != "x" || len(b) != 1+leakyBucketEncodedLen {
-		t.Fatalf("AppendBinary = %q, %v", b, err)
+	b, err := appendV1(&s, []byte("x"))
+	if err != nil || string(b[:1]) != "x" || len(b) != 1+bucketEncodedLen {
+		t.Fatalf("appendV1 = %q, %v", b, err)
 	}
 	got, err := decodeLeakyBucket(b[1:])
 	if err != nil || *got != s {
@@ -231,7 +231,7 @@ func TestLeakyBucketEncoding(t *testing.T) {
 		t.Errorf("decoded Check = %+v, want %+v", d2, d1)
 	}
 	var fresh LeakyBucket
-	fb, _ := fresh.AppendBinary(nil)
+	fb, _ := appendV1(&fresh, nil)
 	if got, err := decodeLeakyBucket(fb); err != nil || *got != fresh {
 		t.Errorf("fresh round trip = %+v, %v", got, err)
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"time"
 )
@@ -160,28 +159,6 @@ func (b backlog) drain(now int64, s u128, rate int64) (int64, u128) {
 	}
 	elapsed := uint64(now) - uint64(b.last) // exact even if the difference overflows int64
 	return now, s.sub(mul64(elapsed, uint64(rate)))
-}
-
-// The encoding shared by the bucket states: params, then last and backlog,
-// each a fixed-width little-endian 64-bit word after the version byte.
-
-func appendBucketWords(b []byte, version byte, words ...int64) []byte {
-	b = append(b, version)
-	for _, w := range words {
-		b = binary.LittleEndian.AppendUint64(b, uint64(w))
-	}
-	return b
-}
-
-// readBucketWords decodes exactly len(words) words after the version byte.
-func readBucketWords(b []byte, version byte, words []int64) error {
-	if len(b) != 1+8*len(words) || b[0] != version {
-		return ErrCorrupt
-	}
-	for i := range words {
-		words[i] = int64(binary.LittleEndian.Uint64(b[1+8*i:]))
-	}
-	return nil
 }
 
 // allPositive reports whether every value is > 0.

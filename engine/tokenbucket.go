@@ -153,33 +153,3 @@ func (s *TokenBucket) Reset() { *s = TokenBucket{} }
 
 // Size returns the bytes a TokenBucket state holds (no pointers: just the struct).
 func (s *TokenBucket) Size() int { return int(unsafe.Sizeof(*s)) }
-
-const (
-	tokenBucketVersion    = 1
-	tokenBucketEncodedLen = 1 + 6*8
-)
-
-// AppendBinary appends the encoding of s: a version byte, then Capacity,
-// Rate, Period (ns), the last update time (ns) and the backlog (high and low
-// word), each 8 bytes little-endian.
-func (s *TokenBucket) AppendBinary(b []byte) ([]byte, error) {
-	return appendBucketWords(b, tokenBucketVersion, s.p.Capacity, s.p.Rate, int64(s.p.Period),
-		s.b.last, int64(s.b.s.hi), int64(s.b.s.lo)), nil
-}
-
-// decodeTokenBucket decodes a state encoded by AppendBinary, returning
-// ErrCorrupt for anything else.
-func decodeTokenBucket(b []byte) (*TokenBucket, error) {
-	var w [6]int64
-	if err := readBucketWords(b, tokenBucketVersion, w[:]); err != nil {
-		return nil, err
-	}
-	s := &TokenBucket{
-		p: TokenBucketParams{Capacity: w[0], Rate: w[1], Period: time.Duration(w[2])},
-		b: backlog{last: w[3], s: u128{uint64(w[4]), uint64(w[5])}},
-	}
-	if (s.p != TokenBucketParams{} || !s.b.s.isZero()) && s.p.Validate() != nil {
-		return nil, ErrCorrupt
-	}
-	return s, nil
-}

@@ -297,9 +297,9 @@ func TestTokenBucketEncoding(t *testing.T) {
 	p := TokenBucketParams{Capacity: 4, Rate: 3, Period: s1, MaxWait: 5 * s1}
 	s.Take(t0, p, 4)
 	s.Take(t0, p, 2) // into debt
-	b, err := s.AppendBinary([]byte("x"))
-	if err != nil || string(b[:1]) != "x" || len(b) != 1+tokenBucketEncodedLen {
-		t.Fatalf("AppendBinary = %q, %v", b, err)
+	b, err := appendV1(&s, []byte("x"))
+	if err != nil || string(b[:1]) != "x" || len(b) != 1+bucketEncodedLen {
+		t.Fatalf("appendV1 = %q, %v", b, err)
 	}
 	got, err := decodeTokenBucket(b[1:])
 	if err != nil || *got != s {
@@ -309,7 +309,7 @@ func TestTokenBucketEncoding(t *testing.T) {
 		t.Errorf("decoded Check = %+v, want %+v", d2, d1)
 	}
 	var fresh TokenBucket
-	fb, _ := fresh.AppendBinary(nil)
+	fb, _ := appendV1(&fresh, nil)
 	if got, err := decodeTokenBucket(fb); err != nil || *got != fresh {
 		t.Errorf("fresh round trip = %+v, %v", got, err)
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"math/bits"
 	"time"
@@ -466,59 +465,6 @@ func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Deci
 	return d
 }
 
-// Encoding of a Window, version 1, little-endian:
-//
-//	[0]      version (1)
-//	[1]      mode (0 fresh: nothing follows)
-//	[2:10]   limit
-//	[10:18]  window, ns
-//	[18:26]  last, ns
-//	FIXED, SLIDING:
-//	[26:34]  start, ns
-//	[34:42]  cur
-//	[42:50]  prev
-//	LOG:
-//	[26:34]  base (cumulative units before the first entry)
-//	[34:38]  number of entries, uint32
-//	[38:]    entries, oldest first: instant ns (8), cumulative units (8)
-const (
-	windowVersion    = 1
-	windowHeaderLen  = 26
-	windowCounterLen = windowHeaderLen + 24
-	windowLogLen     = windowHeaderLen + 12 // before the entries
-	winEntryLen      = 16
-)
-
-// AppendBinary appends the encoding of the window, with the parameters it
-// was last admitted with, to b.
-func (s *Window) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, windowVersion, byte(s.mode))
-	if s.mode == 0 {
-		return b, nil
-	}
-	le := binary.LittleEndian
-	b = le.AppendUint64(b, uint64(s.limit))
-	b = le.AppendUint64(b, uint64(s.window))
-	b = le.AppendUint64(b, uint64(s.last))
-	if s.mode != WindowLog {
-		b = le.AppendUint64(b, uint64(s.start))
-		b = le.AppendUint64(b, uint64(s.cur))
-		return le.AppendUint64(b, uint64(s.prev)), nil
-	}
-	l := s.log
-	if l == nil {
-		l = &winLog{}
-	}
-	b = le.AppendUint64(b, l.base)
-	b = le.AppendUint32(b, uint32(l.n))
-	for i := 0; i < l.n; i++ {
-		e := l.at(i)
-		b = le.AppendUint64(b, uint64(e.t))
-		b = le.AppendUint64(b, e.cum)
-	}
-	return b, nil
-}
-
 // Size returns an estimate of the heap bytes the window holds.
 func (s *Window) Size() int {
 	n := int(unsafe.Sizeof(*s))
@@ -526,72 +472,4 @@ func (s *Window) Size() int {
 		n += int(unsafe.Sizeof(*s.log)) + cap(s.log.buf)*int(unsafe.Sizeof(winEntry{}))
 	}
 	return n
-}
-
-// decodeWindow restores a Window encoded by AppendBinary. It returns
-// ErrCorrupt for input it cannot read or that no Window encodes (negative
-// counts, a log out of order or holding more than limit units).
-func decodeWindow(b []byte) (*Window, error) {
-	if len(b) < 2 || b[0] != windowVersion {
-		return nil, ErrCorrupt
-	}
-	s := &Window{mode: WindowMode(b[1])}
-	if s.mode == 0 {
-		if len(b) != 2 {
-			return nil, ErrCorrupt
-		}
-		return s, nil
-	}
-	if s.mode > WindowLog || len(b) < windowHeaderLen {
-		return nil, ErrCorrupt
-	}
-	le := binary.LittleEndian
-	word := func(i int) int64 { return int64(le.Uint64(b[i:])) }
-	s.limit, s.window, s.last = word(2), word(10), word(18)
-	if s.limit <= 0 || s.window <= 0 || s.last < 0 {
-		return nil, ErrCorrupt
-	}
-	if s.mode != WindowLog {
-		if len(b) != windowCounterLen {
-			return nil, ErrCorrupt
-		}
-		s.start, s.cur, s.prev = word(26), word(34), word(42)
-		if s.start < 0 || s.start > s.last || s.cur < 0 || s.prev < 0 ||
-			s.mode == WindowFixed && s.prev != 0 {
-			return nil, ErrCorrupt
-		}
-		return s, nil
-	}
-	if len(b) < windowLogLen {
-		return nil, ErrCorrupt
-	}
-	base := le.Uint64(b[26:])
-	count := uint64(le.Uint32(b[34:]))
-	if uint64(len(b)-windowLogLen) != count*winEntryLen {
-		return nil, ErrCorrupt
-	}
-	s.log = new(winLog)
-	l := s.log
-	if count > 0 {
-		size := 4
-		for uint64(size) < count {
-			size *= 2
-		}
-		l.buf = make([]winEntry, size)
-	}
-	l.base = base
-	prevT, prevCum := int64(-1), base
-	for i := 0; i < int(count); i++ {
-		o := windowLogLen + i*winEntryLen
-		e := winEntry{t: word(o), cum: le.Uint64(b[o+8:])}
-		// Instants strictly increase, each entry holds >= 1 unit, and the
-		// units held never exceed maxInt64.
-		if e.t <= prevT || e.t > s.last || e.cum-base <= prevCum-base || e.cum-base > uint64(maxInt64) {
-			return nil, ErrCorrupt
-		}
-		l.buf[i] = e
-		prevT, prevCum = e.t, e.cum
-	}
-	l.n = int(count)
-	return s, nil
 }

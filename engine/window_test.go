@@ -43,7 +43,7 @@ func runWindowSteps(t *testing.T, p WindowParams, steps []windowStep) {
 		if st.p != (WindowParams{}) {
 			q = st.p
 		}
-		before, _ := s.AppendBinary(nil)
+		before, _ := appendV1(&s, nil)
 		name := "Take"
 		var got Decision
 		if st.check {
@@ -56,7 +56,7 @@ func runWindowSteps(t *testing.T, p WindowParams, steps []windowStep) {
 		if got != want {
 			t.Errorf("step %d: %s(%s, %d) = %s, want %s", i, name, fmtWT(st.t), st.n, fmtWD(got), fmtWD(want))
 		}
-		after, _ := s.AppendBinary(nil)
+		after, _ := appendV1(&s, nil)
 		if (st.check || !got.Allowed || st.n == 0) && !bytes.Equal(before, after) {
 			t.Errorf("step %d: %s(%s, %d) changed the state", i, name, fmtWT(st.t), st.n)
 		}
@@ -463,7 +463,7 @@ func randomWindowRun(t *testing.T, seed uint64, p WindowParams, steps int) {
 		if rng.IntN(4) == 0 {
 			n = rng.Int64N(p.Limit + 2)
 		}
-		before, _ := s.AppendBinary(nil)
+		before, _ := appendV1(&s, nil)
 		chk := s.Check(now, p, n)
 		got := s.Take(now, p, n)
 		want := ref.take(now, n)
@@ -478,7 +478,7 @@ func randomWindowRun(t *testing.T, seed uint64, p WindowParams, steps int) {
 		if chk != got {
 			t.Fatalf("seed %d step %d: Check(%s, %d) = %s, Take = %s", seed, i, fmtWT(now), n, fmtWD(chk), fmtWD(got))
 		}
-		after, _ := s.AppendBinary(nil)
+		after, _ := appendV1(&s, nil)
 		if (!got.Allowed || n == 0) && !bytes.Equal(before, after) {
 			t.Fatalf("seed %d step %d: Take(%s, %d) = %s changed the state", seed, i, fmtWT(now), n, fmtWD(got))
 		}
@@ -597,16 +597,16 @@ func TestWindowEncoding(t *testing.T) {
 		states[mode.String()] = s
 	}
 	for name, s := range states {
-		b, err := s.AppendBinary([]byte("prefix"))
+		b, err := appendV1(s, []byte("prefix"))
 		if err != nil || !bytes.HasPrefix(b, []byte("prefix")) {
-			t.Fatalf("%s: AppendBinary = %q, %v", name, b, err)
+			t.Fatalf("%s: appendV1 = %q, %v", name, b, err)
 		}
 		b = b[len("prefix"):]
 		d, err := decodeWindow(b)
 		if err != nil {
 			t.Fatalf("%s: decodeWindow: %v", name, err)
 		}
-		if b2, _ := d.AppendBinary(nil); !bytes.Equal(b, b2) {
+		if b2, _ := appendV1(d, nil); !bytes.Equal(b, b2) {
 			t.Errorf("%s: re-encoding differs:\n%x\n%x", name, b, b2)
 		}
 		if d.Mode() != s.Mode() || d.Kind() != KindWindow || d.Size() <= 0 {
@@ -640,7 +640,7 @@ func TestWindowDecodeCorrupt(t *testing.T) {
 		var s Window
 		s.Take(wt0, WindowParams{Limit: 10, Window: time.Second, Mode: mode}, n)
 		s.Take(wt0+1, WindowParams{Limit: 10, Window: time.Second, Mode: mode}, n)
-		b, _ := s.AppendBinary(nil)
+		b, _ := appendV1(&s, nil)
 		return b
 	}
 	set := func(b []byte, i int, v ...byte) []byte {

@@ -298,7 +298,7 @@ func TestPersistCorruptRecordSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := persist.Record{Key: []byte("bad"), Kind: uint8(engine.KindTokenBucket), Payload: []byte("garbage")}
+	bad := persist.Record{Key: []byte("bad"), Version: persist.FormatV2, Kind: uint8(engine.KindTokenBucket), Payload: []byte("garbage")}
 	if err := db.Apply([]persist.Record{bad}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func BenchmarkFlushAndRestore1M(b *testing.B) {
 				for j := 0; j < payloadLen; j += 8 {
 					binary.LittleEndian.PutUint64(p[j:], rng.Uint64()>>uint(rng.IntN(40)))
 				}
-				puts[i] = Record{Key: k, Kind: uint8(1 + i%5), ExpireAt: int64(2e18) + int64(n+i), Payload: p}
+				puts[i] = Record{Key: k, Version: FormatV2, Kind: uint8(1 + i%5), ExpireAt: int64(2e18) + int64(n+i), Payload: p}
 			}
 			if err := s.Apply(puts, nil); err != nil {
 				b.Fatal(err)

@@ -6,11 +6,22 @@ import (
 	"fmt"
 )
 
-// The version 1 layout; see the package documentation.
+// The record format versions, the first byte of a stored value; see the
+// package documentation. Both share the header; they differ in the
+// payload's encoding.
 const (
-	formatVersion1 = 1
-	prefixRecord   = 'k' // keyspace of limiter records
-	headerLen      = 1 + 1 + 8
+	// FormatV1: the payload is engine's frozen version-1 encoding
+	// (engine.DecodeV1). Read, never written by the server.
+	FormatV1 = 1
+	// FormatV2: the payload is the state's compact encoding
+	// (engine.State.AppendCompact) with ref the record's ExpireAt. Every
+	// record the server writes is version 2.
+	FormatV2 = 2
+)
+
+const (
+	prefixRecord = 'k' // keyspace of limiter records
+	headerLen    = 1 + 1 + 8
 )
 
 // recordKeyspace bounds iteration over the record keyspace: [k, l).
@@ -37,7 +48,7 @@ func encodedValueLen(r *Record) int { return headerLen + len(r.Payload) }
 // putValue writes r's stored value into dst, which has encodedValueLen(r)
 // bytes.
 func putValue(dst []byte, r *Record) {
-	dst[0] = formatVersion1
+	dst[0] = r.Version
 	dst[1] = r.Kind
 	binary.BigEndian.PutUint64(dst[2:headerLen], uint64(r.ExpireAt))
 	copy(dst[headerLen:], r.Payload)
@@ -54,6 +65,9 @@ func checkRecord(r *Record) error {
 	if r.Kind == 0 {
 		return fmt.Errorf("%w: key %q has kind 0", ErrInvalid, r.Key)
 	}
+	if r.Version != FormatV1 && r.Version != FormatV2 {
+		return fmt.Errorf("%w: key %q has format version %d", ErrInvalid, r.Key, r.Version)
+	}
 	return nil
 }
 
@@ -67,13 +81,14 @@ func decodeRecord(key, value []byte) (Record, error) {
 	switch {
 	case len(value) == 0:
 		return r, fmt.Errorf("%w: key %q: empty value", ErrCorrupt, r.Key)
-	case value[0] != formatVersion1:
+	case value[0] != FormatV1 && value[0] != FormatV2:
 		return r, fmt.Errorf("%w: key %q: unsupported format version %d (written by a newer rlserver?)", ErrCorrupt, r.Key, value[0])
 	case len(value) < headerLen:
 		return r, fmt.Errorf("%w: key %q: value is %d bytes, shorter than the %d-byte header", ErrCorrupt, r.Key, len(value), headerLen)
 	case value[1] == 0:
 		return r, fmt.Errorf("%w: key %q: kind 0", ErrCorrupt, r.Key)
 	}
+	r.Version = value[0]
 	r.Kind = value[1]
 	r.ExpireAt = int64(binary.BigEndian.Uint64(value[2:headerLen]))
 	r.Payload = value[headerLen:]

@@ -20,20 +20,20 @@ const goldenNow int64 = 1_700_000_000_000_000_000
 // goldenV1Records are the valid records in golden-v1, in key order, minus
 // goldenV1Expired. Payloads are arbitrary bytes: persist doesn't read them.
 var goldenV1Records = []Record{
-	rec("concurrency:db", 5, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x0a\x00\x00\x00\x00\x00\x00\x00\x03"),
-	rec("concurrency:jobs", 5, 0, "\x00\x00\x00\x00\x00\x00\x00\x01"),
-	rec("leaky:\x00binary\xff", 3, 1_700_000_000_000_000_001, "\x03\x00\x00\x00\x00\x00\x00\x00\x40\x42\x0f\x00\x00\x00\x00\x00"),
-	rec("leaky:upload", 3, 0, "leaky-state"),
-	rec("tb:api", 2, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x64\x00\x00\x00\x00\x3b\x9a\xca\x00"),
-	rec("tb:empty-payload", 2, 0, ""),
-	rec("throttle:user:1", 1, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00\x00\x00\x00\x00\x3c"),
-	rec("throttle:user:2", 1, 0, "gcra"),
-	rec("window:login", 4, 4_102_444_800_000_000_000, "\x01\x00\x00\x00\x00\x00\x00\x00\x05"),
-	rec("window:search", 4, 0, "sliding-window-state"),
+	recV1("concurrency:db", 5, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x0a\x00\x00\x00\x00\x00\x00\x00\x03"),
+	recV1("concurrency:jobs", 5, 0, "\x00\x00\x00\x00\x00\x00\x00\x01"),
+	recV1("leaky:\x00binary\xff", 3, 1_700_000_000_000_000_001, "\x03\x00\x00\x00\x00\x00\x00\x00\x40\x42\x0f\x00\x00\x00\x00\x00"),
+	recV1("leaky:upload", 3, 0, "leaky-state"),
+	recV1("tb:api", 2, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x64\x00\x00\x00\x00\x3b\x9a\xca\x00"),
+	recV1("tb:empty-payload", 2, 0, ""),
+	recV1("throttle:user:1", 1, 4_102_444_800_000_000_000, "\x00\x00\x00\x00\x00\x00\x00\x0f\x00\x00\x00\x00\x00\x00\x00\x3c"),
+	recV1("throttle:user:2", 1, 0, "gcra"),
+	recV1("window:login", 4, 4_102_444_800_000_000_000, "\x01\x00\x00\x00\x00\x00\x00\x00\x05"),
+	recV1("window:search", 4, 0, "sliding-window-state"),
 }
 
 // goldenV1Expired expired long before goldenNow.
-var goldenV1Expired = rec("tb:expired", 2, 1_000_000_000, "old")
+var goldenV1Expired = recV1("tb:expired", 2, 1_000_000_000, "old")
 
 // goldenV1Corrupt is stored with a value cut short inside the header.
 const goldenV1CorruptKey = "throttle:corrupt"

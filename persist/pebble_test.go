@@ -13,8 +13,20 @@ import (
 	"time"
 )
 
+func TestValueEncodingV2(t *testing.T) {
+	r := Record{Key: []byte("user:1"), Version: FormatV2, Kind: 2, ExpireAt: 0x0102030405060708, Payload: []byte{0xaa, 0xbb}}
+	// version | kind | ExpireAt big-endian | payload
+	if got, want := hex.EncodeToString(appendValue(nil, &r)), "02"+"02"+"0102030405060708"+"aabb"; got != want {
+		t.Errorf("value = %s, want %s", got, want)
+	}
+	d, err := decodeRecord(appendKey(nil, r.Key), appendValue(nil, &r))
+	if err != nil || !recordsEqual(d, r) {
+		t.Errorf("decode(encode(%+v)) = %+v, %v", r, d, err)
+	}
+}
+
 func TestValueEncodingV1(t *testing.T) {
-	r := Record{Key: []byte("user:1"), Kind: 2, ExpireAt: 0x0102030405060708, Payload: []byte{0xaa, 0xbb}}
+	r := Record{Key: []byte("user:1"), Version: FormatV1, Kind: 2, ExpireAt: 0x0102030405060708, Payload: []byte{0xaa, 0xbb}}
 	if got, want := hex.EncodeToString(appendKey(nil, r.Key)), "6b757365723a31"; got != want {
 		t.Errorf("key = %s, want %s", got, want)
 	}

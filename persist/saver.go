@@ -85,7 +85,7 @@ func (s *Saver) restore() error {
 	began := time.Now()
 	now := s.clock.Now()
 	st, err := s.store.Load(now, func(r Record) error {
-		state, err := engine.Decode(engine.Kind(r.Kind), r.Payload)
+		state, err := decodeState(r)
 		if err != nil {
 			return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
 		}
@@ -104,6 +104,27 @@ func (s *Saver) restore() error {
 	s.restored, s.skipped, s.expired = st.Loaded, st.Skipped, st.Expired
 	s.restoreDur = time.Since(began)
 	return nil
+}
+
+// decodeState decodes a record's payload by its format version: version 1
+// with the frozen engine.DecodeV1, version 2 as the compact encoding of a
+// fresh state of its kind, with ref the record's expiry.
+func decodeState(r Record) (engine.State, error) {
+	k := engine.Kind(r.Kind)
+	switch r.Version {
+	case FormatV1:
+		return engine.DecodeV1(k, r.Payload)
+	case FormatV2:
+		st := k.New()
+		if st == nil {
+			return nil, fmt.Errorf("%w: unknown kind %d", engine.ErrCorrupt, k)
+		}
+		if err := st.DecodeCompact(r.Payload, r.ExpireAt); err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("%w: unsupported format version %d", engine.ErrCorrupt, r.Version)
 }
 
 // Restored returns how many keys start-up restored.
@@ -192,7 +213,8 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// toBatch turns a shard's changes into a batch. A key deleted and then
+// toBatch turns a shard's changes into a batch of version-2 records (a
+// change's payload is the compact encoding with ref its expiry). A key deleted and then
 // created again within one interval appears as both a deletion and a put;
 // the put is its current state, so the deletion is dropped (Store.Apply
 // applies deletions last).
@@ -201,7 +223,7 @@ func toBatch(changes []shard.Change) batch {
 	var put map[string]bool
 	for _, c := range changes {
 		if !c.Deleted {
-			b.puts = append(b.puts, Record{Key: []byte(c.Key), Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
+			b.puts = append(b.puts, Record{Key: []byte(c.Key), Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
 		}
 	}
 	for _, c := range changes {

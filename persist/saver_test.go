@@ -124,7 +124,8 @@ func (f *saverFixture) info(field string) string {
 
 // storedRemaining loads store (without dropping anything: it reads at
 // saverT0) and returns each token-bucket key's remaining tokens at now, and
-// checks that each record's ExpireAt is when its bucket is full again.
+// checks that each record is version 2 and that its ExpireAt is when its
+// bucket is full again.
 func storedRemaining(t *testing.T, store Store, now int64) map[string]int64 {
 	t.Helper()
 	recs, st := loadAll(t, store, saverT0)
@@ -136,7 +137,10 @@ func storedRemaining(t *testing.T, store Store, now int64) map[string]int64 {
 		if engine.Kind(r.Kind) != engine.KindTokenBucket {
 			t.Fatalf("record %q has kind %d, want %d", r.Key, r.Kind, engine.KindTokenBucket)
 		}
-		state, err := engine.Decode(engine.KindTokenBucket, r.Payload)
+		if r.Version != FormatV2 {
+			t.Fatalf("record %q has version %d, want %d", r.Key, r.Version, FormatV2)
+		}
+		state, err := decodeState(r)
 		if err != nil {
 			t.Fatalf("record %q: %v", r.Key, err)
 		}
@@ -353,17 +357,14 @@ func sameShard(keys *shard.Store, base, prefix string) string {
 	return k
 }
 
-// tbRecord encodes a token-bucket record for key with n tokens consumed at
-// saverT0.
+// tbRecord encodes a version-2 token-bucket record for key with n tokens
+// consumed at saverT0.
 func tbRecord(t *testing.T, key string, n int64) Record {
 	t.Helper()
 	var st engine.TokenBucket
 	d := st.Take(saverT0, saverParams, n)
-	payload, err := st.AppendBinary(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Record{Key: []byte(key), Kind: uint8(engine.KindTokenBucket), ExpireAt: saverT0 + int64(d.ResetAfter), Payload: payload}
+	exp := saverT0 + int64(d.ResetAfter)
+	return Record{Key: []byte(key), Version: FormatV2, Kind: uint8(engine.KindTokenBucket), ExpireAt: exp, Payload: st.AppendCompact(nil, exp)}
 }
 
 // restoredRemaining returns the keyspace's keys and remaining tokens at now.
@@ -392,30 +393,34 @@ func restoredRemaining(f *saverFixture, now int64) map[string]int64 {
 }
 
 // TestSaverRestoreSkipsCorrupt: records whose payload the engine can't
-// decode (a valid kind with garbage, an unknown kind) are skipped, counted,
-// logged by key and left in the store; the rest is restored and not counted
-// as changes.
+// decode (a valid kind with garbage, an unknown kind), whether version 1 or
+// 2, are skipped, counted, logged by key and left in the store; the rest is
+// restored and not counted as changes.
 func TestSaverRestoreSkipsCorrupt(t *testing.T) {
 	mem := NewMemStore()
+	exp := saverT0 + int64(time.Hour)
+	tb := uint8(engine.KindTokenBucket)
 	apply(t, mem, []Record{
 		tbRecord(t, "good", 10),
-		{Key: []byte("garbage"), Kind: uint8(engine.KindTokenBucket), ExpireAt: saverT0 + int64(time.Hour), Payload: []byte("garbage")},
-		{Key: []byte("alien"), Kind: 99, ExpireAt: saverT0 + int64(time.Hour), Payload: []byte{1, 2, 3}},
+		{Key: []byte("garbage"), Version: FormatV2, Kind: tb, ExpireAt: exp, Payload: []byte("garbage")},
+		{Key: []byte("alien"), Version: FormatV2, Kind: 99, ExpireAt: exp, Payload: []byte{1, 2, 3}},
+		{Key: []byte("garbage-v1"), Version: FormatV1, Kind: tb, ExpireAt: exp, Payload: []byte("garbage")},
+		{Key: []byte("alien-v1"), Version: FormatV1, Kind: 99, ExpireAt: exp, Payload: []byte{1, 2, 3}},
 	})
 	f := newSaverFixture(t, mem)
 	if got := f.s.Restored(); got != 1 {
 		t.Fatalf("Restored = %d, want 1", got)
 	}
-	for field, want := range map[string]string{"rl_keys_restored": "1", "rl_records_skipped": "2", "rl_expired_dropped_at_start": "0", "rdb_changes_since_last_save": "0"} {
+	for field, want := range map[string]string{"rl_keys_restored": "1", "rl_records_skipped": "4", "rl_expired_dropped_at_start": "0", "rdb_changes_since_last_save": "0"} {
 		if got := f.info(field); got != want {
 			t.Errorf("%s = %s, want %s", field, got, want)
 		}
 	}
-	if got := f.s.RestoreSummary(); !strings.HasSuffix(got, "(0 expired dropped, 2 corrupt skipped)") {
+	if got := f.s.RestoreSummary(); !strings.HasSuffix(got, "(0 expired dropped, 4 corrupt skipped)") {
 		t.Errorf("RestoreSummary = %q", got)
 	}
 	logs := f.logs.String()
-	for _, k := range []string{`"garbage"`, `"alien"`} {
+	for _, k := range []string{`"garbage"`, `"alien"`, `"garbage-v1"`, `"alien-v1"`} {
 		if !strings.Contains(logs, "skipped a record that cannot be decoded: ") || !strings.Contains(logs, k) {
 			t.Errorf("no log line for %s:\n%s", k, logs)
 		}
@@ -423,13 +428,13 @@ func TestSaverRestoreSkipsCorrupt(t *testing.T) {
 	if got := restoredRemaining(f, saverT0); fmt.Sprint(got) != "map[good:90]" {
 		t.Errorf("keyspace = %v, want map[good:90]", got)
 	}
-	if n := mem.Len(); n != 3 {
-		t.Errorf("store holds %d records, want 3 (corrupt ones stay)", n)
+	if n := mem.Len(); n != 5 {
+		t.Errorf("store holds %d records, want 5 (corrupt ones stay)", n)
 	}
 	// Restored keys are not changes: a flush writes nothing new.
 	f.save()
-	if n := mem.Len(); n != 3 {
-		t.Errorf("store holds %d records after Save, want 3", n)
+	if n := mem.Len(); n != 5 {
+		t.Errorf("store holds %d records after Save, want 5", n)
 	}
 }
 

@@ -10,12 +10,17 @@ import (
 type Record struct {
 	// Key is the limiter key (binary safe).
 	Key []byte
+	// Version is the record's format version, FormatV1 or FormatV2: how
+	// Payload is encoded. Apply rejects any other (0 included) with
+	// ErrInvalid.
+	Version uint8
 	// Kind is the engine.Kind of the limiter; 0 is invalid.
 	Kind uint8
 	// ExpireAt is the absolute expiry in Unix nanoseconds, wall clock; 0
 	// means none.
 	ExpireAt int64
-	// Payload is the engine-encoded parameters and state, opaque to persist.
+	// Payload is the engine-encoded parameters and state, in the encoding
+	// Version names; the Store does not read it.
 	Payload []byte
 }
 
@@ -39,8 +44,9 @@ const MaxLoadErrors = 100
 type Store interface {
 	// Apply writes puts and deletes in one atomic batch (one call per flush
 	// of a shard's worth). Deletes are applied after puts, so a key in both
-	// ends up deleted. A record with Kind 0 is rejected (with ErrInvalid)
-	// before anything is written. Apply does not retain the slices.
+	// ends up deleted. A record with Kind 0 or a Version other than
+	// FormatV1 and FormatV2 is rejected (with ErrInvalid) before anything
+	// is written. Apply does not retain the slices.
 	Apply(puts []Record, deletes [][]byte) error
 	// Sync makes everything applied so far durable (used by the everysec
 	// policy and SAVE).
@@ -77,7 +83,7 @@ var (
 	// wrapping it to have a record skipped rather than stop the load.
 	ErrCorrupt = errors.New("persist: corrupt record")
 	// ErrInvalid is returned by Apply for a record that can't be stored
-	// (Kind 0). Nothing of the batch is written.
+	// (Kind 0, an unknown Version). Nothing of the batch is written.
 	ErrInvalid = errors.New("persist: invalid record")
 )
 

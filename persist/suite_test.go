@@ -97,8 +97,16 @@ func runSuite(t *testing.T, h harness) {
 	}
 }
 
+// rec returns a version-2 record (persist does not read payloads).
 func rec(key string, kind uint8, expireAt int64, payload string) Record {
-	return Record{Key: []byte(key), Kind: kind, ExpireAt: expireAt, Payload: []byte(payload)}
+	return Record{Key: []byte(key), Version: FormatV2, Kind: kind, ExpireAt: expireAt, Payload: []byte(payload)}
+}
+
+// recV1 returns a version-1 record.
+func recV1(key string, kind uint8, expireAt int64, payload string) Record {
+	r := rec(key, kind, expireAt, payload)
+	r.Version = FormatV1
+	return r
 }
 
 // loadAll loads s at now and returns copies of the records passed to fn.
@@ -106,7 +114,7 @@ func loadAll(t *testing.T, s Store, now int64) ([]Record, LoadStats) {
 	t.Helper()
 	var got []Record
 	st, err := s.Load(now, func(r Record) error {
-		got = append(got, Record{Key: bytes.Clone(r.Key), Kind: r.Kind, ExpireAt: r.ExpireAt, Payload: bytes.Clone(r.Payload)})
+		got = append(got, Record{Key: bytes.Clone(r.Key), Version: r.Version, Kind: r.Kind, ExpireAt: r.ExpireAt, Payload: bytes.Clone(r.Payload)})
 		return nil
 	})
 	if err != nil {
@@ -127,13 +135,13 @@ func apply(t *testing.T, s Store, puts []Record, deletes ...string) {
 }
 
 func recordsEqual(a, b Record) bool {
-	return bytes.Equal(a.Key, b.Key) && a.Kind == b.Kind && a.ExpireAt == b.ExpireAt && bytes.Equal(a.Payload, b.Payload)
+	return bytes.Equal(a.Key, b.Key) && a.Version == b.Version && a.Kind == b.Kind && a.ExpireAt == b.ExpireAt && bytes.Equal(a.Payload, b.Payload)
 }
 
 func fmtRecords(rs []Record) string {
 	var b strings.Builder
 	for _, r := range rs {
-		fmt.Fprintf(&b, "\n\t{%q kind=%d exp=%d %q}", r.Key, r.Kind, r.ExpireAt, r.Payload)
+		fmt.Fprintf(&b, "\n\t{%q v%d kind=%d exp=%d %q}", r.Key, r.Version, r.Kind, r.ExpireAt, r.Payload)
 	}
 	return b.String()
 }
@@ -235,14 +243,14 @@ func putRaw(t *testing.T, s Store, key, value string) {
 
 func testCorruptSkipped(t *testing.T, h harness) {
 	s := h.open(t)
-	apply(t, s, []Record{rec("a", 1, 0, "A"), rec("z", 5, 0, "Z")})
+	apply(t, s, []Record{rec("a", 1, 0, "A"), recV1("z", 5, 0, "Z")})
 	putRaw(t, s, "kbad-empty", "")
 	putRaw(t, s, "kbad-short", "\x01\x02\x00\x00")
-	putRaw(t, s, "kbad-version", "\x02\x01\x00\x00\x00\x00\x00\x00\x00\x00payload")
+	putRaw(t, s, "kbad-version", "\x03\x01\x00\x00\x00\x00\x00\x00\x00\x00payload")
 	putRaw(t, s, "kbad-kind0", "\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00payload")
 	putRaw(t, s, "m-other-keyspace", "ignored") // not a record: not counted
 
-	want := []Record{rec("a", 1, 0, "A"), rec("z", 5, 0, "Z")}
+	want := []Record{rec("a", 1, 0, "A"), recV1("z", 5, 0, "Z")}
 	for i := range 2 { // corrupt records stay on disk and are skipped again
 		got, st := loadAll(t, s, 0)
 		what := fmt.Sprintf("load %d", i+1)
@@ -256,6 +264,9 @@ func testCorruptSkipped(t *testing.T, h harness) {
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%q", key)) {
 				t.Errorf("%s: error %d = %v, want ErrCorrupt naming %q", what, j, err, key)
 			}
+		}
+		if msg := st.Errors[3].Error(); !strings.Contains(msg, "version 3 (written by a newer rlserver?)") {
+			t.Errorf("%s: version 3: %s", what, msg)
 		}
 		s = h.reopen(t, s)
 	}
@@ -311,6 +322,15 @@ func testApplyRejectsKindZero(t *testing.T, h harness) {
 		t.Fatalf("Apply with kind 0 = %v, want ErrInvalid", err)
 	}
 	got, _ := loadAll(t, s, 0)
+	wantRecords(t, "after rejected Apply", got, nil)
+	for _, v := range []uint8{0, 3} {
+		bad := rec("b", 1, 0, "B")
+		bad.Version = v
+		if err := s.Apply([]Record{rec("a", 1, 0, "A"), bad}, nil); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Apply with version %d = %v, want ErrInvalid", v, err)
+		}
+	}
+	got, _ = loadAll(t, s, 0)
 	wantRecords(t, "after rejected Apply", got, nil)
 }
 

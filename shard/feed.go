@@ -51,8 +51,8 @@ type Entry struct {
 	Kind     engine.Kind // EventPut only
 	ExpireAt int64       // EventPut: absolute expiry, server-clock Unix ns
 	Key      []byte
-	// Payload is the state's compact encoding with ref ExpireAt
-	// (engine.Compact), EventPut only.
+	// Payload is the state's compact encoding with ref ExpireAt (the
+	// payload of a version-2 record on disk), EventPut only.
 	Payload []byte
 }
 
@@ -175,11 +175,7 @@ func (sh *Shard) encoded(rec []byte, exp int64) []byte {
 	if rec[0]&flagBoxed == 0 {
 		return payload
 	}
-	c, ok := sh.boxes[boxIndex(payload)].(engine.Compact)
-	if !ok {
-		return nil
-	}
-	sh.pbuf = c.AppendCompact(sh.pbuf[:0], exp)
+	sh.pbuf = sh.boxes[boxIndex(payload)].AppendCompact(sh.pbuf[:0], exp)
 	return sh.pbuf
 }
 

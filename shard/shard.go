@@ -514,9 +514,11 @@ type Change struct {
 // DrainChanges appends to dst every change since the previous call,
 // deletions first (so that a key deleted then created again ends up
 // present), forgets them and zeroes the shard's changes-since-save count.
-// Payloads (engine.State.AppendBinary, the disk format) are encoded into
-// buf, which is returned grown. The caller holds the lock; no I/O happens
-// here.
+// A change's payload is the state's compact encoding with ref its ExpireAt
+// (the disk format, persist's version-2 record payload): an inline
+// record's payload is copied as is, a boxed state is encoded. Payloads go
+// into buf, which is returned grown. The caller holds the lock; no I/O
+// happens here. The error is always nil.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error) {
 	sh.changes.Store(0)
 	for _, k := range sh.deleted {
@@ -536,25 +538,13 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 		}
 		rec[0] &^= flagDirty
 		key, _ := recSplit(rec)
-		st := sh.decodeScratch(r)
+		exp := recExp(rec)
 		start := len(buf)
-		var err error
-		buf, err = st.AppendBinary(buf)
-		if err != nil {
-			return dst, buf, err
-		}
-		dst = append(dst, Change{Key: string(key), Kind: st.Kind(), ExpireAt: recExp(rec), Payload: buf[start:len(buf):len(buf)]})
+		buf = append(buf, sh.encoded(rec, exp)...)
+		dst = append(dst, Change{Key: string(key), Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[start:len(buf):len(buf)]})
 	}
 	sh.dirty = sh.dirty[:0]
 	return dst, buf, nil
-}
-
-// decodeScratch returns record r's state decoded into the shard's scratch
-// state of its kind (or its box), valid until the next call.
-func (sh *Shard) decodeScratch(r ref) engine.State {
-	rec := sh.slabs.get(r)
-	_, payload := recSplit(rec)
-	return sh.stateAt(r, sh.sc.For(engine.Kind(rec[0]&kindMask), payload))
 }
 
 // Redirty records keys as changed again (a flush that failed to write

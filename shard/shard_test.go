@@ -10,13 +10,26 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// fake is a minimal state for keyspace tests.
+// fake is a minimal state for keyspace tests. Its encoding, its size then
+// maxInline zeros, is too long to keep inline, so the shard always keeps a
+// fake boxed (an inline record would be decoded into its kind's real state).
 type fake struct{ size int }
 
-func (f *fake) Kind() engine.Kind                     { return engine.KindTokenBucket }
-func (f *fake) AppendBinary(b []byte) ([]byte, error) { return append(b, byte(f.size)), nil }
-func (f *fake) Size() int                             { return f.size }
-func (f *fake) Reset()                                { *f = fake{} }
+func (f *fake) Kind() engine.Kind { return engine.KindTokenBucket }
+func (f *fake) Size() int         { return f.size }
+func (f *fake) Reset()            { *f = fake{} }
+
+func (f *fake) AppendCompact(b []byte, _ int64) []byte {
+	return append(append(b, byte(f.size)), make([]byte, maxInline)...)
+}
+
+func (f *fake) DecodeCompact(b []byte, _ int64) error {
+	if len(b) != 1+maxInline {
+		return engine.ErrCorrupt
+	}
+	f.size = int(b[0])
+	return nil
+}
 
 const sec = int64(time.Second)
 
@@ -131,7 +144,7 @@ func TestDrainChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := fmt.Sprint(ch)
-	want := fmt.Sprint([]Change{{Key: "b", Deleted: true}, {Key: "a", Kind: engine.KindTokenBucket, ExpireAt: 11 * sec, Payload: []byte{1}}})
+	want := fmt.Sprint([]Change{{Key: "b", Deleted: true}, {Key: "a", Kind: engine.KindTokenBucket, ExpireAt: 11 * sec, Payload: (&fake{size: 1}).AppendCompact(nil, 11*sec)}})
 	if got != want {
 		t.Fatalf("changes = %s\nwant      %s", got, want)
 	}
