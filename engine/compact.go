@@ -53,10 +53,6 @@ import (
 // running a command must decode the record with the old expiry and encode it
 // again with the new one.
 
-// Compact is another name for State, whose methods include the compact
-// codec; use State.
-type Compact = State
-
 var (
 	_ State = (*GCRA)(nil)
 	_ State = (*TokenBucket)(nil)

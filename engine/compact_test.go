@@ -15,9 +15,9 @@ import (
 type compactKind struct {
 	name   string
 	kind   Kind
-	fresh  func() Compact
+	fresh  func() State
 	params func(r *rand.Rand) any
-	take   func(s Compact, now int64, p any, n int64) Decision
+	take   func(s State, now int64, p any, n int64) Decision
 	limit  func(p any) int64
 }
 
@@ -47,16 +47,16 @@ func compactDur(r *rand.Rand) time.Duration {
 var compactKinds = []compactKind{
 	{
 		name: "gcra", kind: KindThrottle,
-		fresh: func() Compact { return new(GCRA) },
+		fresh: func() State { return new(GCRA) },
 		params: func(r *rand.Rand) any {
 			return GCRAParams{MaxBurst: compactNum(r, 1e12) - 1, Count: compactNum(r, 1e12), Period: compactDur(r)}
 		},
-		take:  func(s Compact, now int64, p any, n int64) Decision { return s.(*GCRA).Take(now, p.(GCRAParams), n) },
+		take:  func(s State, now int64, p any, n int64) Decision { return s.(*GCRA).Take(now, p.(GCRAParams), n) },
 		limit: func(p any) int64 { return p.(GCRAParams).Limit() },
 	},
 	{
 		name: "tokenbucket", kind: KindTokenBucket,
-		fresh: func() Compact { return new(TokenBucket) },
+		fresh: func() State { return new(TokenBucket) },
 		params: func(r *rand.Rand) any {
 			p := TokenBucketParams{Capacity: compactNum(r, 1e12), Rate: compactNum(r, 1e12), Period: compactDur(r)}
 			if r.IntN(3) == 0 { // RESERVE: debt
@@ -64,25 +64,25 @@ var compactKinds = []compactKind{
 			}
 			return p
 		},
-		take: func(s Compact, now int64, p any, n int64) Decision {
+		take: func(s State, now int64, p any, n int64) Decision {
 			return s.(*TokenBucket).Take(now, p.(TokenBucketParams), n)
 		},
 		limit: func(p any) int64 { return p.(TokenBucketParams).Capacity },
 	},
 	{
 		name: "leakybucket", kind: KindLeakyBucket,
-		fresh: func() Compact { return new(LeakyBucket) },
+		fresh: func() State { return new(LeakyBucket) },
 		params: func(r *rand.Rand) any {
 			return LeakyBucketParams{Capacity: compactNum(r, 1e12), Rate: compactNum(r, 1e12), Period: compactDur(r)}
 		},
-		take: func(s Compact, now int64, p any, n int64) Decision {
+		take: func(s State, now int64, p any, n int64) Decision {
 			return s.(*LeakyBucket).Take(now, p.(LeakyBucketParams), n)
 		},
 		limit: func(p any) int64 { return p.(LeakyBucketParams).Capacity },
 	},
 	{
 		name: "window", kind: KindWindow,
-		fresh: func() Compact { return new(Window) },
+		fresh: func() State { return new(Window) },
 		params: func(r *rand.Rand) any {
 			p := WindowParams{Limit: compactNum(r, maxInt64), Window: compactDur(r), Mode: WindowMode(1 + r.IntN(3))}
 			if p.Mode == WindowLog && r.IntN(4) != 0 {
@@ -90,7 +90,7 @@ var compactKinds = []compactKind{
 			}
 			return p
 		},
-		take:  func(s Compact, now int64, p any, n int64) Decision { return s.(*Window).Take(now, p.(WindowParams), n) },
+		take:  func(s State, now int64, p any, n int64) Decision { return s.(*Window).Take(now, p.(WindowParams), n) },
 		limit: func(p any) int64 { return p.(WindowParams).Limit },
 	},
 }
@@ -126,7 +126,7 @@ func checkRing(t testing.TB, s *Window) {
 
 // roundTrip encodes s at ref, decodes into recv, and checks that recv is s
 // and that the encoding is canonical (recv re-encodes to the same bytes).
-func roundTrip(t testing.TB, s, recv Compact, ref int64) []byte {
+func roundTrip(t testing.TB, s, recv State, ref int64) []byte {
 	t.Helper()
 	enc := s.AppendCompact(nil, ref)
 	if err := recv.DecodeCompact(enc, ref); err != nil {
@@ -211,9 +211,9 @@ func TestCompactRoundTrip(t *testing.T) {
 func TestCompactReceiverReuse(t *testing.T) {
 	const now = int64(1_800_000_000_123_456_789)
 	sec := time.Second
-	var makers []func() Compact
+	var makers []func() State
 	for _, mode := range []WindowMode{WindowFixed, WindowSliding, WindowLog} {
-		makers = append(makers, func() Compact {
+		makers = append(makers, func() State {
 			w := new(Window)
 			w.Take(now, WindowParams{Limit: 1000, Window: sec, Mode: mode}, 3)
 			w.Take(now+7, WindowParams{Limit: 1000, Window: sec, Mode: mode}, 2)
@@ -221,7 +221,7 @@ func TestCompactReceiverReuse(t *testing.T) {
 		})
 	}
 	makers = append(makers,
-		func() Compact { // 100 entries, then 41 expire: the head moves off 0
+		func() State { // 100 entries, then 41 expire: the head moves off 0
 			w := new(Window)
 			for i := range int64(100) {
 				w.Take(now+i*int64(10*time.Millisecond), WindowParams{Limit: 500, Window: sec, Mode: WindowLog}, 1+i%3)
@@ -232,12 +232,12 @@ func TestCompactReceiverReuse(t *testing.T) {
 			}
 			return w
 		},
-		func() Compact {
+		func() State {
 			w := new(Window)
 			w.Take(now, WindowParams{Limit: 10000, Window: 10 * time.Millisecond, Mode: WindowLog}, 1)
 			return w
 		},
-		func() Compact {
+		func() State {
 			w, err := decodeWindow([]byte{windowVersion, byte(WindowLog),
 				5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, // limit, window, last
 				42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}) // base 42, no entries
@@ -246,12 +246,12 @@ func TestCompactReceiverReuse(t *testing.T) {
 			}
 			return w
 		},
-		func() Compact { return new(Window) },
+		func() State { return new(Window) },
 	)
 	for _, k := range compactKinds[:3] {
 		makers = append(makers, k.fresh)
 		for seed := range uint64(3) {
-			makers = append(makers, func() Compact {
+			makers = append(makers, func() State {
 				s := k.fresh()
 				k.take(s, now, k.params(rand.New(rand.NewPCG(seed, 9))), 1)
 				return s
@@ -273,7 +273,7 @@ func TestCompactReceiverReuse(t *testing.T) {
 
 // cloneCompact returns a deep copy of s (a Window's log through the
 // version-1 codec).
-func cloneCompact(s Compact) Compact {
+func cloneCompact(s State) State {
 	switch s := s.(type) {
 	case *GCRA:
 		c := *s
@@ -301,7 +301,7 @@ func kindOf(k byte) compactKind { return compactKinds[(k+3)%4] }
 // start needs its full six bytes), with ref the key's expiry.
 func typicalCompact() []struct {
 	name   string
-	s      Compact
+	s      State
 	ref    int64
 	budget int // the most it may take
 	want   int // what it takes now
@@ -309,7 +309,7 @@ func typicalCompact() []struct {
 	const now = int64(1_800_000_037_123_456_789)
 	type tc = struct {
 		name   string
-		s      Compact
+		s      State
 		ref    int64
 		budget int
 		want   int
@@ -465,12 +465,12 @@ func TestCompactAllocs(t *testing.T) {
 // impossible logs.
 func TestCompactCorrupt(t *testing.T) {
 	var encs [][]byte
-	var kinds []Compact
+	var kinds []State
 	for _, c := range typicalCompact() {
 		encs = append(encs, c.s.AppendCompact(nil, c.ref))
 		kinds = append(kinds, c.s)
 	}
-	fresh := func(s Compact) Compact {
+	fresh := func(s State) State {
 		switch s.(type) {
 		case *GCRA:
 			return new(GCRA)
@@ -482,14 +482,14 @@ func TestCompactCorrupt(t *testing.T) {
 		return new(Window)
 	}
 	// corruptAs checks that b fails with want (which wraps ErrCorrupt).
-	corruptAs := func(want error, what string, s Compact, b []byte) {
+	corruptAs := func(want error, what string, s State, b []byte) {
 		t.Helper()
 		recv := fresh(s)
 		if err := recv.DecodeCompact(b, 0); !errors.Is(err, ErrCorrupt) || !errors.Is(err, want) {
 			t.Errorf("%s: %T.DecodeCompact(%x) = %v, want %v", what, s, b, err, want)
 		}
 	}
-	corrupt := func(what string, s Compact, b []byte) { t.Helper(); corruptAs(ErrCorrupt, what, s, b) }
+	corrupt := func(what string, s State, b []byte) { t.Helper(); corruptAs(ErrCorrupt, what, s, b) }
 	for i, enc := range encs {
 		s := kinds[i]
 		for n := 1; n < len(enc); n++ {
@@ -562,7 +562,7 @@ func FuzzDecodeCompact(f *testing.F) {
 			}
 		}
 		if st, err := DecodeV1(k.kind, b); err == nil {
-			roundTrip(t, st.(Compact), k.fresh(), ref)
+			roundTrip(t, st.(State), k.fresh(), ref)
 		}
 	})
 }
@@ -577,7 +577,7 @@ func BenchmarkCompact(b *testing.B) {
 
 // benchCompactRoundTrip measures s.AppendCompact and recv.DecodeCompact of
 // the result, and reports the encoding's size.
-func benchCompactRoundTrip(b *testing.B, s, recv Compact, ref int64) {
+func benchCompactRoundTrip(b *testing.B, s, recv State, ref int64) {
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -191,7 +191,7 @@ func stateOf(c *Conn, key string) string {
 		return "nothing" // an expired record's content does not matter
 	}
 	st, exp, _ := sh.Get([]byte(key), c.srv.clock.Now())
-	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.(engine.Compact).AppendCompact(nil, exp))
+	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.AppendCompact(nil, exp))
 }
 
 // TestAllAcquireRule: CL.ALL holds an ACQUIRE rule, whose decision is

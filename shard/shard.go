@@ -157,7 +157,7 @@ func boxIndex(payload []byte) int {
 // decodeInto decodes a record's compact payload into st. The shard wrote
 // the payload itself, so an error is a bug, not bad input.
 func decodeInto(st engine.State, payload []byte, exp int64) {
-	if err := st.(engine.Compact).DecodeCompact(payload, exp); err != nil {
+	if err := st.DecodeCompact(payload, exp); err != nil {
 		panic(fmt.Sprintf("shard: a %v state does not decode: %v", st.Kind(), err))
 	}
 }
@@ -211,7 +211,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	}
 	hdr := byte(st.Kind())
 	payload := sh.pbuf[:0]
-	c, inline := st.(engine.Compact)
+	c, inline := st, true
 	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
 	case oldBox >= 0 && sh.boxes[oldBox] == st && (f.ref == sh.hotRef || st.Size() > maxInline):
@@ -325,7 +325,7 @@ func (sh *Shard) cool() {
 	obj := sh.boxes[i]
 	h := sh.hash.bytes(key)
 	sh.put(sh.Find(key, h), key, h, obj, recExp(rec), false)
-	if _, ok := obj.(engine.Compact); ok && sh.boxes[i] != obj {
+	if sh.boxes[i] != obj {
 		// Stored inline again: nothing refers to the object any more,
 		// so the next hot key of its kind takes it over.
 		sh.spare[obj.Kind()&kindMask] = obj

@@ -15,7 +15,7 @@ import (
 //	uvarint  key length
 //	uvarint  payload length
 //	key
-//	payload  the state's engine.Compact encoding relative to the expiry,
+//	payload  the state's compact encoding (engine.State.AppendCompact) relative to the expiry,
 //	         or (flagBoxed) a uvarint index into the shard's boxes
 const (
 	flagBoxed = 0x10 // payload names a box: the state lives as a Go object
