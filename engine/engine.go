@@ -95,6 +95,8 @@ type Decision struct {
 // caller stores it. The keyspace holds states in it and persistence writes
 // it to disk (persist's version-2 records).
 type State interface {
+	// Kind returns the state's kind. It reads nothing of the receiver, so
+	// a nil state of a kind's type answers too.
 	Kind() Kind
 	// AppendCompact appends the compact encoding of the parameters and the
 	// state to b. Instants are stored relative to ref (the key's expiry, an

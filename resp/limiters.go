@@ -15,7 +15,8 @@ import (
 // and constructor are its file in engine/; here are its op (the engine
 // call the keyspace runs under the key's shard lock, see shard.Op), the
 // parsing of its parameters, and its CL.ALL rule forms. Adding a kind is
-// one engine file, one op type and one entry in limiterKinds.
+// one engine file and one entry in limiterKinds (with an op of its own
+// only when takeOp does not fit, as for CL.ACQUIRE's lease ids).
 
 // limiterKind is one registry entry.
 type limiterKind struct {
@@ -92,71 +93,46 @@ type ruleOp interface {
 // in and hands it to the keyspace, so that nothing is allocated per
 // command.
 type ops struct {
-	gcra  gcraOp
-	tb    tokenBucketOp
-	lb    leakyBucketOp
+	gcra  takeOp[engine.GCRAParams, *engine.GCRA]
+	tb    takeOp[engine.TokenBucketParams, *engine.TokenBucket]
+	lb    takeOp[engine.LeakyBucketParams, *engine.LeakyBucket]
 	win   windowOp
 	acq   acquireOp
 	lease leaseOp
 }
 
-// The ops. Run takes or checks n units as the shard.Op contract says: a
-// take changes the state when it admits n > 0 units.
+// limiter is what a kind's state offers its op: a take and a check of n
+// units under parameters P (every kind but CL.ACQUIRE's, which draws a
+// lease id, uses takeOp).
+type limiter[P any] interface {
+	engine.State
+	Take(now int64, p P, n int64) engine.Decision
+	Check(now int64, p P, n int64) engine.Decision
+}
 
-type gcraOp struct {
-	p engine.GCRAParams
+// takeOp takes or checks n units of a state S under parameters p, as the
+// shard.Op contract says: a take changes the state when it admits n > 0.
+type takeOp[P any, S limiter[P]] struct {
+	p P
 	n int64
 }
 
-func (o *gcraOp) Kind() engine.Kind { return engine.KindThrottle }
-func (o *gcraOp) setCost(n int64)   { o.n = n }
-func (o *gcraOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
-	s := st.(*engine.GCRA)
+// Kind returns S's kind (a kind's Kind method reads no field, so a nil S
+// answers).
+func (o *takeOp[P, S]) Kind() engine.Kind {
+	var s S
+	return s.Kind()
+}
+func (o *takeOp[P, S]) setCost(n int64) { o.n = n }
+func (o *takeOp[P, S]) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
+	s := st.(S)
 	if !commit {
 		return s.Check(now, o.p, o.n), false, true
 	}
 	d := s.Take(now, o.p, o.n)
 	return d, d.Allowed && o.n > 0, true
 }
-func (o *gcraOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
-	return appendDecision(b, d)
-}
-
-type tokenBucketOp struct {
-	p engine.TokenBucketParams
-	n int64
-}
-
-func (o *tokenBucketOp) Kind() engine.Kind { return engine.KindTokenBucket }
-func (o *tokenBucketOp) setCost(n int64)   { o.n = n }
-func (o *tokenBucketOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
-	s := st.(*engine.TokenBucket)
-	if !commit {
-		return s.Check(now, o.p, o.n), false, true
-	}
-	d := s.Take(now, o.p, o.n)
-	return d, d.Allowed && o.n > 0, true
-}
-func (o *tokenBucketOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
-	return appendDecision(b, d)
-}
-
-type leakyBucketOp struct {
-	p engine.LeakyBucketParams
-	n int64
-}
-
-func (o *leakyBucketOp) Kind() engine.Kind { return engine.KindLeakyBucket }
-func (o *leakyBucketOp) setCost(n int64)   { o.n = n }
-func (o *leakyBucketOp) Run(st engine.State, now int64, commit bool) (engine.Decision, bool, bool) {
-	s := st.(*engine.LeakyBucket)
-	if !commit {
-		return s.Check(now, o.p, o.n), false, true
-	}
-	d := s.Take(now, o.p, o.n)
-	return d, d.Allowed && o.n > 0, true
-}
-func (o *leakyBucketOp) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
+func (o *takeOp[P, S]) appendRule(b []byte, _ int, d engine.Decision, _ bool) []byte {
 	return appendDecision(b, d)
 }
 

@@ -86,22 +86,21 @@ func (v View) Unlock(sh *Shard) {
 // is created, an expired one revived, a key is kept until its state is
 // fresh again (the decision's ResetAfter) or dropped when it is.
 func (v View) Update(key []byte, now int64, op Op) (engine.Decision, Status) {
-	h := v.s.Hash(key)
-	sh := v.s.ShardOf(h)
-	v.Lock(sh)
-	d, st := sh.update(key, h, now, op, false)
-	v.Unlock(sh)
-	return d, st
+	return v.update(key, now, op, false)
 }
 
 // UpdateLive is Update for a key that must exist and be live: it never
 // creates one (Absent), and the op's decision only stores the state when
 // it reports a change.
 func (v View) UpdateLive(key []byte, now int64, op Op) (engine.Decision, Status) {
+	return v.update(key, now, op, true)
+}
+
+func (v View) update(key []byte, now int64, op Op, live bool) (engine.Decision, Status) {
 	h := v.s.Hash(key)
 	sh := v.s.ShardOf(h)
 	v.Lock(sh)
-	d, st := sh.update(key, h, now, op, true)
+	d, st := sh.update(key, h, now, op, live)
 	v.Unlock(sh)
 	return d, st
 }

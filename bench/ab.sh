@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench/ab.sh: two rlserver builds side by side: server CPU per request
+# (from /proc/PID/task/*/schedstat) and requests a second, alternating
+# A B A B in each round so that the machine's noise falls on both alike.
+# Prints one line per run and the medians.
+#
+# Usage: bench/ab.sh OLD_BIN NEW_BIN
+# Environment:
+#   ROUNDS=n    alternating rounds (default 3)
+#   N=n         requests per run (default 800000)
+#   PERSIST=1   run both with a fresh --dir (Pebble, the default config)
+#               instead of --dir ''
+#   WORKLOADS   subset of: throttle tokenbucket window all3 acquire
+set -euo pipefail
+old=$1 new=$2
+rounds=${ROUNDS:-3} n=${N:-800000}
+workloads=${WORKLOADS:-"throttle tokenbucket all3"}
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+
+cmd_of() {
+	case $1 in
+	throttle) echo "CL.THROTTLE t:__rand_int__ 1000000 1000000 1" ;;
+	tokenbucket) echo "CL.TOKENBUCKET tb:__rand_int__ 100 1 1h" ;;
+	window) echo "CL.WINDOW w:__rand_int__ 1000000000 60 FIXED" ;;
+	acquire) echo "CL.ACQUIRE a:__rand_int__ 1000000 10ms" ;;
+	all3) echo "CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60" ;;
+	esac
+}
+
+cpu_ns() { # total CPU ns of every thread of pid
+	local t=0 v
+	for f in /proc/$1/task/*/schedstat; do
+		read -r v _ <"$f" && t=$((t + v))
+	done
+	echo $t
+}
+
+run_one() { # bin workload -> "cpu_us_per_req ops_per_s"
+	local bin=$1 w=$2 dir=''
+	[ "${PERSIST:-}" = 1 ] && dir=$(mktemp -d -p "$tmp")
+	"$bin" --port 0 --dir "$dir" --threads 1 >"$tmp/log" 2>&1 &
+	local pid=$!
+	local port=''
+	for _ in $(seq 200); do
+		port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$tmp/log" | grep -oE '[0-9]+$' || true)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	local before after start end
+	before=$(cpu_ns $pid)
+	start=$(date +%s%N)
+	# shellcheck disable=SC2046
+	redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r 100000 -q $(cmd_of "$w") >/dev/null
+	end=$(date +%s%N)
+	after=$(cpu_ns $pid)
+	kill $pid
+	wait $pid 2>/dev/null || true
+	awk -v c=$((after - before)) -v t=$((end - start)) -v n="$n" 'BEGIN { printf "%.3f %.0f\n", c / n / 1000, n / (t / 1e9) }'
+}
+
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+for w in $workloads; do
+	: >"$tmp/a" && : >"$tmp/b"
+	for r in $(seq "$rounds"); do
+		a=$(run_one "$old" "$w") && b=$(run_one "$new" "$w")
+		echo "$w round $r: old $a  new $b (µs CPU/req, req/s)"
+		echo "$a" >>"$tmp/a" && echo "$b" >>"$tmp/b"
+	done
+	ca=$(awk '{ print $1 }' "$tmp/a" | med) cb=$(awk '{ print $1 }' "$tmp/b" | med)
+	ra=$(awk '{ print $2 }' "$tmp/a" | med) rb=$(awk '{ print $2 }' "$tmp/b" | med)
+	awk -v w="$w" -v ca="$ca" -v cb="$cb" -v ra="$ra" -v rb="$rb" \
+		'BEGIN { printf "%s median: CPU/req old %.3f new %.3f µs (new/old %.3f); req/s old %.0f new %.0f\n", w, ca, cb, cb / ca, ra, rb }'
+done
