@@ -423,6 +423,39 @@ func TestLimiterAllScratchGrowth(t *testing.T) {
 	})
 }
 
+// TestLimiterAllAcquireRule: CL.ALL holds an ACQUIRE rule, answered as
+// CL.ACQUIRE answers (six elements, the lease id last): an id only when the
+// whole call admitted, and then a real lease of the key.
+func TestLimiterAllAcquireRule(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	protocols(t, func(t *testing.T, proto int) {
+		c := s.client(t, proto)
+		fresh(t, c)
+		r := do(t, c, words("CL.ALL 2 ACQUIRE exp 2 30s FIXED ip 1 1m")...)
+		arr, ok := r.val.([]any)
+		if r.err != nil || !ok || len(arr) != 3 || fmt.Sprint(arr[0]) != "1" || fmt.Sprint(arr[2]) != fmt.Sprint(dec(1, 1, 0, 0, 60000)) {
+			t.Fatalf("admitted CL.ALL with ACQUIRE = %v %v", r.val, r.err)
+		}
+		lease, ok := arr[1].([]any)
+		if !ok || len(lease) != 6 || fmt.Sprint(lease[:5]) != fmt.Sprint(dec(1, 2, 1, 0, 30000)) {
+			t.Fatalf("ACQUIRE rule's decision = %v", arr[1])
+		}
+		id, ok := lease[5].(string)
+		if !ok || len(id) != 16 {
+			t.Fatalf("ACQUIRE rule's lease id = %T %v", lease[5], lease[5])
+		}
+		// The window is used up: nothing is taken, and the ACQUIRE rule's
+		// decision has no id.
+		unchanged(t, c, []string{"exp"}, [][]any{words("CL.ACQUIRE exp 2 30s 0")}, "a denied CL.ALL with ACQUIRE", func() {
+			do(t, c, words("CL.ALL 2 ACQUIRE exp 2 30s FIXED ip 1 1m")...).equal(
+				[]any{0, []any{1, 2, 0, 0, 30000, nil}, dec(0, 1, 0, 60000, 60000)})
+		})
+		do(t, c, "CL.RELEASE", "exp", id).equal(1)
+		do(t, c, words("CL.ALL 1 ACQUIRE ip 1 1s")...).errIs(wrongType)
+	})
+}
+
 // A single window rule is the shortest valid CL.ALL (6 arguments): the
 // contract's form is "CL.ALL numrules rule [rule ...]".
 func TestLimiterAllOneWindowRule(t *testing.T) {
