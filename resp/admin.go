@@ -75,7 +75,7 @@ func ParseMemory(v []byte) (int64, bool) {
 			break
 		}
 	}
-	n, ok := parseInt([]byte(s))
+	n, ok := ParseInt([]byte(s))
 	if !ok || n < 0 || n > (1<<63-1)/mul {
 		return 0, false
 	}
@@ -122,7 +122,7 @@ func cmdConfigGet(c *Conn, args [][]byte) {
 // CONFIG SET parameter value [parameter value ...]: all or nothing.
 func cmdConfigSet(c *Conn, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.err(errWrongArgs("config|set"))
+		c.err(ErrWrongArgs("config|set"))
 		return
 	}
 	for i := 2; i < len(args); i += 2 {
@@ -130,14 +130,14 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 		p, ok := configParams[name]
 		if !ok {
 			if _, ro := c.srv.cfg.Settings[name]; ro {
-				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+				c.err(ErrConfigImmutable(name))
 				return
 			}
-			c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + trunc(args[i]) + "'")
+			c.err(ErrConfigUnknown(args[i]))
 			return
 		}
 		if p.set == nil {
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			c.err(ErrConfigImmutable(name))
 			return
 		}
 	}
@@ -146,7 +146,7 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if !validConfigValue(name, args[i+1]) {
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+			c.err(ErrConfigValue(name))
 			return
 		}
 	}
@@ -185,12 +185,12 @@ func cmdMemoryPurge(c *Conn, args [][]byte) {
 // rlserver's values are never sampled.
 func cmdMemoryUsage(c *Conn, args [][]byte) {
 	if len(args) != 3 && (len(args) != 5 || !equalFold(args[3], "SAMPLES")) {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	if len(args) == 5 {
-		if _, ok := parseInt(args[4]); !ok {
-			c.err(errNotInt)
+		if _, ok := ParseInt(args[4]); !ok {
+			c.err(ErrNotInt)
 			return
 		}
 	}
@@ -340,23 +340,23 @@ func humanBytes(n int64) string {
 // DEBUG CLOCK SET unix_ms | ADVANCE ms | REAL | GET
 func cmdDebugClock(c *Conn, args [][]byte) {
 	if !c.srv.cfg.EnableDebug {
-		c.err(errDebugOff)
+		c.err(ErrDebugOff)
 		return
 	}
 	op := args[2]
 	switch {
 	case equalFold(op, "SET") && len(args) == 4:
-		ms, ok := parseInt(args[3])
+		ms, ok := ParseInt(args[3])
 		if !ok || ms < 0 || ms > (1<<63-1)/int64(1e6) {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 		c.srv.clock.Set(ms * 1e6)
 		c.batchNow = 0
 	case equalFold(op, "ADVANCE") && len(args) == 4:
-		ms, ok := parseInt(args[3])
+		ms, ok := ParseInt(args[3])
 		if !ok || ms > (1<<63-1)/int64(1e6) || ms < -((1<<63-1)/int64(1e6)) {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 		c.srv.clock.Advance(time.Duration(ms) * time.Millisecond)
@@ -368,7 +368,7 @@ func cmdDebugClock(c *Conn, args [][]byte) {
 		c.out = appendInt(c.out, c.srv.clock.Now()/1e6)
 		return
 	default:
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	c.out = appendOK(c.out)
@@ -377,7 +377,7 @@ func cmdDebugClock(c *Conn, args [][]byte) {
 func cmdSave(c *Conn, args [][]byte) {
 	if p := c.srv.cfg.Persistence; p != nil {
 		if err := p.Save(); err != nil {
-			c.err("ERR " + err.Error())
+			c.err(ErrFailed(err))
 			return
 		}
 	}
@@ -386,12 +386,12 @@ func cmdSave(c *Conn, args [][]byte) {
 
 func cmdBGSave(c *Conn, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "SCHEDULE") {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	if p := c.srv.cfg.Persistence; p != nil {
 		if err := p.BGSave(); err != nil {
-			c.err("ERR " + err.Error())
+			c.err(ErrFailed(err))
 			return
 		}
 	}
@@ -416,13 +416,13 @@ func cmdShutdown(c *Conn, args [][]byte) {
 			save = false
 		case equalFold(a, "SAVE"), equalFold(a, "NOW"), equalFold(a, "FORCE"):
 		default:
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 	}
 	if p := c.srv.cfg.Persistence; save && p != nil {
 		if err := p.Save(); err != nil {
-			c.err("ERR Errors trying to SHUTDOWN. Check logs.")
+			c.err(ErrShutdown)
 			return
 		}
 	}
@@ -439,11 +439,11 @@ func cmdShutdown(c *Conn, args [][]byte) {
 func cmdCheckpoint(c *Conn, args [][]byte) {
 	p := c.srv.cfg.Persistence
 	if p == nil {
-		c.err("ERR persistence is off (--dir '')")
+		c.err(ErrPersistenceOff)
 		return
 	}
 	if err := p.Checkpoint(string(args[1])); err != nil {
-		c.err("ERR " + err.Error())
+		c.err(ErrFailed(err))
 		return
 	}
 	c.out = appendOK(c.out)

@@ -75,24 +75,24 @@ func allKeys(args, keys [][]byte) [][]byte {
 func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 	count, ok := parsePositive(args[1])
 	if !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return nil, 0, false
 	}
 	n = 1
 	rest := args[2:]
 	if count > int64(len(rest)) {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return nil, 0, false
 	}
 	rules = c.allRules[:0] // reused across calls: CL.ALL allocates nothing in steady state
 	for i := int64(0); i < count; i++ {
 		if len(rest) == 0 {
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return nil, 0, false
 		}
 		kind, mode, arity, known := allRuleArity(rest[0])
 		if !known || len(rest) < 1+arity {
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return nil, 0, false
 		}
 		r := allRule{kind: kind, mode: mode, key: rest[1]}
@@ -111,7 +111,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 				}
 			}
 			if !ok {
-				c.err(errNotInt)
+				c.err(ErrNotInt)
 				return nil, 0, false
 			}
 		default:
@@ -121,7 +121,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 		}
 		for _, prev := range rules {
 			if string(prev.key) == string(r.key) {
-				c.err("ERR CL.ALL rules must name distinct keys")
+				c.err(ErrAllDistinctKeys)
 				return nil, 0, false
 			}
 		}
@@ -132,11 +132,11 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "COST"):
 		if n, ok = parseCost(rest[1]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return nil, 0, false
 		}
 	default:
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return nil, 0, false
 	}
 	return rules, n, true
@@ -307,7 +307,7 @@ func cmdAll(c *Conn, args [][]byte) {
 	for i := range rules {
 		r := &rules[i]
 		if !r.find(store.Shard(r.shard), now, c.ruleScratch(i, r.kind)) {
-			c.err(errWrongType)
+			c.err(ErrWrongType)
 			return
 		}
 		r.d = r.run(r.state, now, n, !r.boxed)

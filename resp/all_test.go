@@ -38,7 +38,7 @@ func cmdAllReference(c *Conn, args [][]byte) {
 		r.shard = store.ShardIndexOf(r.h)
 		scratch := shard.NewState(r.kind) // fresh: no connection scratch
 		if !r.find(store.Shard(r.shard), now, &scratch) {
-			c.err(errWrongType)
+			c.err(ErrWrongType)
 			return
 		}
 		if r.boxed {

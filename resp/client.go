@@ -6,8 +6,6 @@ import (
 	"time"
 )
 
-const errClientName = "ERR Client names cannot contain spaces, newlines or special characters."
-
 // validClientName: printable ASCII without spaces, as Redis requires.
 func validClientName(b []byte) bool {
 	for _, ch := range b {
@@ -22,7 +20,7 @@ func cmdClientID(c *Conn, args [][]byte) { c.out = appendInt(c.out, c.id) }
 
 func cmdClientSetName(c *Conn, args [][]byte) {
 	if !validClientName(args[2]) {
-		c.err(errClientName)
+		c.err(ErrClientName)
 		return
 	}
 	c.mu.Lock()
@@ -46,11 +44,11 @@ func cmdClientGetName(c *Conn, args [][]byte) {
 func cmdClientSetInfo(c *Conn, args [][]byte) {
 	attr := strings.ToUpper(string(args[2]))
 	if attr != "LIB-NAME" && attr != "LIB-VER" {
-		c.err("ERR Unrecognized option '" + trunc(args[2]) + "'")
+		c.err(ErrUnrecognizedOption(args[2]))
 		return
 	}
 	if !validClientName(args[3]) {
-		c.err("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+		c.err(ErrClientAttr(attr))
 		return
 	}
 	c.mu.Lock()
@@ -102,15 +100,15 @@ func cmdClientList(c *Conn, args [][]byte) {
 		case equalFold(args[i], "ID") && i+1 < len(args):
 			ids = map[int64]bool{}
 			for i++; i < len(args); i++ {
-				id, ok := parseInt(args[i])
+				id, ok := ParseInt(args[i])
 				if !ok || id <= 0 {
-					c.err("ERR Invalid client ID")
+					c.err(ErrClientID)
 					return
 				}
 				ids[id] = true
 			}
 		default:
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 	}

@@ -157,31 +157,31 @@ func (c *Conn) exec(args [][]byte) {
 	c.batchCmd++
 	cmd := c.command(args[0])
 	if cmd == nil {
-		c.reject(errUnknownCommand(args))
+		c.reject(ErrUnknownCommand(args))
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.reject(errWrongArgs(cmd.Name))
+		c.reject(ErrWrongArgs(cmd.Name))
 		return
 	}
 	if cmd.subIndex != nil && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
-			c.reject(errUnknownSubcommand(cmd.Name, args[1]))
+			c.reject(ErrUnknownSubcommand(cmd.Name, args[1]))
 			return
 		}
 		if !sub.arityOK(len(args)) {
-			c.reject(errWrongArgs(sub.Name))
+			c.reject(ErrWrongArgs(sub.Name))
 			return
 		}
 		cmd = sub
 	}
 	if !c.authed && !cmd.noAuth {
-		c.reject(errNoAuth)
+		c.reject(ErrNoAuth)
 		return
 	}
 	if c.inMulti && cmd.noMulti {
-		c.reject("ERR Command not allowed inside a transaction")
+		c.reject(ErrNotInMulti)
 		return
 	}
 	if c.inMulti && !cmd.immediate {

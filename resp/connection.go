@@ -12,7 +12,7 @@ func cmdPing(c *Conn, args [][]byte) {
 	case 2:
 		c.out = appendBulk(c.out, args[1])
 	default:
-		c.err(errWrongArgs("ping"))
+		c.err(ErrWrongArgs("ping"))
 	}
 }
 
@@ -29,7 +29,7 @@ func (c *Conn) checkPassword(user, pass []byte) bool {
 // AUTH [username] password
 func cmdAuth(c *Conn, args [][]byte) {
 	if len(args) > 3 {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	var user []byte
@@ -38,11 +38,11 @@ func cmdAuth(c *Conn, args [][]byte) {
 		user, pass = args[1], args[2]
 	}
 	if *c.srv.requirePass.Load() == "" && user == nil {
-		c.err(errNoPassSet)
+		c.err(ErrNoPassSet)
 		return
 	}
 	if !c.checkPassword(user, pass) {
-		c.err(errWrongPass)
+		c.err(ErrWrongPass)
 		return
 	}
 	c.authed = true
@@ -53,13 +53,13 @@ func cmdAuth(c *Conn, args [][]byte) {
 func cmdHello(c *Conn, args [][]byte) {
 	proto := c.proto
 	if len(args) > 1 {
-		v, ok := parseInt(args[1])
+		v, ok := ParseInt(args[1])
 		if !ok {
-			c.err("ERR Protocol version is not an integer or out of range")
+			c.err(ErrHelloProto)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.err(errNoProto)
+			c.err(ErrNoProto)
 			return
 		}
 		proto = int(v)
@@ -70,25 +70,25 @@ func cmdHello(c *Conn, args [][]byte) {
 		switch {
 		case equalFold(args[i], "AUTH") && i+2 < len(args):
 			if !c.checkPassword(args[i+1], args[i+2]) {
-				c.err(errWrongPass)
+				c.err(ErrWrongPass)
 				return
 			}
 			c.authed = true
 			i += 2
 		case equalFold(args[i], "SETNAME") && i+1 < len(args):
 			if !validClientName(args[i+1]) {
-				c.err(errClientName)
+				c.err(ErrClientName)
 				return
 			}
 			name, setName = args[i+1], true
 			i++
 		default:
-			c.err("ERR Syntax error in HELLO option '" + trunc(args[i]) + "'")
+			c.err(ErrHelloOption(args[i]))
 			return
 		}
 	}
 	if !c.authed {
-		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.err(ErrHelloNoAuth)
 		return
 	}
 	if setName {
@@ -116,13 +116,13 @@ func cmdHello(c *Conn, args [][]byte) {
 }
 
 func cmdSelect(c *Conn, args [][]byte) {
-	n, ok := parseInt(args[1])
+	n, ok := ParseInt(args[1])
 	if !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return
 	}
 	if n != 0 {
-		c.err(errDBIndex)
+		c.err(ErrDBIndex)
 		return
 	}
 	c.out = appendOK(c.out)
@@ -147,7 +147,7 @@ func cmdReset(c *Conn, args [][]byte) {
 
 func cmdMulti(c *Conn, args [][]byte) {
 	if c.inMulti {
-		c.err(errNestedMulti)
+		c.err(ErrNestedMulti)
 		return
 	}
 	c.inMulti, c.multiErr, c.queue = true, false, c.queue[:0]
@@ -156,7 +156,7 @@ func cmdMulti(c *Conn, args [][]byte) {
 
 func cmdDiscard(c *Conn, args [][]byte) {
 	if !c.inMulti {
-		c.err(errDiscardNoMu)
+		c.err(ErrDiscardNoMulti)
 		return
 	}
 	c.inMulti, c.multiErr, c.queue = false, false, nil
@@ -167,13 +167,13 @@ func cmdDiscard(c *Conn, args [][]byte) {
 // (taken in index order) for the whole transaction.
 func cmdExec(c *Conn, args [][]byte) {
 	if !c.inMulti {
-		c.err(errExecNoMulti)
+		c.err(ErrExecNoMulti)
 		return
 	}
 	queue, failed := c.queue, c.multiErr
 	c.inMulti, c.multiErr, c.queue = false, false, nil
 	if failed {
-		c.err(errExecAbort)
+		c.err(ErrExecAbort)
 		return
 	}
 	store := c.srv.store

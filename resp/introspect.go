@@ -247,11 +247,11 @@ func cmdCommandList(c *Conn, args [][]byte) {
 		case equalFold(args[3], "PATTERN"):
 			keep = func(cmd *Command) bool { return globMatch(v, cmd.Name) }
 		default:
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 	default:
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	var names []string

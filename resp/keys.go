@@ -85,7 +85,7 @@ func cmdTTL(c *Conn, args [][]byte) {
 func cmdScan(c *Conn, args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
-		c.err("ERR invalid cursor")
+		c.err(ErrInvalidCursor)
 		return
 	}
 	var pattern []byte
@@ -93,7 +93,7 @@ func cmdScan(c *Conn, args [][]byte) {
 	var kind engine.Kind
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 		v := args[i+1]
@@ -101,25 +101,25 @@ func cmdScan(c *Conn, args [][]byte) {
 		case equalFold(args[i], "MATCH"):
 			pattern = v
 		case equalFold(args[i], "COUNT"):
-			n, ok := parseInt(v)
+			n, ok := ParseInt(v)
 			if !ok {
-				c.err(errNotInt)
+				c.err(ErrNotInt)
 				return
 			}
 			if n < 1 {
-				c.err(errSyntax)
+				c.err(ErrSyntax)
 				return
 			}
 			count = int(min(n, 1<<20))
 		case equalFold(args[i], "TYPE"):
 			k, ok := engine.ParseKind(string(v))
 			if !ok {
-				c.err("ERR unknown type name '" + trunc(v) + "'")
+				c.err(ErrUnknownType(v))
 				return
 			}
 			kind = k
 		default:
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 	}
@@ -177,7 +177,7 @@ func cmdDBSize(c *Conn, args [][]byte) { c.out = appendInt(c.out, c.dbsize()) }
 // FLUSHDB [ASYNC|SYNC] and FLUSHALL [ASYNC|SYNC]
 func cmdFlush(c *Conn, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "ASYNC") && !equalFold(args[1], "SYNC") {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	store := c.srv.store

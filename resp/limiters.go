@@ -174,11 +174,11 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 // periodOf; a bad period answers periodErr(period).
 func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) (p engine.GCRAParams, ok bool) {
 	if p.MaxBurst, ok = parseCost(args[0]); !ok { // 0 is allowed: a limit of 1
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return p, false
 	}
 	if p.Count, ok = parsePositive(args[1]); !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return p, false
 	}
 	if p.Period, ok = periodOf(args[2]); !ok {
@@ -196,7 +196,7 @@ func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	c.out = appendThrottle(c.out, d)
@@ -207,14 +207,14 @@ func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
 // As in redis-cell, every bad number, the period included, answers "not an
 // integer".
 func cmdThrottle(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return errNotInt })
+	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return ErrNotInt })
 	if !ok {
 		return
 	}
 	n := int64(1)
 	if len(args) == 6 {
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 	}
@@ -223,7 +223,7 @@ func cmdThrottle(c *Conn, args [][]byte) {
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
 func cmdGCRA(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseSeconds, errInvalidDuration)
+	p, ok := parseGCRA(c, args[2:5], parseSeconds, ErrInvalidDuration)
 	if !ok {
 		return
 	}
@@ -232,11 +232,11 @@ func cmdGCRA(c *Conn, args [][]byte) {
 	case len(args) == 5:
 	case len(args) == 7 && equalFold(args[5], "TOKENS"):
 		if n, ok = parseCost(args[6]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 	default:
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	replyGCRA(c, args[1], p, n)
@@ -245,15 +245,15 @@ func cmdGCRA(c *Conn, args [][]byte) {
 // parseBucket parses "capacity rate period" at args[0:3].
 func parseBucket(c *Conn, args [][]byte) (capacity, rate int64, period time.Duration, ok bool) {
 	if capacity, ok = parsePositive(args[0]); !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return
 	}
 	if rate, ok = parsePositive(args[1]); !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return
 	}
 	if period, ok = parseDuration(args[2]); !ok {
-		c.err(errInvalidDuration(args[2]))
+		c.err(ErrInvalidDuration(args[2]))
 	}
 	return
 }
@@ -269,7 +269,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	rest := args[5:]
 	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
 		if n, ok = parseCost(rest[0]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 		rest = rest[1:]
@@ -278,11 +278,11 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
 		if p.MaxWait, ok = parseDuration(rest[1]); !ok {
-			c.err(errInvalidDuration(rest[1]))
+			c.err(ErrInvalidDuration(rest[1]))
 			return
 		}
 	default:
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	now := c.now()
@@ -291,7 +291,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	c.out = appendDecision(c.out, d)
@@ -307,7 +307,7 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 	n := int64(1)
 	if len(args) == 6 {
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 	}
@@ -317,7 +317,7 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	c.out = appendDecision(c.out, d)
@@ -339,15 +339,15 @@ func parseWindowMode(b []byte) (engine.WindowMode, bool) {
 func parseWindow(c *Conn, args [][]byte, mode engine.WindowMode) (p engine.WindowParams, ok bool) {
 	p.Mode = mode
 	if p.Limit, ok = parsePositive(args[0]); !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return p, false
 	}
 	if p.Window, ok = parseDuration(args[1]); !ok {
-		c.err(errInvalidDuration(args[1]))
+		c.err(ErrInvalidDuration(args[1]))
 		return p, false
 	}
 	if mode == engine.WindowLog && p.Limit > c.srv.logMax.Load() {
-		c.err("ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)")
+		c.err(ErrLogLimit)
 		return p, false
 	}
 	return p, true
@@ -363,7 +363,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 		if m, isMode := parseWindowMode(rest[0]); isMode && len(rest) == 1 {
 			mode, rest = m, nil
 		} else if n, ok = parseCost(rest[0]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		} else {
 			rest = rest[1:]
@@ -371,11 +371,11 @@ func cmdWindow(c *Conn, args [][]byte) {
 	}
 	if len(rest) == 1 {
 		if mode, ok = parseWindowMode(rest[0]); !ok {
-			c.err(errSyntax)
+			c.err(ErrSyntax)
 			return
 		}
 	} else if len(rest) > 1 {
-		c.err(errSyntax)
+		c.err(ErrSyntax)
 		return
 	}
 	p, ok := parseWindow(c, args[2:4], mode)
@@ -393,7 +393,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	c.out = appendDecision(c.out, d)
@@ -418,18 +418,18 @@ func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 func cmdAcquire(c *Conn, args [][]byte) {
 	limit, ok := parsePositive(args[2])
 	if !ok {
-		c.err(errNotInt)
+		c.err(ErrNotInt)
 		return
 	}
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(errInvalidDuration(args[3]))
+		c.err(ErrInvalidDuration(args[3]))
 		return
 	}
 	n := int64(1)
 	if len(args) == 5 {
 		if n, ok = parseCost(args[4]); !ok {
-			c.err(errNotInt)
+			c.err(ErrNotInt)
 			return
 		}
 	}
@@ -443,7 +443,7 @@ func cmdAcquire(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0 // n == 0 peeks: nothing is stored
 	})
 	if !ok {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	c.out = appendArray(c.out, 6)
@@ -469,7 +469,7 @@ func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) boo
 		return
 	}
 	if f.Kind != engine.KindConcurrency {
-		c.err(errWrongType)
+		c.err(ErrWrongType)
 		return
 	}
 	if c.st.conc == nil {
@@ -493,7 +493,7 @@ func cmdRelease(c *Conn, args [][]byte) {
 func cmdRenew(c *Conn, args [][]byte) {
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(errInvalidDuration(args[3]))
+		c.err(ErrInvalidDuration(args[3]))
 		return
 	}
 	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, string(args[2]), lease) })

@@ -285,7 +285,7 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 			}
 			var pe *ProtocolError
 			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, "ERR "+pe.Error())
+				c.out = appendErr(c.out, ErrProtocol(pe))
 				l.srv.rejected.Add(1)
 				c.quit = true
 				l.send(c)

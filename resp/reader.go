@@ -31,7 +31,7 @@ type ProtocolError struct {
 }
 
 // Error returns "Protocol error: " + Msg, as in Redis's error reply.
-func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+func (e *ProtocolError) Error() string { return errProtocolPrefix[len("ERR "):] + e.Msg }
 
 const (
 	// protoInlineMaxSize is Redis's PROTO_INLINE_MAX_SIZE: how many bytes
@@ -256,14 +256,14 @@ func (r *Reader) parse() (done bool, err error) {
 		n, i, ok := shortHeader(r.buf[r.r:r.w])
 		if !ok {
 			var err error
-			i, err = r.findLine('\r', "too big mbulk count string")
+			i, err = r.findLine('\r', protoBigMultibulk)
 			if err != nil || i < 0 || r.r+i+1 >= r.w {
 				return false, err // Redis also wants one byte after '\r'
 			}
-			n, ok = string2ll(r.buf[r.r+1 : r.r+i])
+			n, ok = ParseInt(r.buf[r.r+1 : r.r+i])
 		}
 		if !ok || n > MaxMultibulkLen {
-			return false, &ProtocolError{"invalid multibulk length"}
+			return false, &ProtocolError{protoMultibulkLen}
 		}
 		r.scan = 0
 		r.args = r.args[:0]
@@ -287,7 +287,7 @@ func (r *Reader) parse() (done bool, err error) {
 				r.bulkLen = int(n)
 				goto data
 			}
-			i, err := r.findLine('\r', "too big bulk count string")
+			i, err := r.findLine('\r', protoBigBulkCount)
 			if err != nil || i < 0 || start+i+1 >= r.w {
 				return false, err
 			}
@@ -295,11 +295,11 @@ func (r *Reader) parse() (done bool, err error) {
 				if c == '\r' || c == '\n' {
 					c = ' ' // as addReplyErrorFormat does
 				}
-				return false, &ProtocolError{"expected '$', got '" + string([]byte{c}) + "'"}
+				return false, &ProtocolError{protoExpected(c)}
 			}
-			n, ok := string2ll(r.buf[start+1 : start+i])
+			n, ok := ParseInt(r.buf[start+1 : start+i])
 			if !ok || n < 0 || n > int64(r.maxBulkLen) {
-				return false, &ProtocolError{"invalid bulk length"}
+				return false, &ProtocolError{protoBulkLen}
 			}
 			r.scan = 0
 			r.pos += i + 2
@@ -349,7 +349,7 @@ func shortHeader(b []byte) (n int64, cr int, ok bool) {
 
 // parseInline parses an inline request: one line split like sdssplitargs.
 func (r *Reader) parseInline() (done bool, err error) {
-	i, err := r.findLine('\n', "too big inline request")
+	i, err := r.findLine('\n', protoBigInline)
 	if err != nil || i < 0 {
 		return false, err
 	}
@@ -362,7 +362,7 @@ func (r *Reader) parseInline() (done bool, err error) {
 	args, ok := sdsSplitArgs(line, r.args[:0])
 	r.args = args
 	if !ok {
-		return false, &ProtocolError{"unbalanced quotes in request"}
+		return false, &ProtocolError{protoQuotes}
 	}
 	return true, nil
 }
@@ -447,48 +447,6 @@ func (r *Reader) grow() error {
 	copy(buf, r.buf[:r.w])
 	r.buf = buf
 	return nil
-}
-
-// string2ll parses a decimal int64 as Redis's string2ll does: optional '-',
-// no '+', no spaces, no leading zeros, not empty, no overflow.
-func string2ll(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (1<<64-1)/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > 1<<64-1-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v-1) - 1, true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // isCSpace is C's isspace in the "C" locale.

@@ -230,7 +230,7 @@ func (s *Server) serveConn(c *Conn) {
 			var pe *ProtocolError
 			c.endBatch()
 			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, "ERR "+pe.Error())
+				c.out = appendErr(c.out, ErrProtocol(pe))
 				c.flush()
 				s.rejected.Add(1)
 			}
