@@ -86,7 +86,7 @@ func (s *Server) newConn(nc net.Conn, src io.Reader) *Conn {
 	}
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.respVer.Store(2)
-	c.rd.onBatch = c.warm
+	c.rd.EnableBatch()
 	return c
 }
 

@@ -31,10 +31,6 @@ import (
 // throughput, but a p99 0.15-0.3 ms longer (PING and CL.THROTTLE at P16
 // and P1, alternating runs).
 
-// errWouldBlock is what a connection's fdReader returns when the socket has
-// nothing more to read now, or its one read for this event is spent.
-var errWouldBlock = errors.New("resp: would block")
-
 // fdReader reads a non-blocking socket for a Reader, at most budget times.
 type fdReader struct {
 	fd     int
@@ -271,47 +267,21 @@ func (l *eventLoop) takePending() {
 }
 
 // serve reads from c at most reads times and runs every complete request
-// received, sending the replies of each pipelined batch as goroutine mode
-// does: before waiting for more input, or when 64 KB are buffered.
+// received (see Conn.serve).
 func (l *eventLoop) serve(c *Conn, reads int) {
 	c.fdr.budget = reads
-	for {
-		args, err := c.rd.Next()
-		if err != nil {
-			c.endBatch()
-			if err == errWouldBlock {
-				l.flushLater(c)
-				return
-			}
-			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, ErrProtocol(pe))
-				l.srv.rejected.Add(1)
-				c.quit = true
-				l.send(c)
-				return
-			}
-			l.close(c) // EOF or a read error
-			return
-		}
-		c.exec(args)
-		if c.quit {
-			c.endBatch()
-			l.send(c)
-			return
-		}
-		if len(c.out) > 64<<10 {
-			c.endBatch()
-			if !l.send(c) || c.writing {
-				return // closed, or the client must read before we go on
-			}
-		}
-		if !c.rd.Ready() {
-			c.endBatch()
-			l.flushLater(c)
-			return
-		}
-	}
+	c.serve(l)
+}
+
+// sendNow, batchDone and close make the loop the replySender of its
+// connections: a batch's replies wait for the end of the pass
+// (flushLater), and a connection whose socket is full is not served until
+// it drains.
+func (l *eventLoop) sendNow(c *Conn) bool { return l.send(c) && !c.writing }
+
+func (l *eventLoop) batchDone(c *Conn) bool {
+	l.flushLater(c)
+	return false
 }
 
 // flushLater queues c's replies for the end of the loop's pass, when flush

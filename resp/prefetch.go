@@ -10,7 +10,7 @@ import (
 // keyspace pays, per command, two cache misses one after the other: the
 // index group, then the record the group points to (22% of the server's CPU
 // on 100,000 random keys, against 2% on one hot key). When the reader
-// queues several requests at once (batch mode, see Reader.onBatch), warm
+// queues several requests at once (batch mode, see Reader.Batch), warm
 // prefetches all their keys' index groups, then all their records, before
 // the first request runs: the fetches of a pass do not depend on one
 // another, so their misses overlap. On 100,000 live random keys (CL.WINDOW

@@ -45,11 +45,13 @@ func TestRequestKeys(t *testing.T) {
 // arguments back to back, and each one's count.
 func parsedBatch(in []byte) (args [][]byte, counts []int) {
 	r := NewReader(bytes.NewReader(in), 0)
-	r.onBatch = func(a [][]byte, n []int) {
-		args, counts = append(args, a...), append(counts, n...)
-	}
+	r.EnableBatch()
 	for {
-		if _, err := r.Next(); err != nil {
+		_, err := r.Next()
+		if a, n := r.Batch(); n != nil {
+			args, counts = append(args, a...), append(counts, n...)
+		}
+		if err != nil {
 			break
 		}
 	}
@@ -102,9 +104,13 @@ func FuzzWarm(f *testing.F) {
 	c.exec(argsOf("CL.THROTTLE", "a", "1", "1", "1"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := NewReader(bytes.NewReader(in), 0)
-		r.onBatch = c.warm
+		r.EnableBatch()
 		for {
-			if _, err := r.Next(); err != nil {
+			_, err := r.Next()
+			if args, counts := r.Batch(); counts != nil {
+				c.warm(args, counts)
+			}
+			if err != nil {
 				break
 			}
 		}

@@ -84,13 +84,14 @@ type Reader struct {
 	ioErr error // read error that came with data, returned once
 	ready bool  // Ready parsed a complete request: args holds it for Next
 
-	// Batch mode, when onBatch is set: Next and Ready parse every complete
-	// request buffered (up to aheadMax) into a queue at once, and show the
-	// queue to onBatch before handing out its first request (the server
-	// warms the batch's keys, see warm). ahead holds the queued requests'
-	// arguments back to back, aheadN each one's count; aheadAt and
-	// aheadArg locate the next one to hand out.
-	onBatch  func(args [][]byte, counts []int)
+	// Batch mode (see EnableBatch): Next and Ready parse every complete
+	// request buffered (up to aheadMax) into a queue at once, which Batch
+	// shows once before its requests are used (the server prefetches
+	// their keys). ahead holds the queued requests' arguments back to
+	// back, aheadN each one's count; aheadAt and aheadArg locate the next
+	// one to hand out; fresh says Batch has not shown the queue yet.
+	batch    bool
+	fresh    bool
 	ahead    [][]byte
 	aheadN   []int
 	aheadAt  int
@@ -112,6 +113,25 @@ func NewReader(rd io.Reader, maxBulkLen int) *Reader {
 	// MaxQueryBufferLen anyway.
 	maxBulkLen = min(maxBulkLen, 1<<50)
 	return &Reader{rd: rd, maxBulkLen: maxBulkLen, maxQuery: MaxQueryBufferLen, bulkLen: -1}
+}
+
+// EnableBatch puts the reader in batch mode: Next and Ready queue every
+// complete request buffered (up to 64) at once, and Batch shows each new
+// queue.
+func (r *Reader) EnableBatch() { r.batch = true }
+
+// Batch returns, once, the requests batch mode queued last: their
+// arguments back to back, and each one's count; nil when no queue was made
+// since the previous call. Called right after the Next that returned the
+// queue's first request, it shows that request and the ones the following
+// Next calls will return, in order. The slices are valid as long as the
+// arguments Next returns.
+func (r *Reader) Batch() (args [][]byte, counts []int) {
+	if !r.fresh {
+		return nil, nil
+	}
+	r.fresh = false
+	return r.ahead, r.aheadN
 }
 
 // Next returns the next command's arguments. The slices alias the reader's
@@ -148,7 +168,7 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		}
 	}
 	for {
-		if r.onBatch != nil {
+		if r.batch {
 			r.parseAhead()
 			if args, ok := r.pop(); ok {
 				return args, nil
@@ -175,8 +195,8 @@ func (r *Reader) Next() (args [][]byte, err error) {
 	}
 }
 
-// parseAhead queues the complete requests buffered, at most aheadMax, and
-// shows them to onBatch. The queue must be empty: the slices it held alias
+// parseAhead queues the complete requests buffered, at most aheadMax, for
+// Batch to show. The queue must be empty: the slices it held alias
 // the buffer, which only fill moves, and fill only runs once they are used.
 // A protocol error ends the queue, and Next returns it after the requests
 // before it, as it would without batch mode.
@@ -195,9 +215,7 @@ func (r *Reader) parseAhead() {
 			r.aheadN = append(r.aheadN, len(r.args))
 		}
 	}
-	if len(r.aheadN) > 0 {
-		r.onBatch(r.ahead, r.aheadN)
-	}
+	r.fresh = len(r.aheadN) > 0
 }
 
 // pop hands out the next queued request, if any.
@@ -222,7 +240,7 @@ func (r *Reader) Ready() bool {
 	if r.ready || r.perr != nil || r.aheadAt < len(r.aheadN) {
 		return true
 	}
-	if r.onBatch != nil {
+	if r.batch {
 		r.parseAhead()
 		return r.aheadAt < len(r.aheadN) || r.perr != nil
 	}

@@ -219,36 +219,13 @@ func (s *Server) Close(timeout time.Duration) {
 	}
 }
 
+// serveConn serves c from its own goroutine until it closes.
 func (s *Server) serveConn(c *Conn) {
 	defer func() {
 		c.nc.Close()
 		s.forget(c)
 	}()
-	for {
-		args, err := c.rd.Next()
-		if err != nil {
-			var pe *ProtocolError
-			c.endBatch()
-			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, ErrProtocol(pe))
-				c.flush()
-				s.rejected.Add(1)
-			}
-			return
-		}
-		c.exec(args)
-		if c.quit {
-			c.endBatch()
-			c.flush()
-			return
-		}
-		if !c.rd.Ready() || len(c.out) > 64<<10 {
-			c.endBatch()
-			if !c.flush() {
-				return
-			}
-		}
-	}
+	c.serve(goroutineSender{})
 }
 
 // totalCommands is the INFO stats total_commands_processed.
