@@ -142,9 +142,9 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 		return nil, os.NewSyscallError("setnonblock", err)
 	}
 	fdr := &fdReader{fd: fd}
-	c := l.srv.newConn(nc, fdr) // reads nc's addresses: before closing it
+	c := l.srv.newConn(nc, fdr, fd) // reads nc's addresses: before closing it
 	nc.Close()
-	c.nc, c.fd, c.fdNum, c.fdr = nil, fd, fd, fdr
+	c.nc, c.fd, c.fdr = nil, fd, fdr
 	return c, nil
 }
 
@@ -289,7 +289,7 @@ func (l *eventLoop) batchDone(c *Conn) bool {
 // other, as Redis does (beforeSleep): the client then finds several replies
 // ready at once, instead of being woken for each.
 func (l *eventLoop) flushLater(c *Conn) {
-	if !c.queued && len(c.out) > 0 {
+	if !c.queued && len(c.w.Buf) > 0 {
 		c.queued = true
 		l.dirty = append(l.dirty, c)
 	}
@@ -308,11 +308,11 @@ func (l *eventLoop) flush() {
 }
 
 // send writes c's buffered replies without blocking. What the socket does
-// not take waits in c.out while epoll watches for writability instead of
+// not take waits in c.w.Buf while epoll watches for writability instead of
 // input, so a client that does not read its replies stops being served, as
 // in Redis. send reports false when it closed the connection.
 func (l *eventLoop) send(c *Conn) bool {
-	out := c.out
+	out := c.w.Buf
 	for len(out) > 0 {
 		n, err := syscall.Write(c.fd, out)
 		if err == syscall.EINTR {
@@ -328,18 +328,14 @@ func (l *eventLoop) send(c *Conn) bool {
 		out = out[n:]
 	}
 	if len(out) > 0 {
-		c.out = c.out[:copy(c.out, out)]
+		c.w.Buf = c.w.Buf[:copy(c.w.Buf, out)]
 		if !c.writing {
 			c.writing = true
 			l.watch(c, syscall.EPOLLOUT)
 		}
 		return true
 	}
-	if cap(c.out) > 1<<20 {
-		c.out = make([]byte, 0, 4096) // don't keep a huge buffer per idle client
-	} else {
-		c.out = c.out[:0]
-	}
+	c.resetBuf()
 	if c.writing {
 		c.writing = false
 		l.watch(c, syscall.EPOLLIN)
@@ -386,7 +382,7 @@ func (l *eventLoop) release() {
 	l.takePending()
 	for _, c := range l.conns {
 		c.quit = true
-		if len(c.out) > 0 {
+		if len(c.w.Buf) > 0 {
 			l.send(c)
 		}
 		l.close(c)

@@ -30,7 +30,8 @@ type replySender interface {
 
 // serve is the one serve loop of both I/O modes: it takes the requests c's
 // reader parses (reading when none is buffered), shows each batch the
-// reader queues to prefetching, executes the requests, and has out send
+// reader queues to the session's Prefetch, has the session execute the
+// requests (and tells it when a batch ends), and has out send
 // the replies: when the reader holds no further complete request (so a
 // pipelined batch gets one write), when more than maxPendingReplies are
 // buffered, on QUIT, and after a protocol error's reply, as Redis does.
@@ -38,13 +39,13 @@ func (c *Conn) serve(out replySender) {
 	for {
 		args, err := c.rd.Next()
 		if err != nil {
-			c.endBatch()
+			c.sess.EndBatch()
 			var pe *ProtocolError
 			switch {
 			case err == errWouldBlock:
 				out.batchDone(c)
 			case errors.As(err, &pe):
-				c.out = appendErr(c.out, ErrProtocol(pe))
+				c.w.Err(ErrProtocol(pe))
 				c.srv.rejected.Add(1)
 				c.quit = true
 				out.sendNow(c)
@@ -54,22 +55,22 @@ func (c *Conn) serve(out replySender) {
 			return
 		}
 		if queue, counts := c.rd.Batch(); len(counts) > 1 {
-			c.warm(queue, counts) // one request runs at once: nothing to overlap
+			c.sess.Prefetch(queue, counts) // one request runs at once: nothing to overlap
 		}
-		c.exec(args)
-		if c.quit {
-			c.endBatch()
+		if c.sess.Exec(args) {
+			c.quit = true
+			c.sess.EndBatch()
 			out.sendNow(c)
 			return
 		}
-		if len(c.out) > maxPendingReplies {
-			c.endBatch()
+		if len(c.w.Buf) > maxPendingReplies {
+			c.sess.EndBatch()
 			if !out.sendNow(c) {
 				return
 			}
 		}
 		if !c.rd.Ready() {
-			c.endBatch()
+			c.sess.EndBatch()
 			if !out.batchDone(c) {
 				return
 			}

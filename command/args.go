@@ -1,7 +1,9 @@
-package resp
+package command
 
 import (
 	"time"
+
+	"github.com/rlserver/rlserver/resp"
 )
 
 // Argument parsers. They never touch state: a command parses everything
@@ -9,13 +11,13 @@ import (
 
 // parsePositive parses a count that must be at least 1.
 func parsePositive(b []byte) (int64, bool) {
-	n, ok := ParseInt(b)
+	n, ok := resp.ParseInt(b)
 	return n, ok && n > 0
 }
 
 // parseCost parses a request cost n, which may be 0 (a peek).
 func parseCost(b []byte) (int64, bool) {
-	n, ok := ParseInt(b)
+	n, ok := resp.ParseInt(b)
 	return n, ok && n >= 0
 }
 
@@ -40,7 +42,7 @@ func parseDuration(b []byte) (time.Duration, bool) {
 	case 'd':
 		unit, num = 24*time.Hour, b[:len(b)-1]
 	}
-	v, ok := ParseInt(num)
+	v, ok := resp.ParseInt(num)
 	if !ok || v <= 0 || v > int64(1<<63-1)/int64(unit) {
 		return 0, false
 	}
@@ -63,7 +65,7 @@ func parseSeconds(b []byte) (time.Duration, bool) {
 	var secs int64
 	if len(whole) > 0 {
 		var ok bool
-		if secs, ok = ParseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
+		if secs, ok = resp.ParseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
 			return 0, false
 		}
 	}

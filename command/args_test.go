@@ -1,10 +1,12 @@
-package resp
+package command
 
 import (
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/resp"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -156,8 +158,8 @@ func FuzzParsers(f *testing.F) {
 		if n, ok := parsePositive(b); ok && n <= 0 {
 			t.Fatalf("parsePositive(%q) = %d accepted", b, n)
 		}
-		if n, ok := ParseInt(b); ok {
-			if got, _ := ParseInt([]byte(itoa(n))); got != n {
+		if n, ok := resp.ParseInt(b); ok {
+			if got, _ := resp.ParseInt([]byte(itoa(n))); got != n {
 				t.Fatalf("parseInt round trip %q -> %d -> %d", b, n, got)
 			}
 		}

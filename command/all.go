@@ -1,10 +1,11 @@
-package resp
+package command
 
 import (
 	"slices"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -72,27 +73,27 @@ func allKeys(args, keys [][]byte) [][]byte {
 }
 
 // parseAll parses CL.ALL's arguments; on error it has replied.
-func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
+func parseAll(c *Ctx, args [][]byte) (rules []allRule, n int64, ok bool) {
 	count, ok := parsePositive(args[1])
 	if !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return nil, 0, false
 	}
 	n = 1
 	rest := args[2:]
 	if count > int64(len(rest)) {
-		c.err(ErrSyntax)
+		c.err(resp.ErrSyntax)
 		return nil, 0, false
 	}
 	rules = c.allRules[:0] // reused across calls: CL.ALL allocates nothing in steady state
 	for i := int64(0); i < count; i++ {
 		if len(rest) == 0 {
-			c.err(ErrSyntax)
+			c.err(resp.ErrSyntax)
 			return nil, 0, false
 		}
 		kind, mode, arity, known := allRuleArity(rest[0])
 		if !known || len(rest) < 1+arity {
-			c.err(ErrSyntax)
+			c.err(resp.ErrSyntax)
 			return nil, 0, false
 		}
 		r := allRule{kind: kind, mode: mode, key: rest[1]}
@@ -111,7 +112,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 				}
 			}
 			if !ok {
-				c.err(ErrNotInt)
+				c.err(resp.ErrNotInt)
 				return nil, 0, false
 			}
 		default:
@@ -121,7 +122,7 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 		}
 		for _, prev := range rules {
 			if string(prev.key) == string(r.key) {
-				c.err(ErrAllDistinctKeys)
+				c.err(resp.ErrAllDistinctKeys)
 				return nil, 0, false
 			}
 		}
@@ -132,11 +133,11 @@ func parseAll(c *Conn, args [][]byte) (rules []allRule, n int64, ok bool) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "COST"):
 		if n, ok = parseCost(rest[1]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return nil, 0, false
 		}
 	default:
-		c.err(ErrSyntax)
+		c.err(resp.ErrSyntax)
 		return nil, 0, false
 	}
 	return rules, n, true
@@ -171,7 +172,7 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 		}
 		return s.Check(now, p, n)
 	}
-	panic("resp: CL.ALL rule of unknown kind")
+	panic("command: CL.ALL rule of unknown kind")
 }
 
 // sizeRuleScratch makes room for n rules' scratch states, before ruleScratch
@@ -179,7 +180,7 @@ func (r *allRule) run(st engine.State, now, n int64, take bool) engine.Decision 
 // earlier rules in the old array, where store's "the shard kept this state"
 // (a nil) would be lost, and the next call would decode another key into a
 // state the shard owns.
-func (c *Conn) sizeRuleScratch(n int) {
+func (c *Ctx) sizeRuleScratch(n int) {
 	if len(c.allStates) < n*8 {
 		c.allStates = append(c.allStates, make([]engine.State, n*8-len(c.allStates))...)
 	}
@@ -187,7 +188,7 @@ func (c *Conn) sizeRuleScratch(n int) {
 
 // ruleScratch returns connection scratch for rule i's state (its kind's
 // slot, allocated on first use); sizeRuleScratch made room for it.
-func (c *Conn) ruleScratch(i int, kind engine.Kind) *engine.State {
+func (c *Ctx) ruleScratch(i int, kind engine.Kind) *engine.State {
 	p := &c.allStates[i*8+int(kind)]
 	if *p == nil {
 		*p = shard.NewState(kind)
@@ -265,12 +266,12 @@ func (r *allRule) store(sh *shard.Shard, now, n int64) {
 // keys are locked in index order for the whole command, so the
 // all-or-nothing decision is atomic. When a rule denies, each rule's
 // decision is what it would have answered alone.
-func cmdAll(c *Conn, args [][]byte) {
+func cmdAll(c *Ctx, args [][]byte) {
 	rules, n, ok := parseAll(c, args)
 	if !ok {
 		return
 	}
-	store := c.srv.store
+	store := c.Store()
 	defer func() {
 		clear(rules) // drop references to states
 		c.allRules = rules[:0]
@@ -294,20 +295,20 @@ func cmdAll(c *Conn, args [][]byte) {
 		}
 	}
 	for _, i := range idx {
-		c.lock(store.Shard(i))
+		c.Lock(store.Shard(i))
 	}
 	defer func() {
 		for j := len(idx) - 1; j >= 0; j-- {
-			c.unlock(store.Shard(idx[j]))
+			c.Unlock(store.Shard(idx[j]))
 		}
 	}()
-	now := c.now()
+	now := c.Now()
 	all := true
 	c.sizeRuleScratch(len(rules))
 	for i := range rules {
 		r := &rules[i]
 		if !r.find(store.Shard(r.shard), now, c.ruleScratch(i, r.kind)) {
-			c.err(ErrWrongType)
+			c.err(resp.ErrWrongType)
 			return
 		}
 		r.d = r.run(r.state, now, n, !r.boxed)
@@ -330,9 +331,9 @@ func cmdAll(c *Conn, args [][]byte) {
 			}
 		}
 	}
-	c.out = appendArray(c.out, 1+len(rules))
-	c.out = appendBool(c.out, 2, all)
+	c.W.Array(1 + len(rules))
+	c.W.Buf = resp.AppendBool(c.W.Buf, 2, all)
 	for i := range rules {
-		c.out = appendDecision(c.out, rules[i].d)
+		c.W.Buf = appendDecision(c.W.Buf, rules[i].d)
 	}
 }

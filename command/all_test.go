@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -20,17 +21,17 @@ import (
 // found again before its store.
 // TestAllAgainstReference holds cmdAll, which takes decoded copies at once
 // and finds keys again only when rules share a shard, to it.
-func cmdAllReference(c *Conn, args [][]byte) {
+func cmdAllReference(c *Ctx, args [][]byte) {
 	rules, n, ok := parseAll(c, args)
 	if !ok {
 		return
 	}
-	store := c.srv.store
+	store := c.Store()
 	for i := 0; i < store.NumShards(); i++ {
 		store.Shard(i).Lock()
 		defer store.Shard(i).Unlock()
 	}
-	now := c.now()
+	now := c.Now()
 	all := true
 	for i := range rules {
 		r := &rules[i]
@@ -38,7 +39,7 @@ func cmdAllReference(c *Conn, args [][]byte) {
 		r.shard = store.ShardIndexOf(r.h)
 		scratch := shard.NewState(r.kind) // fresh: no connection scratch
 		if !r.find(store.Shard(r.shard), now, &scratch) {
-			c.err(ErrWrongType)
+			c.err(resp.ErrWrongType)
 			return
 		}
 		if r.boxed {
@@ -61,10 +62,10 @@ func cmdAllReference(c *Conn, args [][]byte) {
 			r.store(store.Shard(r.shard), now, n)
 		}
 	}
-	c.out = appendArray(c.out, 1+len(rules))
-	c.out = appendBool(c.out, 2, all)
+	c.W.Array(1 + len(rules))
+	c.W.Buf = resp.AppendBool(c.W.Buf, 2, all)
 	for i := range rules {
-		c.out = appendDecision(c.out, rules[i].d)
+		c.W.Buf = appendDecision(c.W.Buf, rules[i].d)
 	}
 	clear(rules)
 	c.allRules = rules[:0]
@@ -110,25 +111,25 @@ func TestAllAgainstReference(t *testing.T) {
 				}
 				return fmt.Sprintf("%d %dms", limit, 500+rng.IntN(2000))
 			}
-			run := func(c *Conn, cmd string, ref bool) string {
+			run := func(c *Ctx, cmd string, ref bool) string {
 				args := bytes.Fields([]byte(cmd))
-				c.out = c.out[:0]
+				c.W.Buf = c.W.Buf[:0]
 				if ref && string(args[0]) == "CL.ALL" {
-					c.batchCmd++
+					c.sess.batchCmd++
 					cmdAllReference(c, args)
 				} else {
 					c.exec(args)
 				}
-				c.endBatch()
-				return string(c.out)
+				c.EndBatch()
+				return string(c.W.Buf)
 			}
 			var last string
 			for step := 0; step < 20000; step++ {
 				if step%50 == 0 {
 					// New connections now and then: their scratch starts
 					// empty and grows with the rule counts they see.
-					a = &Conn{srv: a.srv, proto: 2, authed: true}
-					b = &Conn{srv: b.srv, proto: 2, authed: true}
+					a = newTestCtx(a.h)
+					b = newTestCtx(b.h)
 				}
 				var cmd string
 				if rng.IntN(3) == 0 {
@@ -180,14 +181,14 @@ func TestAllAgainstReference(t *testing.T) {
 
 // stateOf describes key's live record, whatever form the shard keeps it in:
 // its kind, expiry and the compact encoding of its state.
-func stateOf(c *Conn, key string) string {
-	store := c.srv.store
+func stateOf(c *Ctx, key string) string {
+	store := c.Store()
 	h := store.Hash([]byte(key))
 	sh := store.ShardOf(h)
 	sh.Lock()
 	defer sh.Unlock()
 	f := sh.Find([]byte(key), h)
-	if !f.OK || f.Exp <= c.srv.clock.Now() {
+	if !f.OK || f.Exp <= c.h.clock.Now() {
 		return "nothing" // an expired record's content does not matter
 	}
 	st := sh.Load(f, shard.NewState(f.Kind))

@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"crypto/rand"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -39,13 +40,13 @@ type states struct {
 // Each command passes its own small take closure calling its engine's Take
 // directly: a generic helper over a Take method constraint was measured at
 // 10-18% more per command (BenchmarkExec), through dictionary calls.
-func update[T any, P statePtr[T]](c *Conn, key []byte, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
-	store := c.srv.store
+func update[T any, P statePtr[T]](c *Ctx, key []byte, now int64, sp *P, accept func(P) bool, take func(P) (engine.Decision, bool)) (d engine.Decision, ok bool) {
+	store := c.Store()
 	h := store.Hash(key)
 	sh := store.ShardOf(h)
-	c.lock(sh)
+	c.Lock(sh)
 	d, ok = updateLocked(sh, key, h, now, sp, accept, take)
-	c.unlock(sh)
+	c.Unlock(sh)
 	return d, ok
 }
 
@@ -135,7 +136,7 @@ func expireAt(now int64, d time.Duration) int64 {
 
 // appendDecision appends the contract's five-integer decision reply.
 func appendDecision(b []byte, d engine.Decision) []byte {
-	b = appendArray(b, 5)
+	b = resp.AppendArray(b, 5)
 	return appendDecisionFields(b, d)
 }
 
@@ -148,11 +149,11 @@ func appendDecisionFields(b []byte, d engine.Decision) []byte {
 	if d.RetryAfter == engine.Never {
 		retry = -1
 	}
-	b = appendInt(b, allowed)
-	b = appendInt(b, d.Limit)
-	b = appendInt(b, d.Remaining)
-	b = appendInt(b, retry)
-	return appendInt(b, ceilMs(d.ResetAfter))
+	b = resp.AppendInt(b, allowed)
+	b = resp.AppendInt(b, d.Limit)
+	b = resp.AppendInt(b, d.Remaining)
+	b = resp.AppendInt(b, retry)
+	return resp.AppendInt(b, ceilMs(d.ResetAfter))
 }
 
 // appendThrottle appends redis-cell's reply:
@@ -162,23 +163,23 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 	if d.Allowed {
 		limited, retry = 0, -1
 	}
-	b = appendArray(b, 5)
-	b = appendInt(b, limited)
-	b = appendInt(b, d.Limit)
-	b = appendInt(b, d.Remaining)
-	b = appendInt(b, retry)
-	return appendInt(b, cellSeconds(d.ResetAfter))
+	b = resp.AppendArray(b, 5)
+	b = resp.AppendInt(b, limited)
+	b = resp.AppendInt(b, d.Limit)
+	b = resp.AppendInt(b, d.Remaining)
+	b = resp.AppendInt(b, retry)
+	return resp.AppendInt(b, cellSeconds(d.ResetAfter))
 }
 
 // parseGCRA parses "max_burst count period" at args[0:3], the period with
 // periodOf; a bad period answers periodErr(period).
-func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) (p engine.GCRAParams, ok bool) {
+func parseGCRA(c *Ctx, args [][]byte, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) (p engine.GCRAParams, ok bool) {
 	if p.MaxBurst, ok = parseCost(args[0]); !ok { // 0 is allowed: a limit of 1
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return p, false
 	}
 	if p.Count, ok = parsePositive(args[1]); !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return p, false
 	}
 	if p.Period, ok = periodOf(args[2]); !ok {
@@ -189,32 +190,32 @@ func parseGCRA(c *Conn, args [][]byte, periodOf func([]byte) (time.Duration, boo
 }
 
 // replyGCRA runs the GCRA request and answers in redis-cell's form.
-func replyGCRA(c *Conn, key []byte, p engine.GCRAParams, n int64) {
-	now := c.now()
+func replyGCRA(c *Ctx, key []byte, p engine.GCRAParams, n int64) {
+	now := c.Now()
 	d, ok := update(c, key, now, &c.st.gcra, nil, func(st *engine.GCRA) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = appendThrottle(c.out, d)
+	c.W.Buf = appendThrottle(c.W.Buf, d)
 }
 
 // CL.THROTTLE key max_burst count_per_period period [quantity]
 //
 // As in redis-cell, every bad number, the period included, answers "not an
 // integer".
-func cmdThrottle(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return ErrNotInt })
+func cmdThrottle(c *Ctx, args [][]byte) {
+	p, ok := parseGCRA(c, args[2:5], parseDuration, func([]byte) string { return resp.ErrNotInt })
 	if !ok {
 		return
 	}
 	n := int64(1)
 	if len(args) == 6 {
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
@@ -222,8 +223,8 @@ func cmdThrottle(c *Conn, args [][]byte) {
 }
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
-func cmdGCRA(c *Conn, args [][]byte) {
-	p, ok := parseGCRA(c, args[2:5], parseSeconds, ErrInvalidDuration)
+func cmdGCRA(c *Ctx, args [][]byte) {
+	p, ok := parseGCRA(c, args[2:5], parseSeconds, resp.ErrInvalidDuration)
 	if !ok {
 		return
 	}
@@ -232,34 +233,34 @@ func cmdGCRA(c *Conn, args [][]byte) {
 	case len(args) == 5:
 	case len(args) == 7 && equalFold(args[5], "TOKENS"):
 		if n, ok = parseCost(args[6]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	default:
-		c.err(ErrSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
 	replyGCRA(c, args[1], p, n)
 }
 
 // parseBucket parses "capacity rate period" at args[0:3].
-func parseBucket(c *Conn, args [][]byte) (capacity, rate int64, period time.Duration, ok bool) {
+func parseBucket(c *Ctx, args [][]byte) (capacity, rate int64, period time.Duration, ok bool) {
 	if capacity, ok = parsePositive(args[0]); !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return
 	}
 	if rate, ok = parsePositive(args[1]); !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return
 	}
 	if period, ok = parseDuration(args[2]); !ok {
-		c.err(ErrInvalidDuration(args[2]))
+		c.err(resp.ErrInvalidDuration(args[2]))
 	}
 	return
 }
 
 // CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
-func cmdTokenBucket(c *Conn, args [][]byte) {
+func cmdTokenBucket(c *Ctx, args [][]byte) {
 	var p engine.TokenBucketParams
 	var ok bool
 	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
@@ -269,7 +270,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	rest := args[5:]
 	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
 		if n, ok = parseCost(rest[0]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 		rest = rest[1:]
@@ -278,27 +279,27 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
 		if p.MaxWait, ok = parseDuration(rest[1]); !ok {
-			c.err(ErrInvalidDuration(rest[1]))
+			c.err(resp.ErrInvalidDuration(rest[1]))
 			return
 		}
 	default:
-		c.err(ErrSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
-	now := c.now()
+	now := c.Now()
 	d, ok := update(c, args[1], now, &c.st.tb, nil, func(st *engine.TokenBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = appendDecision(c.out, d)
+	c.W.Buf = appendDecision(c.W.Buf, d)
 }
 
 // CL.LEAKYBUCKET key capacity rate period [n]
-func cmdLeakyBucket(c *Conn, args [][]byte) {
+func cmdLeakyBucket(c *Ctx, args [][]byte) {
 	var p engine.LeakyBucketParams
 	var ok bool
 	if p.Capacity, p.Rate, p.Period, ok = parseBucket(c, args[2:5]); !ok {
@@ -307,20 +308,20 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 	n := int64(1)
 	if len(args) == 6 {
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
-	now := c.now()
+	now := c.Now()
 	d, ok := update(c, args[1], now, &c.st.lb, nil, func(st *engine.LeakyBucket) (engine.Decision, bool) {
 		d := st.Take(now, p, n)
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = appendDecision(c.out, d)
+	c.W.Buf = appendDecision(c.W.Buf, d)
 }
 
 func parseWindowMode(b []byte) (engine.WindowMode, bool) {
@@ -336,25 +337,25 @@ func parseWindowMode(b []byte) (engine.WindowMode, bool) {
 }
 
 // parseWindow parses "limit window" at args[0:2] for mode.
-func parseWindow(c *Conn, args [][]byte, mode engine.WindowMode) (p engine.WindowParams, ok bool) {
+func parseWindow(c *Ctx, args [][]byte, mode engine.WindowMode) (p engine.WindowParams, ok bool) {
 	p.Mode = mode
 	if p.Limit, ok = parsePositive(args[0]); !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return p, false
 	}
 	if p.Window, ok = parseDuration(args[1]); !ok {
-		c.err(ErrInvalidDuration(args[1]))
+		c.err(resp.ErrInvalidDuration(args[1]))
 		return p, false
 	}
-	if mode == engine.WindowLog && p.Limit > c.srv.logMax.Load() {
-		c.err(ErrLogLimit)
+	if mode == engine.WindowLog && p.Limit > c.h.logMax.Load() {
+		c.err(resp.ErrLogLimit)
 		return p, false
 	}
 	return p, true
 }
 
 // CL.WINDOW key limit window [n] [FIXED|SLIDING|LOG]
-func cmdWindow(c *Conn, args [][]byte) {
+func cmdWindow(c *Ctx, args [][]byte) {
 	mode := engine.WindowSliding
 	n := int64(1)
 	rest := args[4:]
@@ -363,7 +364,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 		if m, isMode := parseWindowMode(rest[0]); isMode && len(rest) == 1 {
 			mode, rest = m, nil
 		} else if n, ok = parseCost(rest[0]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		} else {
 			rest = rest[1:]
@@ -371,18 +372,18 @@ func cmdWindow(c *Conn, args [][]byte) {
 	}
 	if len(rest) == 1 {
 		if mode, ok = parseWindowMode(rest[0]); !ok {
-			c.err(ErrSyntax)
+			c.err(resp.ErrSyntax)
 			return
 		}
 	} else if len(rest) > 1 {
-		c.err(ErrSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
 	p, ok := parseWindow(c, args[2:4], mode)
 	if !ok {
 		return
 	}
-	now := c.now()
+	now := c.Now()
 	sameMode := func(st *engine.Window) bool { return st.Mode() == 0 || st.Mode() == mode }
 	scratch := &c.st.win
 	if p.Mode == engine.WindowLog {
@@ -393,17 +394,17 @@ func cmdWindow(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0
 	})
 	if !ok {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = appendDecision(c.out, d)
+	c.W.Buf = appendDecision(c.W.Buf, d)
 }
 
 // newLeaseID writes an unguessable lease id to id: 96 random bits as 16
 // base64url characters. The bits come from the connection's ChaCha8 stream
 // (a cryptographically strong generator) seeded once from crypto/rand, so
 // an id costs no system call and no allocation.
-func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
+func (c *Ctx) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 	if c.ids == nil {
 		var seed [32]byte
 		rand.Read(seed[:])
@@ -415,26 +416,26 @@ func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 }
 
 // CL.ACQUIRE key limit lease [n]
-func cmdAcquire(c *Conn, args [][]byte) {
+func cmdAcquire(c *Ctx, args [][]byte) {
 	limit, ok := parsePositive(args[2])
 	if !ok {
-		c.err(ErrNotInt)
+		c.err(resp.ErrNotInt)
 		return
 	}
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(ErrInvalidDuration(args[3]))
+		c.err(resp.ErrInvalidDuration(args[3]))
 		return
 	}
 	n := int64(1)
 	if len(args) == 5 {
 		if n, ok = parseCost(args[4]); !ok {
-			c.err(ErrNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
 	var id [engine.MaxLeaseIDLen]byte
-	now := c.now()
+	now := c.Now()
 	d, ok := update(c, args[1], now, &c.st.conc, nil, func(st *engine.Concurrency) (engine.Decision, bool) {
 		// A denied request's id is drawn and dropped: cheaper than
 		// asking Check first.
@@ -443,33 +444,33 @@ func cmdAcquire(c *Conn, args [][]byte) {
 		return d, d.Allowed && n > 0 // n == 0 peeks: nothing is stored
 	})
 	if !ok {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = appendArray(c.out, 6)
-	c.out = appendDecisionFields(c.out, d)
+	c.W.Array(6)
+	c.W.Buf = appendDecisionFields(c.W.Buf, d)
 	if d.Allowed && n > 0 {
-		c.out = appendBulk(c.out, id[:])
+		c.W.Bulk(id[:])
 	} else {
-		c.out = appendNull(c.out, c.proto)
+		c.W.Null()
 	}
 }
 
 // leaseOp runs a RELEASE or RENEW on an existing concurrency key.
-func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) bool) {
-	now := c.now()
-	store := c.srv.store
+func leaseOp(c *Ctx, key []byte, op func(st *engine.Concurrency, now int64) bool) {
+	now := c.Now()
+	store := c.Store()
 	h := store.Hash(key)
 	sh := store.ShardOf(h)
-	c.lock(sh)
-	defer c.unlock(sh)
+	c.Lock(sh)
+	defer c.Unlock(sh)
 	f := sh.Live(key, h, now)
 	if !f.OK {
-		c.out = appendInt(c.out, 0)
+		c.W.Int(0)
 		return
 	}
 	if f.Kind != engine.KindConcurrency {
-		c.err(ErrWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
 	if c.st.conc == nil {
@@ -478,22 +479,22 @@ func leaseOp(c *Conn, key []byte, op func(st *engine.Concurrency, now int64) boo
 	st := sh.Load(f, c.st.conc).(*engine.Concurrency)
 	if op(st, now) {
 		keep(&c.st.conc, storeOutcome(sh, f, key, h, st, now, st.ResetAfter(now), true))
-		c.out = appendInt(c.out, 1)
+		c.W.Int(1)
 		return
 	}
-	c.out = appendInt(c.out, 0)
+	c.W.Int(0)
 }
 
 // CL.RELEASE key lease_id
-func cmdRelease(c *Conn, args [][]byte) {
+func cmdRelease(c *Ctx, args [][]byte) {
 	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Release(now, string(args[2])) })
 }
 
 // CL.RENEW key lease_id lease
-func cmdRenew(c *Conn, args [][]byte) {
+func cmdRenew(c *Ctx, args [][]byte) {
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(ErrInvalidDuration(args[3]))
+		c.err(resp.ErrInvalidDuration(args[3]))
 		return
 	}
 	leaseOp(c, args[1], func(st *engine.Concurrency, now int64) bool { return st.Renew(now, string(args[2]), lease) })
