@@ -31,10 +31,10 @@ type replySender interface {
 // serve is the one serve loop of both I/O modes: it takes the requests c's
 // reader parses (reading when none is buffered), shows each batch the
 // reader queues to the session's Prefetch, has the session execute the
-// requests (and tells it when a batch ends), and has out send
-// the replies: when the reader holds no further complete request (so a
-// pipelined batch gets one write), when more than maxPendingReplies are
-// buffered, on QUIT, and after a protocol error's reply, as Redis does.
+// requests and tells it when a batch ends, and has out send the replies:
+// when the reader holds no further complete request (so a pipelined batch
+// gets one write), when more than maxPendingReplies are buffered, on QUIT,
+// and after a protocol error's reply, as Redis does.
 func (c *Conn) serve(out replySender) {
 	for {
 		args, err := c.rd.Next()
