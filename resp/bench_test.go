@@ -1,4 +1,4 @@
-package resp
+package resp_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/rlserver/rlserver/command"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -47,17 +49,18 @@ func benchBatch(key func(i int) string) []byte {
 	return b
 }
 
-// benchServer starts a server with an in-memory store whose logger
-// discards, and serves one end of conn pair made by dial.
-func benchServer(b *testing.B, serverSide net.Conn) *Server {
+// newServer returns a server running rlserver's commands over an
+// in-memory store, whose logger discards.
+func newServer(cfg resp.Config) *resp.Server {
+	cfg.Logger = log.New(io.Discard, "", 0)
+	return resp.New(cfg, command.New(command.Config{}, shard.New(shard.Options{}), shard.NewClock()))
+}
+
+// benchServer starts such a server and serves one end of a conn pair.
+func benchServer(b *testing.B, serverSide net.Conn) *resp.Server {
 	b.Helper()
-	s := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
-	c := s.newConn(serverSide, serverSide)
-	s.mu.Lock()
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go s.serveConn(c)
+	s := newServer(resp.Config{})
+	s.ServeConn(serverSide)
 	return s
 }
 
@@ -129,7 +132,7 @@ func BenchmarkPipeline16(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			client, server := net.Pipe()
 			s := benchServer(b, server)
-			defer s.wg.Wait()
+			defer s.Wait()
 			defer client.Close()
 			benchPipeline16(b, client, pipelineBatches(hot))
 		})
@@ -145,7 +148,7 @@ func BenchmarkPipeline16TCP(b *testing.B) {
 			name = "keys=hot"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
+			s := newServer(resp.Config{})
 			if err := s.Listen("127.0.0.1:0"); err != nil {
 				b.Fatal(err)
 			}

@@ -1,35 +1,64 @@
 package resp
 
-// Error replies, Redis's texts to the letter; the first word is the code
-// clients map on.
+import "strings"
+
+// Every error reply rlserver sends, Redis's texts to the letter; the first
+// word is the code clients map on. They live here, in the protocol package,
+// because error replies are part of the wire: the reader's protocol errors
+// need them, resp must not depend on the command package, and the command
+// package already depends on resp for its reply writer, so both use this
+// one file without a further package.
 const (
-	errSyntax      = "ERR syntax error"
-	errNotInt      = "ERR value is not an integer or out of range"
-	errWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	errNoAuth      = "NOAUTH Authentication required."
-	errWrongPass   = "WRONGPASS invalid username-password pair or user is disabled."
-	errNoPassSet   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	errDBIndex     = "ERR DB index is out of range"
-	errNestedMulti = "ERR MULTI calls can not be nested"
-	errExecNoMulti = "ERR EXEC without MULTI"
-	errDiscardNoMu = "ERR DISCARD without MULTI"
-	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
-	errNoProto     = "NOPROTO unsupported protocol version"
-	errLogLimit    = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
-	errAllDistinct = "ERR CL.ALL rules must name distinct keys"
-	errDebugOff    = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrSyntax           = "ERR syntax error"
+	ErrNotInt           = "ERR value is not an integer or out of range"
+	ErrWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNoAuth           = "NOAUTH Authentication required."
+	ErrWrongPass        = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrNoPassSet        = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrDBIndex          = "ERR DB index is out of range"
+	ErrNestedMulti      = "ERR MULTI calls can not be nested"
+	ErrExecNoMulti      = "ERR EXEC without MULTI"
+	ErrDiscardNoMulti   = "ERR DISCARD without MULTI"
+	ErrExecAbort        = "EXECABORT Transaction discarded because of previous errors."
+	ErrNotInMulti       = "ERR Command not allowed inside a transaction"
+	ErrNoProto          = "NOPROTO unsupported protocol version"
+	ErrHelloProto       = "ERR Protocol version is not an integer or out of range"
+	ErrHelloNoAuth      = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	ErrClientName       = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrClientID         = "ERR Invalid client ID"
+	ErrInvalidCursor    = "ERR invalid cursor"
+	ErrDebugOff         = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	ErrShutdown         = "ERR Errors trying to SHUTDOWN. Check logs."
+	ErrPersistenceOff   = "ERR persistence is off (--dir '')"
+	ErrLogLimit         = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
+	ErrAllDistinctKeys  = "ERR CL.ALL rules must name distinct keys"
+	errProtocolPrefix   = "ERR Protocol error: "
+	protoMultibulkLen   = "invalid multibulk length"
+	protoBulkLen        = "invalid bulk length"
+	protoQuotes         = "unbalanced quotes in request"
+	protoBigInline      = "too big inline request"
+	protoBigMultibulk   = "too big mbulk count string"
+	protoBigBulkCount   = "too big bulk count string"
+	protoExpectedDollar = "expected '$', got '"
 )
 
-func errWrongArgs(name string) string {
+// ErrProtocol is the reply to a malformed request, before the server
+// closes the connection.
+func ErrProtocol(e *ProtocolError) string { return errProtocolPrefix + e.Msg }
+
+// protoExpected is the text for a bulk header that does not start with '$'.
+func protoExpected(c byte) string { return protoExpectedDollar + string([]byte{c}) + "'" }
+
+func ErrWrongArgs(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }
 
-func errInvalidDuration(arg []byte) string {
+func ErrInvalidDuration(arg []byte) string {
 	return "ERR invalid duration '" + string(arg) + "'"
 }
 
-// errUnknownCommand is Redis's text, trailing space included.
-func errUnknownCommand(args [][]byte) string {
+// ErrUnknownCommand is Redis's text, trailing space included.
+func ErrUnknownCommand(args [][]byte) string {
 	s := "ERR unknown command '" + trunc(args[0]) + "', with args beginning with: "
 	for _, a := range args[1:] {
 		s += "'" + trunc(a) + "' "
@@ -37,9 +66,44 @@ func errUnknownCommand(args [][]byte) string {
 	return s
 }
 
-func errUnknownSubcommand(container string, sub []byte) string {
-	return "ERR unknown subcommand '" + trunc(sub) + "'. Try " + upper(container) + " HELP."
+func ErrUnknownSubcommand(container string, sub []byte) string {
+	return "ERR unknown subcommand '" + trunc(sub) + "'. Try " + strings.ToUpper(container) + " HELP."
 }
+
+func ErrHelloOption(opt []byte) string {
+	return "ERR Syntax error in HELLO option '" + trunc(opt) + "'"
+}
+
+func ErrUnrecognizedOption(opt []byte) string {
+	return "ERR Unrecognized option '" + trunc(opt) + "'"
+}
+
+// ErrClientAttr is CLIENT SETINFO's refusal of a value; attr is upper case.
+func ErrClientAttr(attr string) string {
+	return "ERR " + attr + " cannot contain spaces, newlines or special characters."
+}
+
+func ErrUnknownType(name []byte) string {
+	return "ERR unknown type name '" + trunc(name) + "'"
+}
+
+// ErrConfigImmutable, ErrConfigUnknown and ErrConfigValue are CONFIG SET's
+// refusals; name is the parameter in lower case.
+func ErrConfigImmutable(name string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config"
+}
+
+func ErrConfigUnknown(arg []byte) string {
+	return "ERR Unknown option or number of arguments for CONFIG SET - '" + trunc(arg) + "'"
+}
+
+func ErrConfigValue(name string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer"
+}
+
+// ErrFailed reports an error of the server's own (a failed save or
+// checkpoint) as a generic ERR reply.
+func ErrFailed(err error) string { return "ERR " + err.Error() }
 
 func trunc(b []byte) string {
 	if len(b) > 128 {

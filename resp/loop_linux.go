@@ -31,10 +31,6 @@ import (
 // throughput, but a p99 0.15-0.3 ms longer (PING and CL.THROTTLE at P16
 // and P1, alternating runs).
 
-// errWouldBlock is what a connection's fdReader returns when the socket has
-// nothing more to read now, or its one read for this event is spent.
-var errWouldBlock = errors.New("resp: would block")
-
 // fdReader reads a non-blocking socket for a Reader, at most budget times.
 type fdReader struct {
 	fd     int
@@ -146,9 +142,9 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 		return nil, os.NewSyscallError("setnonblock", err)
 	}
 	fdr := &fdReader{fd: fd}
-	c := l.srv.newConn(nc, fdr) // reads nc's addresses: before closing it
+	c := l.srv.newConn(nc, fdr, fd) // reads nc's addresses: before closing it
 	nc.Close()
-	c.nc, c.fd, c.fdNum, c.fdr = nil, fd, fd, fdr
+	c.nc, c.fd, c.fdr = nil, fd, fdr
 	return c, nil
 }
 
@@ -271,47 +267,21 @@ func (l *eventLoop) takePending() {
 }
 
 // serve reads from c at most reads times and runs every complete request
-// received, sending the replies of each pipelined batch as goroutine mode
-// does: before waiting for more input, or when 64 KB are buffered.
+// received (see Conn.serve).
 func (l *eventLoop) serve(c *Conn, reads int) {
 	c.fdr.budget = reads
-	for {
-		args, err := c.rd.Next()
-		if err != nil {
-			c.endBatch()
-			if err == errWouldBlock {
-				l.flushLater(c)
-				return
-			}
-			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, "ERR "+pe.Error())
-				l.srv.rejected.Add(1)
-				c.quit = true
-				l.send(c)
-				return
-			}
-			l.close(c) // EOF or a read error
-			return
-		}
-		c.exec(args)
-		if c.quit {
-			c.endBatch()
-			l.send(c)
-			return
-		}
-		if len(c.out) > 64<<10 {
-			c.endBatch()
-			if !l.send(c) || c.writing {
-				return // closed, or the client must read before we go on
-			}
-		}
-		if !c.rd.Ready() {
-			c.endBatch()
-			l.flushLater(c)
-			return
-		}
-	}
+	c.serve(l)
+}
+
+// sendNow, batchDone and close make the loop the replySender of its
+// connections: a batch's replies wait for the end of the pass
+// (flushLater), and a connection whose socket is full is not served until
+// it drains.
+func (l *eventLoop) sendNow(c *Conn) bool { return l.send(c) && !c.writing }
+
+func (l *eventLoop) batchDone(c *Conn) bool {
+	l.flushLater(c)
+	return false
 }
 
 // flushLater queues c's replies for the end of the loop's pass, when flush
@@ -319,7 +289,7 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 // other, as Redis does (beforeSleep): the client then finds several replies
 // ready at once, instead of being woken for each.
 func (l *eventLoop) flushLater(c *Conn) {
-	if !c.queued && len(c.out) > 0 {
+	if !c.queued && len(c.w.Buf) > 0 {
 		c.queued = true
 		l.dirty = append(l.dirty, c)
 	}
@@ -338,11 +308,11 @@ func (l *eventLoop) flush() {
 }
 
 // send writes c's buffered replies without blocking. What the socket does
-// not take waits in c.out while epoll watches for writability instead of
+// not take waits in c.w.Buf while epoll watches for writability instead of
 // input, so a client that does not read its replies stops being served, as
 // in Redis. send reports false when it closed the connection.
 func (l *eventLoop) send(c *Conn) bool {
-	out := c.out
+	out := c.w.Buf
 	for len(out) > 0 {
 		n, err := syscall.Write(c.fd, out)
 		if err == syscall.EINTR {
@@ -358,18 +328,14 @@ func (l *eventLoop) send(c *Conn) bool {
 		out = out[n:]
 	}
 	if len(out) > 0 {
-		c.out = c.out[:copy(c.out, out)]
+		c.w.Buf = c.w.Buf[:copy(c.w.Buf, out)]
 		if !c.writing {
 			c.writing = true
 			l.watch(c, syscall.EPOLLOUT)
 		}
 		return true
 	}
-	if cap(c.out) > 1<<20 {
-		c.out = make([]byte, 0, 4096) // don't keep a huge buffer per idle client
-	} else {
-		c.out = c.out[:0]
-	}
+	c.resetBuf()
 	if c.writing {
 		c.writing = false
 		l.watch(c, syscall.EPOLLIN)
@@ -416,7 +382,7 @@ func (l *eventLoop) release() {
 	l.takePending()
 	for _, c := range l.conns {
 		c.quit = true
-		if len(c.out) > 0 {
+		if len(c.w.Buf) > 0 {
 			l.send(c)
 		}
 		l.close(c)

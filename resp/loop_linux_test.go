@@ -1,17 +1,16 @@
 //go:build linux
 
-package resp
+package resp_test
 
 import (
 	"bufio"
 	"io"
-	"log"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rlserver/rlserver/shard"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // TestEventLoopsServeAndClose drives a server with two event loops in
@@ -20,7 +19,7 @@ import (
 // exact replies; Close then closes every one of them (the clients see EOF)
 // and leaves the server counting none.
 func TestEventLoopsServeAndClose(t *testing.T) {
-	s := New(Config{Logger: log.New(io.Discard, "", 0), EventLoops: 2}, shard.New(shard.Options{}), shard.NewClock())
+	s := newServer(resp.Config{EventLoops: 2})
 	if err := s.Listen("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +68,12 @@ func TestEventLoopsServeAndClose(t *testing.T) {
 	if denied != n*12-10 {
 		t.Fatalf("%d of %d calls denied, want %d", denied, n*12, n*12-10)
 	}
-	if got := s.numConns(); got != n {
+	if got := s.NumConns(); got != n {
 		t.Fatalf("server counts %d connections, want %d", got, n)
 	}
 
 	s.Close(10 * time.Second)
-	if got := s.numConns(); got != 0 {
+	if got := s.NumConns(); got != 0 {
 		t.Fatalf("after Close the server counts %d connections, want 0", got)
 	}
 	for i, rd := range readers {

@@ -31,7 +31,7 @@ type ProtocolError struct {
 }
 
 // Error returns "Protocol error: " + Msg, as in Redis's error reply.
-func (e *ProtocolError) Error() string { return "Protocol error: " + e.Msg }
+func (e *ProtocolError) Error() string { return errProtocolPrefix[len("ERR "):] + e.Msg }
 
 const (
 	// protoInlineMaxSize is Redis's PROTO_INLINE_MAX_SIZE: how many bytes
@@ -84,13 +84,14 @@ type Reader struct {
 	ioErr error // read error that came with data, returned once
 	ready bool  // Ready parsed a complete request: args holds it for Next
 
-	// Batch mode, when onBatch is set: Next and Ready parse every complete
-	// request buffered (up to aheadMax) into a queue at once, and show the
-	// queue to onBatch before handing out its first request (the server
-	// warms the batch's keys, see warm). ahead holds the queued requests'
-	// arguments back to back, aheadN each one's count; aheadAt and
-	// aheadArg locate the next one to hand out.
-	onBatch  func(args [][]byte, counts []int)
+	// Batch mode (see EnableBatch): Next and Ready parse every complete
+	// request buffered (up to aheadMax) into a queue at once, which Batch
+	// shows once before its requests are used (the server prefetches
+	// their keys). ahead holds the queued requests' arguments back to
+	// back, aheadN each one's count; aheadAt and aheadArg locate the next
+	// one to hand out; fresh says Batch has not shown the queue yet.
+	batch    bool
+	fresh    bool
 	ahead    [][]byte
 	aheadN   []int
 	aheadAt  int
@@ -112,6 +113,25 @@ func NewReader(rd io.Reader, maxBulkLen int) *Reader {
 	// MaxQueryBufferLen anyway.
 	maxBulkLen = min(maxBulkLen, 1<<50)
 	return &Reader{rd: rd, maxBulkLen: maxBulkLen, maxQuery: MaxQueryBufferLen, bulkLen: -1}
+}
+
+// EnableBatch puts the reader in batch mode: Next and Ready queue every
+// complete request buffered (up to 64) at once, and Batch shows each new
+// queue.
+func (r *Reader) EnableBatch() { r.batch = true }
+
+// Batch returns, once, the requests batch mode queued last: their
+// arguments back to back, and each one's count; nil when no queue was made
+// since the previous call. Called right after the Next that returned the
+// queue's first request, it shows that request and the ones the following
+// Next calls will return, in order. The slices are valid as long as the
+// arguments Next returns.
+func (r *Reader) Batch() (args [][]byte, counts []int) {
+	if !r.fresh {
+		return nil, nil
+	}
+	r.fresh = false
+	return r.ahead, r.aheadN
 }
 
 // Next returns the next command's arguments. The slices alias the reader's
@@ -148,7 +168,7 @@ func (r *Reader) Next() (args [][]byte, err error) {
 		}
 	}
 	for {
-		if r.onBatch != nil {
+		if r.batch {
 			r.parseAhead()
 			if args, ok := r.pop(); ok {
 				return args, nil
@@ -175,8 +195,8 @@ func (r *Reader) Next() (args [][]byte, err error) {
 	}
 }
 
-// parseAhead queues the complete requests buffered, at most aheadMax, and
-// shows them to onBatch. The queue must be empty: the slices it held alias
+// parseAhead queues the complete requests buffered, at most aheadMax, for
+// Batch to show. The queue must be empty: the slices it held alias
 // the buffer, which only fill moves, and fill only runs once they are used.
 // A protocol error ends the queue, and Next returns it after the requests
 // before it, as it would without batch mode.
@@ -195,9 +215,7 @@ func (r *Reader) parseAhead() {
 			r.aheadN = append(r.aheadN, len(r.args))
 		}
 	}
-	if len(r.aheadN) > 0 {
-		r.onBatch(r.ahead, r.aheadN)
-	}
+	r.fresh = len(r.aheadN) > 0
 }
 
 // pop hands out the next queued request, if any.
@@ -222,7 +240,7 @@ func (r *Reader) Ready() bool {
 	if r.ready || r.perr != nil || r.aheadAt < len(r.aheadN) {
 		return true
 	}
-	if r.onBatch != nil {
+	if r.batch {
 		r.parseAhead()
 		return r.aheadAt < len(r.aheadN) || r.perr != nil
 	}
@@ -256,14 +274,14 @@ func (r *Reader) parse() (done bool, err error) {
 		n, i, ok := shortHeader(r.buf[r.r:r.w])
 		if !ok {
 			var err error
-			i, err = r.findLine('\r', "too big mbulk count string")
+			i, err = r.findLine('\r', protoBigMultibulk)
 			if err != nil || i < 0 || r.r+i+1 >= r.w {
 				return false, err // Redis also wants one byte after '\r'
 			}
-			n, ok = string2ll(r.buf[r.r+1 : r.r+i])
+			n, ok = ParseInt(r.buf[r.r+1 : r.r+i])
 		}
 		if !ok || n > MaxMultibulkLen {
-			return false, &ProtocolError{"invalid multibulk length"}
+			return false, &ProtocolError{protoMultibulkLen}
 		}
 		r.scan = 0
 		r.args = r.args[:0]
@@ -287,7 +305,7 @@ func (r *Reader) parse() (done bool, err error) {
 				r.bulkLen = int(n)
 				goto data
 			}
-			i, err := r.findLine('\r', "too big bulk count string")
+			i, err := r.findLine('\r', protoBigBulkCount)
 			if err != nil || i < 0 || start+i+1 >= r.w {
 				return false, err
 			}
@@ -295,11 +313,11 @@ func (r *Reader) parse() (done bool, err error) {
 				if c == '\r' || c == '\n' {
 					c = ' ' // as addReplyErrorFormat does
 				}
-				return false, &ProtocolError{"expected '$', got '" + string([]byte{c}) + "'"}
+				return false, &ProtocolError{protoExpected(c)}
 			}
-			n, ok := string2ll(r.buf[start+1 : start+i])
+			n, ok := ParseInt(r.buf[start+1 : start+i])
 			if !ok || n < 0 || n > int64(r.maxBulkLen) {
-				return false, &ProtocolError{"invalid bulk length"}
+				return false, &ProtocolError{protoBulkLen}
 			}
 			r.scan = 0
 			r.pos += i + 2
@@ -349,7 +367,7 @@ func shortHeader(b []byte) (n int64, cr int, ok bool) {
 
 // parseInline parses an inline request: one line split like sdssplitargs.
 func (r *Reader) parseInline() (done bool, err error) {
-	i, err := r.findLine('\n', "too big inline request")
+	i, err := r.findLine('\n', protoBigInline)
 	if err != nil || i < 0 {
 		return false, err
 	}
@@ -362,7 +380,7 @@ func (r *Reader) parseInline() (done bool, err error) {
 	args, ok := sdsSplitArgs(line, r.args[:0])
 	r.args = args
 	if !ok {
-		return false, &ProtocolError{"unbalanced quotes in request"}
+		return false, &ProtocolError{protoQuotes}
 	}
 	return true, nil
 }
@@ -447,48 +465,6 @@ func (r *Reader) grow() error {
 	copy(buf, r.buf[:r.w])
 	r.buf = buf
 	return nil
-}
-
-// string2ll parses a decimal int64 as Redis's string2ll does: optional '-',
-// no '+', no spaces, no leading zeros, not empty, no overflow.
-func string2ll(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (1<<64-1)/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > 1<<64-1-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v-1) - 1, true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }
 
 // isCSpace is C's isspace in the "C" locale.

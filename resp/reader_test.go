@@ -19,7 +19,7 @@ type readMode int
 const (
 	readPlain    readMode = iota // Next only
 	readBuffered                 // Ready after each command, as the server calls it
-	readBatch                    // batch mode (onBatch) and Ready, as the server runs
+	readBatch                    // batch mode (EnableBatch, Batch) and Ready, as the server runs
 )
 
 var readModes = []readMode{readPlain, readBuffered, readBatch}
@@ -36,32 +36,38 @@ func strs(args [][]byte) []string {
 
 // readAllBuffered reads commands from rd until Next fails and returns them
 // with the error, driving the reader as mode says. In batch mode it also
-// checks that onBatch is shown exactly the requests Next then returns, in
-// order, and only once the previous batch is used up.
+// checks, as the server uses it, that Batch shows exactly the requests Next
+// then returns, in order, and a new queue only once the previous one is
+// used up.
 func readAllBuffered(rd io.Reader, maxBulkLen int, mode readMode) ([][]string, error) {
 	r := NewReader(rd, maxBulkLen)
-	var shown [][]string // shown to onBatch, not yet returned by Next
-	var batchErr error
 	if mode == readBatch {
-		r.onBatch = func(args [][]byte, counts []int) {
-			if len(shown) > 0 && batchErr == nil {
-				batchErr = fmt.Errorf("onBatch called with %q still to return", shown)
-			}
-			for _, n := range counts {
-				shown = append(shown, strs(args[:n]))
-				args = args[n:]
-			}
+		r.EnableBatch()
+	}
+	var shown [][]string // shown by Batch, not yet returned by Next
+	showBatch := func() error {
+		args, counts := r.Batch()
+		if counts == nil {
+			return nil
 		}
+		if len(shown) > 0 {
+			return fmt.Errorf("Batch showed a new queue with %q still to return", shown)
+		}
+		for _, n := range counts {
+			shown = append(shown, strs(args[:n]))
+			args = args[n:]
+		}
+		return nil
 	}
 	var cmds [][]string
 	for {
 		args, err := r.Next()
-		if batchErr != nil {
-			return cmds, batchErr
+		if err := showBatch(); err != nil {
+			return cmds, err
 		}
 		if err != nil {
 			if len(shown) > 0 {
-				return cmds, fmt.Errorf("onBatch showed %q, Next never returned them", shown)
+				return cmds, fmt.Errorf("Batch showed %q, Next never returned them", shown)
 			}
 			return cmds, err
 		}
@@ -71,9 +77,11 @@ func readAllBuffered(rd io.Reader, maxBulkLen int, mode readMode) ([][]string, e
 		cmd := strs(args)
 		if mode == readBatch {
 			if len(shown) == 0 || !reflect.DeepEqual(shown[0], cmd) {
-				return cmds, fmt.Errorf("Next returned %q, onBatch showed %q", cmd, shown)
+				return cmds, fmt.Errorf("Next returned %q, Batch showed %q", cmd, shown)
 			}
 			shown = shown[1:]
+		} else if a, n := r.Batch(); a != nil || n != nil {
+			return cmds, fmt.Errorf("Batch showed %q outside batch mode", a)
 		}
 		cmds = append(cmds, cmd)
 		if mode != readPlain {
@@ -217,7 +225,7 @@ func TestReaderReadyAfterNext(t *testing.T) {
 		name   string
 		chunks []string
 		want   []bool // Ready after each Next
-		batch  bool   // onBatch set
+		batch  bool   // batch mode
 	}{
 		{"batch", []string{ping + ping + ping}, []bool{true, true, false}, false},
 		{"two batches", []string{ping + ping, ping}, []bool{true, false, false}, false},
@@ -239,7 +247,7 @@ func TestReaderReadyAfterNext(t *testing.T) {
 		}
 		r := NewReader(s, 0)
 		if tc.batch {
-			r.onBatch = func([][]byte, []int) {}
+			r.EnableBatch()
 		}
 		if r.Ready() {
 			t.Errorf("%s: Ready before any read", tc.name)
@@ -291,7 +299,7 @@ func TestReaderProtocolErrorSticky(t *testing.T) {
 func testReaderProtocolErrorSticky(t *testing.T, batch bool) {
 	r := NewReader(strings.NewReader("PING\r\n*x\r\nPING\r\n"), 0)
 	if batch {
-		r.onBatch = func([][]byte, []int) {}
+		r.EnableBatch()
 	}
 	if _, err := r.Next(); err != nil {
 		t.Fatal(err)
@@ -324,7 +332,7 @@ func testReaderLargeBulk(t *testing.T, batch bool) {
 	in := "*2\r\n$3\r\nSET\r\n$1048576\r\n" + strings.Repeat("v", n) + "\r\nPING\r\n"
 	r := NewReader(&chunkReader{data: []byte(in), sizes: []int{1000, 1, 4093}}, 0)
 	if batch {
-		r.onBatch = func([][]byte, []int) {}
+		r.EnableBatch()
 	}
 	args, err := r.Next()
 	if err != nil || len(args) != 2 || len(args[1]) != n {
@@ -415,7 +423,7 @@ func TestReaderZeroAllocs(t *testing.T) {
 	for i, batch := range [][]byte{throttleBatch(16), bytes.Repeat([]byte("CL.THROTTLE key 15 30 60\r\n"), 16), throttleBatch(16)} {
 		r := NewReader(&repeatReader{batch}, 0)
 		if i == 2 { // batch mode, as the server reads
-			r.onBatch = func([][]byte, []int) {}
+			r.EnableBatch()
 		}
 		allocs := testing.AllocsPerRun(100, func() {
 			for range 16 {

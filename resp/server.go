@@ -1,110 +1,60 @@
-// Package resp is rlserver's protocol layer: the RESP2/RESP3 server, the
-// per-connection state, the command table and the command handlers.
+// Package resp is rlserver's protocol layer: the RESP2/RESP3 request
+// reader, the reply writer, the connections (a goroutine each, or event
+// loops) and the server that accepts and tracks them. What a request does
+// is up to the Handler the server is given.
 package resp
 
 import (
 	"errors"
 	"log"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rlserver/rlserver/shard"
 )
-
-// Version is rlserver's version, reported in INFO as rlserver_version.
-const Version = "0.1.0"
-
-// redisVersion is the Redis version whose behaviour rlserver follows; HELLO
-// and INFO report it so that clients gating features on it work unchanged.
-const redisVersion = "7.4.0"
 
 // Config is the server's configuration. The zero value of each field means
 // its default.
 type Config struct {
-	// RequirePass is the password AUTH and HELLO ... AUTH require ("" none).
-	RequirePass string
 	// ProtoMaxBulkLen bounds one request argument in bytes. Default 1 MB.
 	ProtoMaxBulkLen int
-	// EnableDebug enables the DEBUG command (tests only).
-	EnableDebug bool
-	// LogMaxLimit is the largest limit CL.WINDOW ... LOG accepts. Default 10000.
-	LogMaxLimit int64
-	// Persistence backs SAVE, BGSAVE, LASTSAVE and INFO persistence; nil
-	// means in memory only.
-	Persistence Persistence
 	// Logger receives the server's log lines. Default: the standard logger.
 	Logger *log.Logger
-	// Settings are reported read-only by CONFIG GET (bind, port, dir, ...).
-	Settings map[string]string
 	// EventLoops is how many event loops serve the connections (see
 	// loop_linux.go); 0 means a goroutine per connection, the only mode
 	// outside Linux.
 	EventLoops int
-	// OnShutdown is called by SHUTDOWN after replying is no longer needed;
-	// save tells whether to flush first. Default: nothing.
-	OnShutdown func(save bool)
 }
 
-// Persistence is what the protocol layer needs from the persistence layer.
-type Persistence interface {
-	// Save flushes every change to disk and syncs it.
-	Save() error
-	// BGSave starts a flush in the background; it fails if one is running.
-	BGSave() error
-	// LastSave returns the Unix time (s) of the last successful save.
-	LastSave() int64
-	// Info returns the fields of INFO's persistence section, in order.
-	Info() [][2]string
-	// Checkpoint flushes, then writes a consistent copy of the store to
-	// dir (which must not exist yet).
-	Checkpoint(dir string) error
-}
-
-// Server serves the Redis protocol over a shard.Store.
+// Server serves the Redis protocol, running requests through its Handler.
 type Server struct {
-	store *shard.Store
-	clock *shard.Clock
-	table *Table
-	cfg   Config
-
-	requirePass atomic.Pointer[string]
-	maxBulk     atomic.Int64
-	logMax      atomic.Int64
-	maxMemory   atomic.Int64
+	handler Handler
+	cfg     Config
+	maxBulk atomic.Int64
 
 	ln       net.Listener
 	loops    []*eventLoop
 	nextLoop int
-	started  time.Time
 	nextID   atomic.Int64
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
 	closing  bool
 	wg       sync.WaitGroup
-	doneCmds atomic.Int64 // commands of closed connections
 	totConns atomic.Int64
 	rejected atomic.Int64 // connections dropped for protocol errors
 }
 
-// New returns a server over store, reading time from clock.
-func New(cfg Config, store *shard.Store, clock *shard.Clock) *Server {
+// New returns a server whose connections run their requests through h.
+func New(cfg Config, h Handler) *Server {
 	if cfg.ProtoMaxBulkLen <= 0 {
 		cfg.ProtoMaxBulkLen = 1 << 20
-	}
-	if cfg.LogMaxLimit <= 0 {
-		cfg.LogMaxLimit = 10000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = log.Default()
 	}
-	s := &Server{store: store, clock: clock, cfg: cfg, conns: make(map[*Conn]struct{}), started: time.Now()}
-	pass := cfg.RequirePass
-	s.requirePass.Store(&pass)
+	s := &Server{handler: h, cfg: cfg, conns: make(map[*Conn]struct{})}
 	s.maxBulk.Store(int64(cfg.ProtoMaxBulkLen))
-	s.logMax.Store(cfg.LogMaxLimit)
-	s.table = newTable(commandTable())
 	return s
 }
 
@@ -125,8 +75,13 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
-// Addr returns the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+// Addr returns the address the server listens on (nil before Listen).
+func (s *Server) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
 
 // Serve accepts connections until Close. It returns nil after Close.
 func (s *Server) Serve() error {
@@ -157,12 +112,13 @@ func (s *Server) Serve() error {
 				continue
 			}
 		} else {
-			c = s.newConn(nc, nc)
+			c = s.newConn(nc, nc, -1)
 		}
 		s.mu.Lock()
 		if s.closing {
 			s.mu.Unlock()
 			c.closeNow()
+			c.sess.Close()
 			continue
 		}
 		s.conns[c] = struct{}{}
@@ -182,7 +138,7 @@ func (s *Server) forget(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.doneCmds.Add(c.cmds.Load())
+	c.sess.Close()
 	s.wg.Done()
 }
 
@@ -219,60 +175,55 @@ func (s *Server) Close(timeout time.Duration) {
 	}
 }
 
+// serveConn serves c from its own goroutine until it closes.
 func (s *Server) serveConn(c *Conn) {
 	defer func() {
 		c.nc.Close()
 		s.forget(c)
 	}()
-	for {
-		args, err := c.rd.Next()
-		if err != nil {
-			var pe *ProtocolError
-			c.endBatch()
-			if errors.As(err, &pe) {
-				c.out = appendErr(c.out, "ERR "+pe.Error())
-				c.flush()
-				s.rejected.Add(1)
-			}
-			return
-		}
-		c.exec(args)
-		if c.quit {
-			c.endBatch()
-			c.flush()
-			return
-		}
-		if !c.rd.Ready() || len(c.out) > 64<<10 {
-			c.endBatch()
-			if !c.flush() {
-				return
-			}
-		}
-	}
+	c.serve(goroutineSender{})
 }
 
-// totalCommands is the INFO stats total_commands_processed.
-func (s *Server) totalCommands() int64 {
-	n := s.doneCmds.Load()
+// Clients lists the connections the server serves, by ID.
+func (s *Server) Clients() []Client {
 	s.mu.Lock()
+	cs := make([]Client, 0, len(s.conns))
 	for c := range s.conns {
-		n += c.cmds.Load()
+		cs = append(cs, Client{ConnInfo: c.info, Session: c.sess})
 	}
 	s.mu.Unlock()
-	return n
+	slices.SortFunc(cs, func(a, b Client) int { return int(a.ID - b.ID) })
+	return cs
 }
 
-func (s *Server) numConns() int {
+// NumConns returns how many connections the server serves.
+func (s *Server) NumConns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
 }
 
-func (s *Server) logf(format string, args ...any) { s.cfg.Logger.Printf(format, args...) }
-
-// SetMaxMemory applies a memory bound (bytes, 0 none) as CONFIG SET
-// maxmemory would.
-func (s *Server) SetMaxMemory(n int64) {
-	s.maxMemory.Store(n)
-	s.store.SetMaxMemory(n)
+// Stats are the server's counters, for INFO stats.
+type Stats struct {
+	ConnectionsReceived int64
+	ProtocolErrors      int64 // connections closed for a malformed request
 }
+
+func (s *Server) Stats() Stats {
+	return Stats{ConnectionsReceived: s.totConns.Load(), ProtocolErrors: s.rejected.Load()}
+}
+
+// ResetStats zeroes the counters (CONFIG RESETSTAT).
+func (s *Server) ResetStats() {
+	s.totConns.Store(0)
+	s.rejected.Store(0)
+}
+
+// MaxBulkLen is proto-max-bulk-len, the largest request argument the
+// readers of new connections accept.
+func (s *Server) MaxBulkLen() int64 { return s.maxBulk.Load() }
+
+// SetMaxBulkLen changes it for connections accepted from now on.
+func (s *Server) SetMaxBulkLen(n int64) { s.maxBulk.Store(n) }
+
+func (s *Server) logf(format string, args ...any) { s.cfg.Logger.Printf(format, args...) }

@@ -8,12 +8,35 @@ import (
 
 // Reply encoding. RESP2 primitives come from redcon's append helpers; the
 // RESP3 types (null, map, set, double, boolean, verbatim) are encoded here,
-// chosen by the protocol the connection negotiated. Every helper appends to
-// the connection's output buffer, flushed once per pipelined batch.
+// chosen by the protocol the connection negotiated. The Append functions
+// append to a byte slice, for encoders of composite replies; Writer's
+// methods append to a connection's reply buffer, flushed once per
+// pipelined batch.
 
-// appendInt appends an integer reply; single digits, the most common
+// Writer is a connection's reply buffer and the protocol its replies are
+// encoded in.
+type Writer struct {
+	Buf   []byte
+	Proto int // 2 or 3: RESP2 until HELLO negotiates RESP3
+}
+
+func (w *Writer) Int(n int64)          { w.Buf = AppendInt(w.Buf, n) }
+func (w *Writer) Bulk(b []byte)        { w.Buf = AppendBulk(w.Buf, b) }
+func (w *Writer) BulkString(s string)  { w.Buf = AppendBulkString(w.Buf, s) }
+func (w *Writer) Array(n int)          { w.Buf = AppendArray(w.Buf, n) }
+func (w *Writer) OK()                  { w.Buf = AppendOK(w.Buf) }
+func (w *Writer) Status(s string)      { w.Buf = AppendStatus(w.Buf, s) }
+func (w *Writer) Err(msg string)       { w.Buf = AppendErr(w.Buf, msg) }
+func (w *Writer) Null()                { w.Buf = AppendNull(w.Buf, w.Proto) }
+func (w *Writer) NullArray()           { w.Buf = AppendNullArray(w.Buf, w.Proto) }
+func (w *Writer) Map(n int)            { w.Buf = AppendMap(w.Buf, w.Proto, n) }
+func (w *Writer) Set(n int)            { w.Buf = AppendSet(w.Buf, w.Proto, n) }
+func (w *Writer) Bool(v bool)          { w.Buf = AppendBool(w.Buf, w.Proto, v) }
+func (w *Writer) Verbatim(text string) { w.Buf = AppendVerbatim(w.Buf, w.Proto, text) }
+
+// AppendInt appends an integer reply; single digits, the most common
 // values in limiter replies, skip the conversion.
-func appendInt(b []byte, n int64) []byte {
+func AppendInt(b []byte, n int64) []byte {
 	if n >= 0 && n < 10 {
 		return append(b, ':', byte('0'+n), '\r', '\n')
 	}
@@ -25,9 +48,9 @@ func appendInt(b []byte, n int64) []byte {
 	return append(b, '\r', '\n')
 }
 
-func appendBulk(b []byte, s []byte) []byte    { return redcon.AppendBulk(b, s) }
-func appendBulkStr(b []byte, s string) []byte { return redcon.AppendBulkString(b, s) }
-func appendArray(b []byte, n int) []byte {
+func AppendBulk(b []byte, s []byte) []byte       { return redcon.AppendBulk(b, s) }
+func AppendBulkString(b []byte, s string) []byte { return redcon.AppendBulkString(b, s) }
+func AppendArray(b []byte, n int) []byte {
 	if n >= 0 && n < 10 {
 		return append(b, '*', byte('0'+n), '\r', '\n')
 	}
@@ -36,50 +59,59 @@ func appendArray(b []byte, n int) []byte {
 	return append(b, '\r', '\n')
 }
 
-func appendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
+func AppendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
 
-// appendStatus appends a simple string (+s). s must not contain CR or LF.
-func appendStatus(b []byte, s string) []byte {
+// AppendStatus appends a simple string (+s). s must not contain CR or LF.
+func AppendStatus(b []byte, s string) []byte {
 	b = append(b, '+')
 	b = append(b, s...)
 	return append(b, '\r', '\n')
 }
 
-// appendErr appends an error reply; msg starts with its code ("ERR ...").
-func appendErr(b []byte, msg string) []byte {
+// AppendErr appends an error reply; msg starts with its code ("ERR ...",
+// see errors.go).
+func AppendErr(b []byte, msg string) []byte {
 	b = append(b, '-')
 	b = append(b, msg...)
 	return append(b, '\r', '\n')
 }
 
-func appendNull(b []byte, proto int) []byte {
+func AppendNull(b []byte, proto int) []byte {
 	if proto == 3 {
 		return append(b, "_\r\n"...)
 	}
 	return append(b, "$-1\r\n"...)
 }
 
-// appendMap starts a map of n pairs (a flat array of 2n in RESP2).
-func appendMap(b []byte, proto, n int) []byte {
+// AppendNullArray appends RESP2's null array (RESP3's null).
+func AppendNullArray(b []byte, proto int) []byte {
+	if proto == 3 {
+		return append(b, "_\r\n"...)
+	}
+	return append(b, "*-1\r\n"...)
+}
+
+// AppendMap starts a map of n pairs (a flat array of 2n in RESP2).
+func AppendMap(b []byte, proto, n int) []byte {
 	if proto == 3 {
 		b = append(b, '%')
 		b = strconv.AppendInt(b, int64(n), 10)
 		return append(b, '\r', '\n')
 	}
-	return appendArray(b, 2*n)
+	return AppendArray(b, 2*n)
 }
 
-// appendSet starts a set of n elements (an array in RESP2).
-func appendSet(b []byte, proto, n int) []byte {
+// AppendSet starts a set of n elements (an array in RESP2).
+func AppendSet(b []byte, proto, n int) []byte {
 	if proto == 3 {
 		b = append(b, '~')
 		b = strconv.AppendInt(b, int64(n), 10)
 		return append(b, '\r', '\n')
 	}
-	return appendArray(b, n)
+	return AppendArray(b, n)
 }
 
-func appendBool(b []byte, proto int, v bool) []byte {
+func AppendBool(b []byte, proto int, v bool) []byte {
 	if proto == 3 {
 		if v {
 			return append(b, "#t\r\n"...)
@@ -92,9 +124,9 @@ func appendBool(b []byte, proto int, v bool) []byte {
 	return append(b, ":0\r\n"...)
 }
 
-// appendVerbatim appends text as a RESP3 verbatim string of format "txt"
+// AppendVerbatim appends text as a RESP3 verbatim string of format "txt"
 // (a bulk string in RESP2), as Redis answers INFO and CLIENT INFO.
-func appendVerbatim(b []byte, proto int, text string) []byte {
+func AppendVerbatim(b []byte, proto int, text string) []byte {
 	if proto == 3 {
 		b = append(b, '=')
 		b = strconv.AppendInt(b, int64(len(text)+4), 10)
@@ -102,5 +134,5 @@ func appendVerbatim(b []byte, proto int, text string) []byte {
 		b = append(b, text...)
 		return append(b, '\r', '\n')
 	}
-	return appendBulkStr(b, text)
+	return AppendBulkString(b, text)
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -125,7 +126,7 @@ func eventLoops(o *options) int {
 }
 
 func parseBytes(s string) (int64, error) {
-	n, ok := resp.ParseMemory([]byte(s))
+	n, ok := command.ParseMemory([]byte(s))
 	if !ok {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
@@ -171,12 +172,10 @@ func run(args []string) int {
 	}
 
 	done := make(chan bool, 1)
-	cfg := resp.Config{
-		RequirePass:     o.requirepass,
-		ProtoMaxBulkLen: int(maxBulk),
-		EnableDebug:     o.enableDebug,
-		EventLoops:      eventLoops(o),
-		LogMaxLimit:     o.logMaxLimit,
+	cfg := command.Config{
+		RequirePass: o.requirepass,
+		EnableDebug: o.enableDebug,
+		LogMaxLimit: o.logMaxLimit,
 		Settings: map[string]string{
 			"bind":                 o.bind,
 			"port":                 strconv.Itoa(o.port),
@@ -198,8 +197,9 @@ func run(args []string) int {
 	if p != nil {
 		cfg.Persistence = p
 	}
-	srv := resp.New(cfg, store, clock)
-	srv.SetMaxMemory(maxmem)
+	commands := command.New(cfg, store, clock)
+	commands.SetMaxMemory(maxmem)
+	srv := resp.New(resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o)}, commands)
 	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {

@@ -1,60 +1,23 @@
-package resp
+package command
 
 import (
 	"time"
+
+	"github.com/rlserver/rlserver/resp"
 )
 
 // Argument parsers. They never touch state: a command parses everything
 // first, then runs.
 
-// parseInt parses a base-10 int64 the way Redis's string2ll does: optional
-// '-', no '+', no leading zeros, no spaces, no overflow.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	if (len(b) > 1 || neg) && b[0] == '0' {
-		return 0, false // leading zeros and "-0", as string2ll refuses them
-	}
-	if len(b) > 19 {
-		return 0, false // 20 digits are past the int64 range either way
-	}
-	var u uint64 // at most 19 digits: no overflow to check per digit
-	for _, ch := range b {
-		if ch-'0' > 9 {
-			return 0, false
-		}
-		u = u*10 + uint64(ch-'0')
-	}
-	if neg {
-		if u > 1<<63 {
-			return 0, false
-		}
-		return -int64(u), true
-	}
-	if u > 1<<63-1 {
-		return 0, false
-	}
-	return int64(u), true
-}
-
 // parsePositive parses a count that must be at least 1.
 func parsePositive(b []byte) (int64, bool) {
-	n, ok := parseInt(b)
+	n, ok := resp.ParseInt(b)
 	return n, ok && n > 0
 }
 
 // parseCost parses a request cost n, which may be 0 (a peek).
 func parseCost(b []byte) (int64, bool) {
-	n, ok := parseInt(b)
+	n, ok := resp.ParseInt(b)
 	return n, ok && n >= 0
 }
 
@@ -79,7 +42,7 @@ func parseDuration(b []byte) (time.Duration, bool) {
 	case 'd':
 		unit, num = 24*time.Hour, b[:len(b)-1]
 	}
-	v, ok := parseInt(num)
+	v, ok := resp.ParseInt(num)
 	if !ok || v <= 0 || v > int64(1<<63-1)/int64(unit) {
 		return 0, false
 	}
@@ -102,7 +65,7 @@ func parseSeconds(b []byte) (time.Duration, bool) {
 	var secs int64
 	if len(whole) > 0 {
 		var ok bool
-		if secs, ok = parseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
+		if secs, ok = resp.ParseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
 			return 0, false
 		}
 	}

@@ -1,10 +1,12 @@
-package resp
+package command
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/rlserver/rlserver/resp"
 )
 
 func multibulk(args ...string) string {
@@ -44,12 +46,14 @@ func TestRequestKeys(t *testing.T) {
 // parsedBatch returns what a batch-mode Reader queues for in: the requests'
 // arguments back to back, and each one's count.
 func parsedBatch(in []byte) (args [][]byte, counts []int) {
-	r := NewReader(bytes.NewReader(in), 0)
-	r.onBatch = func(a [][]byte, n []int) {
-		args, counts = append(args, a...), append(counts, n...)
-	}
+	r := resp.NewReader(bytes.NewReader(in), 0)
+	r.EnableBatch()
 	for {
-		if _, err := r.Next(); err != nil {
+		_, err := r.Next()
+		if a, n := r.Batch(); n != nil {
+			args, counts = append(args, a...), append(counts, n...)
+		}
+		if err != nil {
 			break
 		}
 	}
@@ -70,13 +74,13 @@ func TestWarmLeavesNoLockAndAllocatesNothing(t *testing.T) {
 			batch.WriteString(multibulk("CL.ALL", "2", "FIXED", k+":w", "5", "1h", "TOKENBUCKET", k+":b", "5", "1", "1h"))
 		}
 	}
-	c.out = c.out[:0]
-	c.endBatch()
+	c.W.Buf = c.W.Buf[:0]
+	c.EndBatch()
 	args, counts := parsedBatch([]byte(batch.String()))
 	if len(counts) != 220 {
 		t.Fatalf("parsed %d requests, want 220", len(counts))
 	}
-	store := c.srv.store
+	store := c.Store()
 	busy := store.Shard(3)
 	busy.Lock() // another loop's, say
 	c.warm(args, counts)
@@ -101,18 +105,22 @@ func FuzzWarm(f *testing.F) {
 	c, _ := testConn(4)
 	c.exec(argsOf("CL.THROTTLE", "a", "1", "1", "1"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r := NewReader(bytes.NewReader(in), 0)
-		r.onBatch = c.warm
+		r := resp.NewReader(bytes.NewReader(in), 0)
+		r.EnableBatch()
 		for {
-			if _, err := r.Next(); err != nil {
+			_, err := r.Next()
+			if args, counts := r.Batch(); counts != nil {
+				c.warm(args, counts)
+			}
+			if err != nil {
 				break
 			}
 		}
-		for i := 0; i < c.srv.store.NumShards(); i++ {
-			if !c.srv.store.Shard(i).TryLock() {
+		for i := 0; i < c.Store().NumShards(); i++ {
+			if !c.Store().Shard(i).TryLock() {
 				t.Fatalf("shard %d left locked", i)
 			}
-			c.srv.store.Shard(i).Unlock()
+			c.Store().Shard(i).Unlock()
 		}
 	})
 }

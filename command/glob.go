@@ -1,4 +1,4 @@
-package resp
+package command
 
 // globMatch reports whether str matches the glob pattern with Redis's
 // stringmatchlen rules: * ? [abc] [^abc] [a-z] and \ escapes, case-sensitive.

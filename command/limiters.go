@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"crypto/rand"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -31,20 +32,20 @@ type ruleForm struct {
 	params int    // positional parameters after the key
 	// parse reads the parameters into the kind's op in o and returns it,
 	// or the error reply.
-	parse func(c *Conn, o *ops, p [][]byte) (ruleOp, string)
+	parse func(c *Ctx, o *ops, p [][]byte) (ruleOp, string)
 }
 
 var limiterKinds = []limiterKind{
-	{engine.KindTokenBucket, []ruleForm{{"TOKENBUCKET", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+	{engine.KindTokenBucket, []ruleForm{{"TOKENBUCKET", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
 		err := parseBucket(p, &o.tb.p.Capacity, &o.tb.p.Rate, &o.tb.p.Period)
 		o.tb.p.MaxWait = 0
 		return &o.tb, err
 	}}}},
-	{engine.KindThrottle, []ruleForm{{"THROTTLE", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
-		err := parseGCRA(p, &o.gcra.p, parseDuration, func([]byte) string { return errNotInt })
+	{engine.KindThrottle, []ruleForm{{"THROTTLE", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
+		err := parseGCRA(p, &o.gcra.p, parseDuration, func([]byte) string { return resp.ErrNotInt })
 		return &o.gcra, err
 	}}}},
-	{engine.KindLeakyBucket, []ruleForm{{"LEAKYBUCKET", 3, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+	{engine.KindLeakyBucket, []ruleForm{{"LEAKYBUCKET", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
 		return &o.lb, parseBucket(p, &o.lb.p.Capacity, &o.lb.p.Rate, &o.lb.p.Period)
 	}}}},
 	{engine.KindWindow, []ruleForm{
@@ -52,7 +53,7 @@ var limiterKinds = []limiterKind{
 		{"SLIDING", 2, windowRule(engine.WindowSliding)},
 		{"LOG", 2, windowRule(engine.WindowLog)},
 	}},
-	{engine.KindConcurrency, []ruleForm{{"ACQUIRE", 2, func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+	{engine.KindConcurrency, []ruleForm{{"ACQUIRE", 2, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
 		if err := parseAcquire(p, &o.acq); err != "" {
 			return nil, err
 		}
@@ -61,8 +62,8 @@ var limiterKinds = []limiterKind{
 	}}}},
 }
 
-func windowRule(mode engine.WindowMode) func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
-	return func(c *Conn, o *ops, p [][]byte) (ruleOp, string) {
+func windowRule(mode engine.WindowMode) func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
+	return func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
 		return &o.win, parseWindow(c, p, mode, &o.win.p)
 	}
 }
@@ -184,12 +185,12 @@ func (o *acquireOp) Run(st engine.State, now int64, commit bool) (engine.Decisio
 // appendRule appends CL.ACQUIRE's six-element reply: the decision, then
 // the lease id when a lease was taken, else nil.
 func (o *acquireOp) appendRule(b []byte, proto int, d engine.Decision, taken bool) []byte {
-	b = appendArray(b, 6)
+	b = resp.AppendArray(b, 6)
 	b = appendDecisionFields(b, d)
 	if taken && d.Allowed && o.n > 0 {
-		return appendBulk(b, o.id[:])
+		return resp.AppendBulk(b, o.id[:])
 	}
-	return appendNull(b, proto)
+	return resp.AppendNull(b, proto)
 }
 
 // leaseOp releases or renews a lease of a live concurrency key: its
@@ -217,17 +218,17 @@ func (o *leaseOp) Run(st engine.State, now int64, commit bool) (engine.Decision,
 
 // reply answers a single-key command's update: the decision in the form
 // fmt appends, or WRONGTYPE.
-func (c *Conn) reply(d engine.Decision, st shard.Status, form func([]byte, engine.Decision) []byte) {
+func (c *Ctx) reply(d engine.Decision, st shard.Status, form func([]byte, engine.Decision) []byte) {
 	if st == shard.WrongType {
-		c.err(errWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = form(c.out, d)
+	c.W.Buf = form(c.W.Buf, d)
 }
 
 // appendDecision appends the contract's five-integer decision reply.
 func appendDecision(b []byte, d engine.Decision) []byte {
-	b = appendArray(b, 5)
+	b = resp.AppendArray(b, 5)
 	return appendDecisionFields(b, d)
 }
 
@@ -240,11 +241,11 @@ func appendDecisionFields(b []byte, d engine.Decision) []byte {
 	if d.RetryAfter == engine.Never {
 		retry = -1
 	}
-	b = appendInt(b, allowed)
-	b = appendInt(b, d.Limit)
-	b = appendInt(b, d.Remaining)
-	b = appendInt(b, retry)
-	return appendInt(b, ceilMs(d.ResetAfter))
+	b = resp.AppendInt(b, allowed)
+	b = resp.AppendInt(b, d.Limit)
+	b = resp.AppendInt(b, d.Remaining)
+	b = resp.AppendInt(b, retry)
+	return resp.AppendInt(b, ceilMs(d.ResetAfter))
 }
 
 // appendThrottle appends redis-cell's reply:
@@ -254,12 +255,12 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 	if d.Allowed {
 		limited, retry = 0, -1
 	}
-	b = appendArray(b, 5)
-	b = appendInt(b, limited)
-	b = appendInt(b, d.Limit)
-	b = appendInt(b, d.Remaining)
-	b = appendInt(b, retry)
-	return appendInt(b, cellSeconds(d.ResetAfter))
+	b = resp.AppendArray(b, 5)
+	b = resp.AppendInt(b, limited)
+	b = resp.AppendInt(b, d.Limit)
+	b = resp.AppendInt(b, d.Remaining)
+	b = resp.AppendInt(b, retry)
+	return resp.AppendInt(b, cellSeconds(d.ResetAfter))
 }
 
 // parseGCRA parses "max_burst count period" at p[0:3], the period with
@@ -267,10 +268,10 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) string {
 	var ok bool
 	if q.MaxBurst, ok = parseCost(p[0]); !ok { // 0 is allowed: a limit of 1
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if q.Count, ok = parsePositive(p[1]); !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if q.Period, ok = periodOf(p[2]); !ok {
 		return periodErr(p[2])
@@ -282,13 +283,13 @@ func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Dur
 func parseBucket(p [][]byte, capacity, rate *int64, period *time.Duration) string {
 	var ok bool
 	if *capacity, ok = parsePositive(p[0]); !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if *rate, ok = parsePositive(p[1]); !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if *period, ok = parseDuration(p[2]); !ok {
-		return errInvalidDuration(p[2])
+		return resp.ErrInvalidDuration(p[2])
 	}
 	return ""
 }
@@ -306,17 +307,17 @@ func parseWindowMode(b []byte) (engine.WindowMode, bool) {
 }
 
 // parseWindow parses "limit window" at p[0:2] for mode.
-func parseWindow(c *Conn, p [][]byte, mode engine.WindowMode, q *engine.WindowParams) string {
+func parseWindow(c *Ctx, p [][]byte, mode engine.WindowMode, q *engine.WindowParams) string {
 	var ok bool
 	q.Mode = mode
 	if q.Limit, ok = parsePositive(p[0]); !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if q.Window, ok = parseDuration(p[1]); !ok {
-		return errInvalidDuration(p[1])
+		return resp.ErrInvalidDuration(p[1])
 	}
-	if mode == engine.WindowLog && q.Limit > c.srv.logMax.Load() {
-		return errLogLimit
+	if mode == engine.WindowLog && q.Limit > c.h.logMax.Load() {
+		return resp.ErrLogLimit
 	}
 	return ""
 }
@@ -325,18 +326,18 @@ func parseWindow(c *Conn, p [][]byte, mode engine.WindowMode, q *engine.WindowPa
 func parseAcquire(p [][]byte, o *acquireOp) string {
 	var ok bool
 	if o.limit, ok = parsePositive(p[0]); !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	if o.lease, ok = parseDuration(p[1]); !ok {
-		return errInvalidDuration(p[1])
+		return resp.ErrInvalidDuration(p[1])
 	}
 	return ""
 }
 
 // throttle runs a GCRA request and answers in redis-cell's form.
-func (c *Conn) throttle(key []byte, n int64) {
+func (c *Ctx) throttle(key []byte, n int64) {
 	c.ops.gcra.n = n
-	d, st := c.keys().Update(key, c.now(), &c.ops.gcra)
+	d, st := c.keys().Update(key, c.Now(), &c.ops.gcra)
 	c.reply(d, st, appendThrottle)
 }
 
@@ -344,8 +345,8 @@ func (c *Conn) throttle(key []byte, n int64) {
 //
 // As in redis-cell, every bad number, the period included, answers "not an
 // integer".
-func cmdThrottle(c *Conn, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseDuration, func([]byte) string { return errNotInt }); err != "" {
+func cmdThrottle(c *Ctx, args [][]byte) {
+	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseDuration, func([]byte) string { return resp.ErrNotInt }); err != "" {
 		c.err(err)
 		return
 	}
@@ -353,7 +354,7 @@ func cmdThrottle(c *Conn, args [][]byte) {
 	if len(args) == 6 {
 		var ok bool
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
@@ -361,8 +362,8 @@ func cmdThrottle(c *Conn, args [][]byte) {
 }
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
-func cmdGCRA(c *Conn, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseSeconds, errInvalidDuration); err != "" {
+func cmdGCRA(c *Ctx, args [][]byte) {
+	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseSeconds, resp.ErrInvalidDuration); err != "" {
 		c.err(err)
 		return
 	}
@@ -372,18 +373,18 @@ func cmdGCRA(c *Conn, args [][]byte) {
 	case len(args) == 7 && equalFold(args[5], "TOKENS"):
 		var ok bool
 		if n, ok = parseCost(args[6]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	default:
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
 	c.throttle(args[1], n)
 }
 
 // CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
-func cmdTokenBucket(c *Conn, args [][]byte) {
+func cmdTokenBucket(c *Ctx, args [][]byte) {
 	o := &c.ops.tb
 	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
 		c.err(err)
@@ -394,7 +395,7 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	var ok bool
 	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
 		if o.n, ok = parseCost(rest[0]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 		rest = rest[1:]
@@ -403,19 +404,19 @@ func cmdTokenBucket(c *Conn, args [][]byte) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
 		if o.p.MaxWait, ok = parseDuration(rest[1]); !ok {
-			c.err(errInvalidDuration(rest[1]))
+			c.err(resp.ErrInvalidDuration(rest[1]))
 			return
 		}
 	default:
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
-	d, st := c.keys().Update(args[1], c.now(), o)
+	d, st := c.keys().Update(args[1], c.Now(), o)
 	c.reply(d, st, appendDecision)
 }
 
 // CL.LEAKYBUCKET key capacity rate period [n]
-func cmdLeakyBucket(c *Conn, args [][]byte) {
+func cmdLeakyBucket(c *Ctx, args [][]byte) {
 	o := &c.ops.lb
 	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
 		c.err(err)
@@ -425,16 +426,16 @@ func cmdLeakyBucket(c *Conn, args [][]byte) {
 	if len(args) == 6 {
 		var ok bool
 		if o.n, ok = parseCost(args[5]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
-	d, st := c.keys().Update(args[1], c.now(), o)
+	d, st := c.keys().Update(args[1], c.Now(), o)
 	c.reply(d, st, appendDecision)
 }
 
 // CL.WINDOW key limit window [n] [FIXED|SLIDING|LOG]
-func cmdWindow(c *Conn, args [][]byte) {
+func cmdWindow(c *Ctx, args [][]byte) {
 	mode := engine.WindowSliding
 	n := int64(1)
 	rest := args[4:]
@@ -443,7 +444,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 		if m, isMode := parseWindowMode(rest[0]); isMode && len(rest) == 1 {
 			mode, rest = m, nil
 		} else if n, ok = parseCost(rest[0]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		} else {
 			rest = rest[1:]
@@ -451,11 +452,11 @@ func cmdWindow(c *Conn, args [][]byte) {
 	}
 	if len(rest) == 1 {
 		if mode, ok = parseWindowMode(rest[0]); !ok {
-			c.err(errSyntax)
+			c.err(resp.ErrSyntax)
 			return
 		}
 	} else if len(rest) > 1 {
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
 	o := &c.ops.win
@@ -464,7 +465,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 		return
 	}
 	o.n = n
-	d, st := c.keys().Update(args[1], c.now(), o)
+	d, st := c.keys().Update(args[1], c.Now(), o)
 	c.reply(d, st, appendDecision)
 }
 
@@ -472,7 +473,7 @@ func cmdWindow(c *Conn, args [][]byte) {
 // base64url characters. The bits come from the connection's ChaCha8 stream
 // (a cryptographically strong generator) seeded once from crypto/rand, so
 // an id costs no system call and no allocation.
-func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
+func (c *Ctx) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 	if c.ids == nil {
 		var seed [32]byte
 		rand.Read(seed[:])
@@ -484,7 +485,7 @@ func (c *Conn) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 }
 
 // CL.ACQUIRE key limit lease [n]
-func cmdAcquire(c *Conn, args [][]byte) {
+func cmdAcquire(c *Ctx, args [][]byte) {
 	o := &c.ops.acq
 	if err := parseAcquire(args[2:4], o); err != "" {
 		c.err(err)
@@ -494,44 +495,44 @@ func cmdAcquire(c *Conn, args [][]byte) {
 	if len(args) == 5 {
 		var ok bool
 		if o.n, ok = parseCost(args[4]); !ok {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
 	c.newLeaseID(&o.id)
-	d, st := c.keys().Update(args[1], c.now(), o)
+	d, st := c.keys().Update(args[1], c.Now(), o)
 	if st == shard.WrongType {
-		c.err(errWrongType)
+		c.err(resp.ErrWrongType)
 		return
 	}
-	c.out = o.appendRule(c.out, c.proto, d, true)
+	c.W.Buf = o.appendRule(c.W.Buf, c.W.Proto, d, true)
 }
 
 // lease runs a RELEASE or RENEW on a live concurrency key: 1 if the lease
 // was found, 0 if it or the key was not.
-func (c *Conn) lease(key, id []byte, renew bool, lease time.Duration) {
+func (c *Ctx) lease(key, id []byte, renew bool, lease time.Duration) {
 	o := &c.ops.lease
 	o.id, o.renew, o.lease = id, renew, lease
-	d, st := c.keys().UpdateLive(key, c.now(), o)
+	d, st := c.keys().UpdateLive(key, c.Now(), o)
 	o.id = nil
 	switch {
 	case st == shard.WrongType:
-		c.err(errWrongType)
+		c.err(resp.ErrWrongType)
 	case st == shard.Done && d.Allowed:
-		c.out = appendInt(c.out, 1)
+		c.W.Int(1)
 	default:
-		c.out = appendInt(c.out, 0)
+		c.W.Int(0)
 	}
 }
 
 // CL.RELEASE key lease_id
-func cmdRelease(c *Conn, args [][]byte) { c.lease(args[1], args[2], false, 0) }
+func cmdRelease(c *Ctx, args [][]byte) { c.lease(args[1], args[2], false, 0) }
 
 // CL.RENEW key lease_id lease
-func cmdRenew(c *Conn, args [][]byte) {
+func cmdRenew(c *Ctx, args [][]byte) {
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(errInvalidDuration(args[3]))
+		c.err(resp.ErrInvalidDuration(args[3]))
 		return
 	}
 	c.lease(args[1], args[2], true, lease)

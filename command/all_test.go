@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -20,13 +21,13 @@ import (
 // then, if all admit, every rule run as its single-key command would.
 // TestAllAgainstReference holds cmdAll, which the keyspace runs as one
 // atomic call taking decoded copies at once, to it.
-func cmdAllReference(c *Conn, args [][]byte) {
+func cmdAllReference(c *Ctx, args [][]byte) {
 	if err := parseAll(c, args); err != "" {
 		c.err(err)
 		return
 	}
 	a := &c.all
-	keys, now := c.keys(), c.now()
+	keys, now := c.keys(), c.Now()
 	all := true
 	for i := range a.rules {
 		r := &a.rules[i]
@@ -34,7 +35,7 @@ func cmdAllReference(c *Conn, args [][]byte) {
 		_, st := keys.UpdateLive(r.Key, now, chk)
 		switch st {
 		case shard.WrongType:
-			c.err(errWrongType)
+			c.err(resp.ErrWrongType)
 			return
 		case shard.Absent:
 			chk.d, _, _ = r.Op.Run(r.Op.Kind().New(), now, false)
@@ -48,10 +49,10 @@ func cmdAllReference(c *Conn, args [][]byte) {
 			r.D, _ = keys.Update(r.Key, now, r.Op)
 		}
 	}
-	c.out = appendArray(c.out, 1+len(a.rules))
-	c.out = appendBool(c.out, 2, all)
+	c.W.Array(1 + len(a.rules))
+	c.W.Buf = resp.AppendBool(c.W.Buf, 2, all)
 	for i := range a.rules {
-		c.out = a.forms[i].appendRule(c.out, c.proto, a.rules[i].D, all)
+		c.W.Buf = a.forms[i].appendRule(c.W.Buf, c.W.Proto, a.rules[i].D, all)
 	}
 	c.clearAll()
 }
@@ -110,25 +111,25 @@ func TestAllAgainstReference(t *testing.T) {
 				}
 				return fmt.Sprintf("%d %dms", limit, 500+rng.IntN(2000))
 			}
-			run := func(c *Conn, cmd string, ref bool) string {
+			run := func(c *Ctx, cmd string, ref bool) string {
 				args := bytes.Fields([]byte(cmd))
-				c.out = c.out[:0]
+				c.W.Buf = c.W.Buf[:0]
 				if ref && string(args[0]) == "CL.ALL" {
-					c.batchCmd++
+					c.sess.batchCmd++
 					cmdAllReference(c, args)
 				} else {
 					c.exec(args)
 				}
-				c.endBatch()
-				return string(c.out)
+				c.EndBatch()
+				return string(c.W.Buf)
 			}
 			var last string
 			for step := 0; step < 20000; step++ {
 				if step%50 == 0 {
 					// New connections now and then: their scratch starts
 					// empty and grows with the rule counts they see.
-					a = &Conn{srv: a.srv, proto: 2, authed: true}
-					b = &Conn{srv: b.srv, proto: 2, authed: true}
+					a = newTestCtx(a.h)
+					b = newTestCtx(b.h)
 				}
 				var cmd string
 				if rng.IntN(3) == 0 {
@@ -180,17 +181,17 @@ func TestAllAgainstReference(t *testing.T) {
 
 // stateOf describes key's live record, whatever form the shard keeps it in:
 // its kind, expiry and the compact encoding of its state.
-func stateOf(c *Conn, key string) string {
-	store := c.srv.store
+func stateOf(c *Ctx, key string) string {
+	store := c.Store()
 	h := store.Hash([]byte(key))
 	sh := store.ShardOf(h)
 	sh.Lock()
 	defer sh.Unlock()
 	f := sh.Find([]byte(key), h)
-	if !f.OK || f.Exp <= c.srv.clock.Now() {
+	if !f.OK || f.Exp <= c.h.clock.Now() {
 		return "nothing" // an expired record's content does not matter
 	}
-	st, exp, _ := sh.Get([]byte(key), c.srv.clock.Now())
+	st, exp, _ := sh.Get([]byte(key), c.h.clock.Now())
 	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.AppendCompact(nil, exp))
 }
 
@@ -201,10 +202,10 @@ func stateOf(c *Conn, key string) string {
 func TestAllAcquireRule(t *testing.T) {
 	c, _ := testConn(0)
 	run := func(args ...string) string {
-		c.out = c.out[:0]
+		c.W.Buf = c.W.Buf[:0]
 		c.exec(argsOf(args...))
-		c.endBatch()
-		return string(c.out)
+		c.EndBatch()
+		return string(c.W.Buf)
 	}
 	got := run("CL.ALL", "2", "ACQUIRE", "exports", "2", "30s", "FIXED", "ip", "1", "1m")
 	const head = "*3\r\n:1\r\n*6\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n$16\r\n"
@@ -227,13 +228,13 @@ func TestAllAcquireRule(t *testing.T) {
 	if got := run("CL.RELEASE", "exports", id); got != ":1\r\n" {
 		t.Fatalf("CL.RELEASE of the CL.ALL lease = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "ip", "2", "30s"); got != "-"+errWrongType+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "ip", "2", "30s"); got != "-"+resp.ErrWrongType+"\r\n" {
 		t.Fatalf("ACQUIRE rule on a window key = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "x", "0", "30s"); got != "-"+errNotInt+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "0", "30s"); got != "-"+resp.ErrNotInt+"\r\n" {
 		t.Fatalf("ACQUIRE rule with limit 0 = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "x", "1", "soon"); got != "-"+errInvalidDuration([]byte("soon"))+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "1", "soon"); got != "-"+resp.ErrInvalidDuration([]byte("soon"))+"\r\n" {
 		t.Fatalf("ACQUIRE rule with a bad lease = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"strings"
@@ -20,7 +20,7 @@ type Command struct {
 	Complexity string
 	Args       []Arg
 	Subs       []*Command // subcommands of a container (CLIENT, COMMAND, CONFIG, DEBUG)
-	Run        func(c *Conn, args [][]byte)
+	Run        func(c *Ctx, args [][]byte)
 
 	noAuth    bool // runs before authentication
 	immediate bool // runs at once even inside MULTI
@@ -168,15 +168,15 @@ func helpFor(container *Command) *Command {
 	return &Command{
 		Name: name + "|help", Arity: 2, Flags: []string{"loading", "stale"}, ACL: []string{"slow"},
 		Group: container.Group, Since: "0.1.0", Complexity: "O(1)", Summary: "Shows helpful text about the different subcommands.",
-		Run: func(c *Conn, args [][]byte) {
+		Run: func(c *Ctx, args [][]byte) {
 			lines := []string{upper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
 			for _, s := range container.Subs {
 				_, sub, _ := strings.Cut(s.Name, "|")
 				lines = append(lines, upper(sub), "    "+s.Summary)
 			}
-			c.out = appendArray(c.out, len(lines))
+			c.W.Array(len(lines))
 			for _, l := range lines {
-				c.out = appendStatus(c.out, l)
+				c.W.Status(l)
 			}
 		},
 	}

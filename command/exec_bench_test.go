@@ -1,9 +1,7 @@
-package resp
+package command
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"strings"
 	"testing"
 
@@ -29,8 +27,7 @@ func BenchmarkExec(b *testing.B) {
 	} {
 		for _, keys := range []int{1, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
-				srv := New(Config{Logger: log.New(io.Discard, "", 0)}, shard.New(shard.Options{}), shard.NewClock())
-				c := &Conn{srv: srv, proto: 2, authed: true}
+				c := newTestCtx(New(Config{}, shard.New(shard.Options{}), shard.NewClock()))
 				// names[j][i]: key i at key position j (CL.ALL's rules
 				// name distinct keys)
 				names := make([][][]byte, len(tc.keys))
@@ -52,9 +49,9 @@ func BenchmarkExec(b *testing.B) {
 						args[pos] = names[j][(i+j*(keys/3+1))%keys]
 					}
 					c.exec(args)
-					c.out = c.out[:0]
+					c.W.Buf = c.W.Buf[:0]
 					if i%16 == 15 {
-						c.endBatch() // a pipeline of 16
+						c.EndBatch() // a pipeline of 16
 					}
 				}
 			})

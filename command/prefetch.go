@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"math/bits"
@@ -10,11 +10,12 @@ import (
 // keyspace pays, per command, two cache misses one after the other: the
 // index group, then the record the group points to (22% of the server's CPU
 // on 100,000 random keys, against 2% on one hot key). When the reader
-// queues several requests at once (batch mode, see Reader.onBatch), warm
-// prefetches all their keys' index groups, then all their records, before
-// the first request runs: the fetches of a pass do not depend on one
-// another, so their misses overlap. On 100,000 live random keys (CL.WINDOW
-// SLIDING, P16) it cut the server's CPU per request by about a fifth, when
+// queues several requests at once (batch mode, see resp.Reader.Batch), the
+// server shows them to Prefetch, and warm prefetches all their keys' index
+// groups, then all their records, before the first request runs: the
+// fetches of a pass do not depend on one another, so their misses
+// overlap. On 100,000 live random keys (CL.WINDOW SLIDING, P16) it cut the
+// server's CPU per request by about a fifth, when
 // it still read the lines with plain loads; prefetch instructions, which do
 // not stall the CPU while their lines come, took another 6% off CL.ALL on
 // random keys (alternating servers; see BENCHMARKS.md).
@@ -27,8 +28,8 @@ const warmMax = 64
 // keys). It holds the locks of the shards it reads, taking them in index
 // order and only when free (a prefetch is a hint, not worth a wait), so it
 // never races with a writer.
-func (c *Conn) warm(args [][]byte, counts []int) {
-	if len(counts) < 2 || !c.authed || c.inMulti {
+func (c *Ctx) warm(args [][]byte, counts []int) {
+	if len(counts) < 2 || !c.sess.authed || c.sess.inMulti {
 		return // one request (pipeline 1) runs at once: nothing to overlap
 	}
 	var hs [warmMax]uint64
@@ -45,7 +46,7 @@ func (c *Conn) warm(args [][]byte, counts []int) {
 			if string(key) == string(last) {
 				continue // the previous key again (a hot key is warmed once)
 			}
-			hs[n] = c.srv.store.Hash(key)
+			hs[n] = c.Store().Hash(key)
 			n++
 			last = key
 		}
@@ -56,7 +57,7 @@ func (c *Conn) warm(args [][]byte, counts []int) {
 	if requests < 2 || n == 0 {
 		return // one request runs at once: warming it first gains nothing
 	}
-	store := c.srv.store
+	store := c.Store()
 	// The shards to lock, in index order, once each: a bit set over at
 	// most shard.MaxShards shards.
 	var want, held [shard.MaxShards / 64]uint64
@@ -100,7 +101,7 @@ func (c *Conn) warm(args [][]byte, counts []int) {
 // table: the first key, or all of them for a command whose keys are found
 // by parsing (CL.ALL). The slice is the connection's scratch, valid until
 // the next call.
-func (c *Conn) requestKeys(args [][]byte) [][]byte {
+func (c *Ctx) requestKeys(args [][]byte) [][]byte {
 	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
 	switch {

@@ -1,4 +1,4 @@
-package resp
+package command
 
 import "testing"
 
@@ -7,12 +7,12 @@ import "testing"
 // new key gets; a key of another kind replaces it.
 func TestExpiredKeyRevivedInPlace(t *testing.T) {
 	c, clock := testConn(1)
-	store := c.srv.store
+	store := c.Store()
 	run := func(args ...string) string {
-		c.out = c.out[:0]
+		c.W.Buf = c.W.Buf[:0]
 		c.exec(argsOf(args...))
-		c.endBatch()
-		return string(c.out)
+		c.EndBatch()
+		return string(c.W.Buf)
 	}
 	want := "*5\r\n:1\r\n:10\r\n:5\r\n:0\r\n:500\r\n"
 	if got := run("CL.TOKENBUCKET", "k", "10", "10", "1s", "5"); got != want {

@@ -1,4 +1,4 @@
-package resp
+package command
 
 // commandTable is rlserver's one command table. Dispatch, the arity error,
 // COMMAND INFO/DOCS/LIST and the key positions that cluster routing will use
@@ -150,27 +150,27 @@ func noMulti(c *Command) *Command {
 	return c
 }
 
-func with(c *Command, run func(*Conn, [][]byte)) *Command {
+func with(c *Command, run func(*Ctx, [][]byte)) *Command {
 	c.Run = run
 	return c
 }
 
-func conn(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+func conn(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
 	return &Command{Name: name, Arity: arity, Flags: []string{"fast"}, ACL: []string{"fast", "connection"},
 		Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }
 
-func server(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+func server(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
 	return &Command{Name: name, Arity: arity, Flags: []string{"admin", "noscript"}, ACL: []string{"admin", "slow", "dangerous"},
 		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }
 
-func txn(name, summary string, run func(*Conn, [][]byte)) *Command {
+func txn(name, summary string, run func(*Ctx, [][]byte)) *Command {
 	return &Command{Name: name, Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy", "no_multi_queue"},
 		ACL: []string{"fast", "transaction"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)", Summary: summary, Run: run}
 }
 
-func keyCmd(name string, arity int, summary string, run func(*Conn, [][]byte), flags []string, access string, args ...Arg) *Command {
+func keyCmd(name string, arity int, summary string, run func(*Ctx, [][]byte), flags []string, access string, args ...Arg) *Command {
 	last := 1
 	if arity < 0 {
 		last = -1
@@ -191,7 +191,7 @@ func container(name, group, summary string, subs ...*Command) *Command {
 		Complexity: "Depends on subcommand.", Summary: summary, Subs: subs}
 }
 
-func sub(name string, arity int, summary string, run func(*Conn, [][]byte), args ...Arg) *Command {
+func sub(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
 	return &Command{Name: name, Arity: arity, Flags: []string{"loading", "stale", "noscript"}, ACL: []string{"slow", "connection"},
 		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }

@@ -1,4 +1,4 @@
-package resp
+package command
 
 import (
 	"fmt"
@@ -38,15 +38,15 @@ func TestLimiterCommandsAllocateNothing(t *testing.T) {
 				round := func() {
 					for i, args := range calls {
 						c.exec(args)
-						if len(c.out) == 0 || c.out[0] != '*' {
-							t.Fatalf("%s: %q", args, c.out)
+						if len(c.W.Buf) == 0 || c.W.Buf[0] != '*' {
+							t.Fatalf("%s: %q", args, c.W.Buf)
 						}
-						c.out = c.out[:0]
+						c.W.Buf = c.W.Buf[:0]
 						if i%16 == 15 {
-							c.endBatch()
+							c.EndBatch()
 						}
 					}
-					c.endBatch()
+					c.EndBatch()
 					clock.Advance(time.Second)
 				}
 				// Create the keys, grow scratch states and slabs: past two

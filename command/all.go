@@ -1,6 +1,9 @@
-package resp
+package command
 
-import "github.com/rlserver/rlserver/shard"
+import (
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+)
 
 // allKeys appends the keys of CL.ALL's rules to keys (KeySpec.Find): the
 // rules parseAll would read, as far as their names and counts go.
@@ -32,15 +35,15 @@ type allScratch struct {
 
 // parseAll parses CL.ALL's arguments into the connection's rules; on
 // error it returns the error reply.
-func parseAll(c *Conn, args [][]byte) string {
+func parseAll(c *Ctx, args [][]byte) string {
 	a := &c.all
 	count, ok := parsePositive(args[1])
 	if !ok {
-		return errNotInt
+		return resp.ErrNotInt
 	}
 	rest := args[2:]
 	if count > int64(len(rest)) {
-		return errSyntax
+		return resp.ErrSyntax
 	}
 	if int(count) > len(a.ops) {
 		a.ops = make([]ops, count) // before any op is handed out: ops point into it
@@ -48,11 +51,11 @@ func parseAll(c *Conn, args [][]byte) string {
 	a.rules, a.forms = a.rules[:0], a.forms[:0]
 	for i := range int(count) {
 		if len(rest) == 0 {
-			return errSyntax
+			return resp.ErrSyntax
 		}
 		f := ruleFormOf(rest[0])
 		if f == nil || len(rest) < 2+f.params {
-			return errSyntax
+			return resp.ErrSyntax
 		}
 		key := rest[1]
 		op, err := f.parse(c, &a.ops[i], rest[2:2+f.params])
@@ -61,7 +64,7 @@ func parseAll(c *Conn, args [][]byte) string {
 		}
 		for _, prev := range a.rules {
 			if string(prev.Key) == string(key) {
-				return errAllDistinct
+				return resp.ErrAllDistinctKeys
 			}
 		}
 		a.rules = append(a.rules, shard.Rule{Key: key, Op: op})
@@ -73,10 +76,10 @@ func parseAll(c *Conn, args [][]byte) string {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "COST"):
 		if n, ok = parseCost(rest[1]); !ok {
-			return errNotInt
+			return resp.ErrNotInt
 		}
 	default:
-		return errSyntax
+		return resp.ErrSyntax
 	}
 	for _, op := range a.forms {
 		op.setCost(n)
@@ -89,29 +92,29 @@ func parseAll(c *Conn, args [][]byte) string {
 // The keyspace decides every rule, all or nothing, atomically across the
 // keys' shards (shard.View.UpdateAll). When a rule denies, each rule's
 // decision is what it would have answered alone.
-func cmdAll(c *Conn, args [][]byte) {
+func cmdAll(c *Ctx, args [][]byte) {
 	if err := parseAll(c, args); err != "" {
 		c.err(err)
 		c.clearAll()
 		return
 	}
 	a := &c.all
-	all, st := c.keys().UpdateAll(a.rules, c.now())
+	all, st := c.keys().UpdateAll(a.rules, c.Now())
 	if st == shard.WrongType {
-		c.err(errWrongType)
+		c.err(resp.ErrWrongType)
 		c.clearAll()
 		return
 	}
-	c.out = appendArray(c.out, 1+len(a.rules))
-	c.out = appendBool(c.out, 2, all)
+	c.W.Array(1 + len(a.rules))
+	c.W.Buf = resp.AppendBool(c.W.Buf, 2, all)
 	for i := range a.rules {
-		c.out = a.forms[i].appendRule(c.out, c.proto, a.rules[i].D, all)
+		c.W.Buf = a.forms[i].appendRule(c.W.Buf, c.W.Proto, a.rules[i].D, all)
 	}
 	c.clearAll()
 }
 
 // clearAll drops the rules' references to the request's arguments.
-func (c *Conn) clearAll() {
+func (c *Ctx) clearAll() {
 	clear(c.all.rules)
 	c.all.rules = c.all.rules[:0]
 }

@@ -1,7 +1,9 @@
-package resp
+package command
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -9,55 +11,55 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
 // configParam is one CONFIG GET/SET parameter.
 type configParam struct {
-	get func(s *Server) string
-	set func(s *Server, v []byte) bool // nil: immutable
+	get func(c *Ctx) string
+	set func(c *Ctx, v []byte) bool // nil: immutable
 }
 
 var configParams = map[string]configParam{
 	"maxmemory": {
-		get: func(s *Server) string { return strconv.FormatInt(s.maxMemory.Load(), 10) },
-		set: func(s *Server, v []byte) bool {
+		get: func(c *Ctx) string { return strconv.FormatInt(c.h.maxMemory.Load(), 10) },
+		set: func(c *Ctx, v []byte) bool {
 			n, ok := ParseMemory(v)
 			if ok {
-				s.maxMemory.Store(n)
-				s.store.SetMaxMemory(n)
+				c.h.SetMaxMemory(n)
 			}
 			return ok
 		},
 	},
 	"requirepass": {
-		get: func(s *Server) string { return *s.requirePass.Load() },
-		set: func(s *Server, v []byte) bool { p := string(v); s.requirePass.Store(&p); return true },
+		get: func(c *Ctx) string { return *c.h.requirePass.Load() },
+		set: func(c *Ctx, v []byte) bool { p := string(v); c.h.requirePass.Store(&p); return true },
 	},
 	"proto-max-bulk-len": {
-		get: func(s *Server) string { return strconv.FormatInt(s.maxBulk.Load(), 10) },
-		set: func(s *Server, v []byte) bool {
+		get: func(c *Ctx) string { return strconv.FormatInt(c.srv.MaxBulkLen(), 10) },
+		set: func(c *Ctx, v []byte) bool {
 			n, ok := ParseMemory(v)
 			if ok && n >= 1024 && n <= 512<<20 {
-				s.maxBulk.Store(n)
+				c.srv.SetMaxBulkLen(n)
 				return true
 			}
 			return false
 		},
 	},
 	"log-max-limit": {
-		get: func(s *Server) string { return strconv.FormatInt(s.logMax.Load(), 10) },
-		set: func(s *Server, v []byte) bool {
+		get: func(c *Ctx) string { return strconv.FormatInt(c.h.logMax.Load(), 10) },
+		set: func(c *Ctx, v []byte) bool {
 			n, ok := parsePositive(v)
 			if ok {
-				s.logMax.Store(n)
+				c.h.logMax.Store(n)
 			}
 			return ok
 		},
 	},
-	"databases":  {get: func(*Server) string { return "1" }},
-	"appendonly": {get: func(*Server) string { return "no" }},
-	"save":       {get: func(*Server) string { return "" }},
+	"databases":  {get: func(*Ctx) string { return "1" }},
+	"appendonly": {get: func(*Ctx) string { return "no" }},
+	"save":       {get: func(*Ctx) string { return "" }},
 }
 
 // ParseMemory parses a byte count with Redis's optional units, as in
@@ -75,28 +77,28 @@ func ParseMemory(v []byte) (int64, bool) {
 			break
 		}
 	}
-	n, ok := parseInt([]byte(s))
+	n, ok := resp.ParseInt([]byte(s))
 	if !ok || n < 0 || n > (1<<63-1)/mul {
 		return 0, false
 	}
 	return n * mul, true
 }
 
-func (s *Server) configValue(name string) (string, bool) {
+func (c *Ctx) configValue(name string) (string, bool) {
 	if p, ok := configParams[name]; ok {
-		return p.get(s), true
+		return p.get(c), true
 	}
-	v, ok := s.cfg.Settings[name]
+	v, ok := c.h.cfg.Settings[name]
 	return v, ok
 }
 
 // CONFIG GET parameter [parameter ...]
-func cmdConfigGet(c *Conn, args [][]byte) {
-	names := make([]string, 0, len(configParams)+len(c.srv.cfg.Settings))
+func cmdConfigGet(c *Ctx, args [][]byte) {
+	names := make([]string, 0, len(configParams)+len(c.h.cfg.Settings))
 	for n := range configParams {
 		names = append(names, n)
 	}
-	for n := range c.srv.cfg.Settings {
+	for n := range c.h.cfg.Settings {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -107,37 +109,37 @@ func cmdConfigGet(c *Conn, args [][]byte) {
 		for _, n := range names {
 			if !seen[n] && globMatch(low, n) {
 				seen[n] = true
-				v, _ := c.srv.configValue(n)
+				v, _ := c.configValue(n)
 				pairs = append(pairs, [2]string{n, v})
 			}
 		}
 	}
-	c.out = appendMap(c.out, c.proto, len(pairs))
+	c.W.Map(len(pairs))
 	for _, p := range pairs {
-		c.out = appendBulkStr(c.out, p[0])
-		c.out = appendBulkStr(c.out, p[1])
+		c.W.BulkString(p[0])
+		c.W.BulkString(p[1])
 	}
 }
 
 // CONFIG SET parameter value [parameter value ...]: all or nothing.
-func cmdConfigSet(c *Conn, args [][]byte) {
+func cmdConfigSet(c *Ctx, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.err(errWrongArgs("config|set"))
+		c.err(resp.ErrWrongArgs("config|set"))
 		return
 	}
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		p, ok := configParams[name]
 		if !ok {
-			if _, ro := c.srv.cfg.Settings[name]; ro {
-				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			if _, ro := c.h.cfg.Settings[name]; ro {
+				c.err(resp.ErrConfigImmutable(name))
 				return
 			}
-			c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + trunc(args[i]) + "'")
+			c.err(resp.ErrConfigUnknown(args[i]))
 			return
 		}
 		if p.set == nil {
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			c.err(resp.ErrConfigImmutable(name))
 			return
 		}
 	}
@@ -146,14 +148,14 @@ func cmdConfigSet(c *Conn, args [][]byte) {
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if !validConfigValue(name, args[i+1]) {
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+			c.err(resp.ErrConfigValue(name))
 			return
 		}
 	}
 	for i := 2; i < len(args); i += 2 {
-		configParams[strings.ToLower(string(args[i]))].set(c.srv, args[i+1])
+		configParams[strings.ToLower(string(args[i]))].set(c, args[i+1])
 	}
-	c.out = appendOK(c.out)
+	c.W.OK()
 }
 
 func validConfigValue(name string, v []byte) bool {
@@ -174,23 +176,23 @@ func validConfigValue(name string, v []byte) bool {
 // MEMORY PURGE runs a garbage collection and returns freed memory to the
 // operating system (Redis asks its allocator to purge dirty pages). The
 // keyspace itself lives in slabs that stay allocated for reuse.
-func cmdMemoryPurge(c *Conn, args [][]byte) {
+func cmdMemoryPurge(c *Ctx, args [][]byte) {
 	debug.FreeOSMemory()
-	c.out = appendOK(c.out)
+	c.W.OK()
 }
 
 // MEMORY USAGE key [SAMPLES count]: the bytes the key's record, its share
 // of the index and any state kept as an object take (what --maxmemory
 // counts), or nil for a missing key. SAMPLES is accepted and ignored, as
 // rlserver's values are never sampled.
-func cmdMemoryUsage(c *Conn, args [][]byte) {
+func cmdMemoryUsage(c *Ctx, args [][]byte) {
 	if len(args) != 3 && (len(args) != 5 || !equalFold(args[3], "SAMPLES")) {
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
 	if len(args) == 5 {
-		if _, ok := parseInt(args[4]); !ok {
-			c.err(errNotInt)
+		if _, ok := resp.ParseInt(args[4]); !ok {
+			c.err(resp.ErrNotInt)
 			return
 		}
 	}
@@ -201,36 +203,41 @@ func cmdMemoryUsage(c *Conn, args [][]byte) {
 		}
 	})
 	if n < 0 {
-		c.out = appendNull(c.out, c.proto)
+		c.W.Null()
 		return
 	}
-	c.out = appendInt(c.out, n)
+	c.W.Int(n)
 }
 
 // CONFIG RESETSTAT zeroes the counters INFO stats reports.
-func cmdConfigResetStat(c *Conn, args [][]byte) {
-	s := c.srv
-	s.doneCmds.Store(0)
-	s.totConns.Store(0)
-	s.rejected.Store(0)
-	s.mu.Lock()
-	for other := range s.conns {
-		other.cmds.Store(0)
+func cmdConfigResetStat(c *Ctx, args [][]byte) {
+	c.h.doneCmds.Store(0)
+	c.srv.ResetStats()
+	for _, other := range c.srv.Clients() {
+		sessionOf(other).cmds.Store(0)
 	}
-	s.mu.Unlock()
-	s.store.ResetStats()
-	c.out = appendOK(c.out)
+	c.Store().ResetStats()
+	c.W.OK()
+}
+
+// totalCommands is the INFO stats total_commands_processed.
+func (c *Ctx) totalCommands() int64 {
+	n := c.h.doneCmds.Load()
+	for _, other := range c.srv.Clients() {
+		n += sessionOf(other).cmds.Load()
+	}
+	return n
 }
 
 // INFO [section ...]
-func cmdInfo(c *Conn, args [][]byte) {
+func cmdInfo(c *Ctx, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
 		want[strings.ToLower(string(a))] = true
 	}
 	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
 	var b strings.Builder
-	for _, sec := range c.srv.infoSections(c) {
+	for _, sec := range c.infoSections() {
 		if !all && !want[strings.ToLower(sec.name)] {
 			continue
 		}
@@ -242,7 +249,7 @@ func cmdInfo(c *Conn, args [][]byte) {
 			b.WriteString(f[0] + ":" + f[1] + "\r\n")
 		}
 	}
-	c.out = appendVerbatim(c.out, c.proto, b.String())
+	c.W.Verbatim(b.String())
 }
 
 type infoSection struct {
@@ -250,16 +257,18 @@ type infoSection struct {
 	fields [][2]string
 }
 
-func (s *Server) infoSections(c *Conn) []infoSection {
+func (c *Ctx) infoSections() []infoSection {
+	h := c.h
 	now := time.Now()
-	up := now.Sub(s.started)
-	st := s.store.Stats()
+	up := now.Sub(h.started)
+	st := h.store.Stats()
+	srv := c.srv.Stats()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	port := "0"
-	if s.ln != nil {
-		if _, p, err := splitHostPort(s.ln.Addr().String()); err == nil {
+	if addr := c.srv.Addr(); addr != nil {
+		if _, p, err := net.SplitHostPort(addr.String()); err == nil {
 			port = p
 		}
 	}
@@ -272,15 +281,15 @@ func (s *Server) infoSections(c *Conn) []infoSection {
 			{"os", runtime.GOOS + " " + runtime.GOARCH},
 			{"arch_bits", "64"},
 			{"go_version", runtime.Version()},
-			{"process_id", strconv.Itoa(pid())},
+			{"process_id", strconv.Itoa(os.Getpid())},
 			{"tcp_port", port},
-			{"server_time_usec", i64(s.clock.Now() / 1e3)},
+			{"server_time_usec", i64(h.clock.Now() / 1e3)},
 			{"uptime_in_seconds", i64(int64(up / time.Second))},
 			{"uptime_in_days", i64(int64(up / (24 * time.Hour)))},
-			{"shards", strconv.Itoa(s.store.NumShards())},
+			{"shards", strconv.Itoa(h.store.NumShards())},
 		}},
 		{"Clients", [][2]string{
-			{"connected_clients", strconv.Itoa(s.numConns())},
+			{"connected_clients", strconv.Itoa(c.srv.NumConns())},
 			{"blocked_clients", "0"},
 		}},
 		{"Memory", [][2]string{
@@ -288,28 +297,28 @@ func (s *Server) infoSections(c *Conn) []infoSection {
 			{"used_memory_human", humanBytes(int64(ms.HeapAlloc))},
 			{"used_memory_rss", strconv.FormatUint(ms.Sys, 10)},
 			{"used_memory_dataset", i64(st.Memory)},
-			{"maxmemory", i64(s.maxMemory.Load())},
+			{"maxmemory", i64(h.maxMemory.Load())},
 			{"maxmemory_policy", "volatile-ttl"},
 		}},
 	}
 	pers := [][2]string{{"loading", "0"}}
-	if s.cfg.Persistence != nil {
-		pers = append(pers, s.cfg.Persistence.Info()...)
+	if h.cfg.Persistence != nil {
+		pers = append(pers, h.cfg.Persistence.Info()...)
 	} else {
 		pers = append(pers, [][2]string{
 			{"rdb_changes_since_last_save", i64(st.Changes)},
 			{"rdb_bgsave_in_progress", "0"},
-			{"rdb_last_save_time", i64(s.started.Unix())},
+			{"rdb_last_save_time", i64(h.started.Unix())},
 			{"rdb_last_bgsave_status", "ok"},
 			{"aof_enabled", "0"},
 		}...)
 	}
 	secs = append(secs, infoSection{"Persistence", pers})
 	secs = append(secs, infoSection{"Stats", [][2]string{
-		{"total_connections_received", i64(s.totConns.Load())},
-		{"total_commands_processed", i64(s.totalCommands())},
+		{"total_connections_received", i64(srv.ConnectionsReceived)},
+		{"total_commands_processed", i64(c.totalCommands())},
 		{"rejected_connections", "0"},
-		{"protocol_errors", i64(s.rejected.Load())},
+		{"protocol_errors", i64(srv.ProtocolErrors)},
 		{"expired_keys", i64(st.Expired)},
 		{"evicted_keys", i64(st.Evicted)},
 	}})
@@ -338,77 +347,77 @@ func humanBytes(n int64) string {
 }
 
 // DEBUG CLOCK SET unix_ms | ADVANCE ms | REAL | GET
-func cmdDebugClock(c *Conn, args [][]byte) {
-	if !c.srv.cfg.EnableDebug {
-		c.err(errDebugOff)
+func cmdDebugClock(c *Ctx, args [][]byte) {
+	if !c.h.cfg.EnableDebug {
+		c.err(resp.ErrDebugOff)
 		return
 	}
 	op := args[2]
 	switch {
 	case equalFold(op, "SET") && len(args) == 4:
-		ms, ok := parseInt(args[3])
+		ms, ok := resp.ParseInt(args[3])
 		if !ok || ms < 0 || ms > (1<<63-1)/int64(1e6) {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
-		c.srv.clock.Set(ms * 1e6)
-		c.batchNow = 0
+		c.h.clock.Set(ms * 1e6)
+		c.now = 0
 	case equalFold(op, "ADVANCE") && len(args) == 4:
-		ms, ok := parseInt(args[3])
+		ms, ok := resp.ParseInt(args[3])
 		if !ok || ms > (1<<63-1)/int64(1e6) || ms < -((1<<63-1)/int64(1e6)) {
-			c.err(errNotInt)
+			c.err(resp.ErrNotInt)
 			return
 		}
-		c.srv.clock.Advance(time.Duration(ms) * time.Millisecond)
-		c.batchNow = 0
+		c.h.clock.Advance(time.Duration(ms) * time.Millisecond)
+		c.now = 0
 	case equalFold(op, "REAL") && len(args) == 3:
-		c.srv.clock.Real()
-		c.batchNow = 0
+		c.h.clock.Real()
+		c.now = 0
 	case equalFold(op, "GET") && len(args) == 3:
-		c.out = appendInt(c.out, c.srv.clock.Now()/1e6)
+		c.W.Int(c.h.clock.Now() / 1e6)
 		return
 	default:
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
-	c.out = appendOK(c.out)
+	c.W.OK()
 }
 
-func cmdSave(c *Conn, args [][]byte) {
-	if p := c.srv.cfg.Persistence; p != nil {
+func cmdSave(c *Ctx, args [][]byte) {
+	if p := c.h.cfg.Persistence; p != nil {
 		if err := p.Save(); err != nil {
-			c.err("ERR " + err.Error())
+			c.err(resp.ErrFailed(err))
 			return
 		}
 	}
-	c.out = appendOK(c.out)
+	c.W.OK()
 }
 
-func cmdBGSave(c *Conn, args [][]byte) {
+func cmdBGSave(c *Ctx, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "SCHEDULE") {
-		c.err(errSyntax)
+		c.err(resp.ErrSyntax)
 		return
 	}
-	if p := c.srv.cfg.Persistence; p != nil {
+	if p := c.h.cfg.Persistence; p != nil {
 		if err := p.BGSave(); err != nil {
-			c.err("ERR " + err.Error())
+			c.err(resp.ErrFailed(err))
 			return
 		}
 	}
-	c.out = appendStatus(c.out, "Background saving started")
+	c.W.Status("Background saving started")
 }
 
-func cmdLastSave(c *Conn, args [][]byte) {
-	t := c.srv.started.Unix()
-	if p := c.srv.cfg.Persistence; p != nil {
+func cmdLastSave(c *Ctx, args [][]byte) {
+	t := c.h.started.Unix()
+	if p := c.h.cfg.Persistence; p != nil {
 		t = p.LastSave()
 	}
-	c.out = appendInt(c.out, t)
+	c.W.Int(t)
 }
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]: on success the connection just
 // closes, as with Redis.
-func cmdShutdown(c *Conn, args [][]byte) {
+func cmdShutdown(c *Ctx, args [][]byte) {
 	save := true
 	for _, a := range args[1:] {
 		switch {
@@ -416,18 +425,18 @@ func cmdShutdown(c *Conn, args [][]byte) {
 			save = false
 		case equalFold(a, "SAVE"), equalFold(a, "NOW"), equalFold(a, "FORCE"):
 		default:
-			c.err(errSyntax)
+			c.err(resp.ErrSyntax)
 			return
 		}
 	}
-	if p := c.srv.cfg.Persistence; save && p != nil {
+	if p := c.h.cfg.Persistence; save && p != nil {
 		if err := p.Save(); err != nil {
-			c.err("ERR Errors trying to SHUTDOWN. Check logs.")
+			c.err(resp.ErrShutdown)
 			return
 		}
 	}
-	c.quit = true
-	if f := c.srv.cfg.OnShutdown; f != nil {
+	c.sess.quit = true
+	if f := c.h.cfg.OnShutdown; f != nil {
 		// The final flush happens after every connection has finished, so
 		// that nothing acknowledged after the save above is lost.
 		go f(save)
@@ -436,15 +445,15 @@ func cmdShutdown(c *Conn, args [][]byte) {
 
 // CHECKPOINT dir: an rlserver extension; flushes, then writes a consistent
 // Pebble checkpoint of the store to dir on the server's filesystem.
-func cmdCheckpoint(c *Conn, args [][]byte) {
-	p := c.srv.cfg.Persistence
+func cmdCheckpoint(c *Ctx, args [][]byte) {
+	p := c.h.cfg.Persistence
 	if p == nil {
-		c.err("ERR persistence is off (--dir '')")
+		c.err(resp.ErrPersistenceOff)
 		return
 	}
 	if err := p.Checkpoint(string(args[1])); err != nil {
-		c.err("ERR " + err.Error())
+		c.err(resp.ErrFailed(err))
 		return
 	}
-	c.out = appendOK(c.out)
+	c.W.OK()
 }

@@ -1,0 +1,189 @@
+package command
+
+import (
+	"crypto/subtle"
+	"strconv"
+
+	"github.com/rlserver/rlserver/resp"
+)
+
+func cmdPing(c *Ctx, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.W.Status("PONG")
+	case 2:
+		c.W.Bulk(args[1])
+	default:
+		c.err(resp.ErrWrongArgs("ping"))
+	}
+}
+
+func cmdEcho(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendBulk(c.W.Buf, args[1]) }
+
+func (c *Ctx) checkPassword(user, pass []byte) bool {
+	want := *c.h.requirePass.Load()
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+// AUTH [username] password
+func cmdAuth(c *Ctx, args [][]byte) {
+	if len(args) > 3 {
+		c.err(resp.ErrSyntax)
+		return
+	}
+	var user []byte
+	pass := args[1]
+	if len(args) == 3 {
+		user, pass = args[1], args[2]
+	}
+	if *c.h.requirePass.Load() == "" && user == nil {
+		c.err(resp.ErrNoPassSet)
+		return
+	}
+	if !c.checkPassword(user, pass) {
+		c.err(resp.ErrWrongPass)
+		return
+	}
+	c.sess.authed = true
+	c.W.OK()
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *Ctx, args [][]byte) {
+	proto := c.W.Proto
+	if len(args) > 1 {
+		v, ok := resp.ParseInt(args[1])
+		if !ok {
+			c.err(resp.ErrHelloProto)
+			return
+		}
+		if v != 2 && v != 3 {
+			c.err(resp.ErrNoProto)
+			return
+		}
+		proto = int(v)
+	}
+	var name []byte
+	setName := false
+	for i := 2; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "AUTH") && i+2 < len(args):
+			if !c.checkPassword(args[i+1], args[i+2]) {
+				c.err(resp.ErrWrongPass)
+				return
+			}
+			c.sess.authed = true
+			i += 2
+		case equalFold(args[i], "SETNAME") && i+1 < len(args):
+			if !validClientName(args[i+1]) {
+				c.err(resp.ErrClientName)
+				return
+			}
+			name, setName = args[i+1], true
+			i++
+		default:
+			c.err(resp.ErrHelloOption(args[i]))
+			return
+		}
+	}
+	if !c.sess.authed {
+		c.err(resp.ErrHelloNoAuth)
+		return
+	}
+	if setName {
+		c.sess.setName(string(name))
+	}
+	c.setProto(proto)
+	c.W.Map(7)
+	c.W.BulkString("server")
+	c.W.BulkString("redis")
+	c.W.BulkString("version")
+	c.W.BulkString(redisVersion)
+	c.W.BulkString("proto")
+	c.W.Int(int64(proto))
+	c.W.BulkString("id")
+	c.W.Int(c.sess.info.ID)
+	c.W.BulkString("mode")
+	c.W.BulkString("standalone")
+	c.W.BulkString("role")
+	c.W.BulkString("master")
+	c.W.BulkString("modules")
+	c.W.Array(0)
+}
+
+func cmdSelect(c *Ctx, args [][]byte) {
+	n, ok := resp.ParseInt(args[1])
+	if !ok {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if n != 0 {
+		c.err(resp.ErrDBIndex)
+		return
+	}
+	c.W.OK()
+}
+
+func cmdQuit(c *Ctx, args [][]byte) {
+	c.W.OK()
+	c.sess.quit = true
+}
+
+// RESET: back to a fresh connection's state.
+func cmdReset(c *Ctx, args [][]byte) {
+	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
+	c.setProto(2)
+	c.sess.authed = *c.h.requirePass.Load() == ""
+	c.sess.setName("")
+	c.W.Status("RESET")
+}
+
+func cmdMulti(c *Ctx, args [][]byte) {
+	if c.sess.inMulti {
+		c.err(resp.ErrNestedMulti)
+		return
+	}
+	c.sess.inMulti, c.sess.multiErr, c.sess.queue = true, false, c.sess.queue[:0]
+	c.W.OK()
+}
+
+func cmdDiscard(c *Ctx, args [][]byte) {
+	if !c.sess.inMulti {
+		c.err(resp.ErrDiscardNoMulti)
+		return
+	}
+	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
+	c.W.OK()
+}
+
+// EXEC runs the queued commands atomically: it holds every shard's lock
+// (taken in index order) for the whole transaction.
+func cmdExec(c *Ctx, args [][]byte) {
+	if !c.sess.inMulti {
+		c.err(resp.ErrExecNoMulti)
+		return
+	}
+	queue, failed := c.sess.queue, c.sess.multiErr
+	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
+	if failed {
+		c.err(resp.ErrExecAbort)
+		return
+	}
+	c.txn, c.inExec = c.Store().LockAll(), true
+	c.W.Array(len(queue))
+	for _, q := range queue {
+		c.exec(q)
+	}
+	c.inExec = false
+	c.txn.UnlockAll()
+}
+
+func cmdTime(c *Ctx, args [][]byte) {
+	now := c.Now()
+	c.W.Array(2)
+	c.W.BulkString(strconv.FormatInt(now/1e9, 10))
+	c.W.BulkString(strconv.FormatInt(now%1e9/1e3, 10))
+}

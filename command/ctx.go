@@ -1,0 +1,182 @@
+package command
+
+import (
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Ctx is what a handler sees of its connection: the reply writer W, the
+// batch's clock (Now), the keyspace (Store, Lock, Unlock), the session, and
+// scratch space reused from command to command. The server drives the same
+// value as the connection's resp.Session (Exec, EndBatch, Prefetch, Close).
+type Ctx struct {
+	W    *resp.Writer // the connection's replies
+	sess *Session
+	h    *Handler
+	srv  *resp.Server // the server's connections and counters (CLIENT, INFO)
+
+	now    int64      // the clock, read once per batch of pipelined commands (0: not yet)
+	inExec bool       // EXEC holds every shard lock, through txn
+	txn    shard.View // EXEC's view (see keys)
+	scratch
+}
+
+// scratch is a connection's per-command scratch space, kept so that the
+// commands of the hot path allocate nothing.
+type scratch struct {
+	lower       [32]byte       // a command name in lower case (see Table.lookup)
+	warmKeys    [][]byte       // warm's: a request's keys
+	ids         *mrand.ChaCha8 // lease ids (see newLeaseID)
+	lastName    *Command       // the command last looked up by name
+	lastNameBuf [32]byte       // the name it was looked up by, as sent
+	lastNameLen int
+	ops         ops        // reusable limiter ops (see limiters.go)
+	all         allScratch // CL.ALL's
+}
+
+// Now returns the server clock, read once per batch: the commands of one
+// pipelined batch arrived together and are decided at one instant (as are
+// those of one EXEC). DEBUG CLOCK resets it.
+func (c *Ctx) Now() int64 {
+	if c.now == 0 {
+		c.now = c.h.clock.Now()
+	}
+	return c.now
+}
+
+// Store returns the keyspace. A handler locks the shards it uses with Lock
+// and Unlock, never the shards' own methods.
+func (c *Ctx) Store() *shard.Store { return c.h.store }
+
+// keys returns the keyspace as the running command sees it: inside EXEC,
+// a view holding every shard lock.
+func (c *Ctx) keys() shard.View {
+	if c.inExec {
+		return c.txn
+	}
+	return c.h.store.View()
+}
+
+// Lock and Unlock take a shard's lock unless EXEC already holds them all.
+func (c *Ctx) Lock(sh *shard.Shard) { c.keys().Lock(sh) }
+
+func (c *Ctx) Unlock(sh *shard.Shard) { c.keys().Unlock(sh) }
+
+// err answers an error (a text of resp/errors.go).
+func (c *Ctx) err(msg string) { c.W.Err(msg) }
+
+// setProto switches the connection's replies to RESP2 or RESP3.
+func (c *Ctx) setProto(proto int) {
+	c.W.Proto = proto
+	c.sess.respVer.Store(int32(proto))
+}
+
+// Exec runs one request (resp.Session).
+func (c *Ctx) Exec(args [][]byte) (quit bool) {
+	c.exec(args)
+	return c.sess.quit
+}
+
+// EndBatch publishes the batch's statistics for INFO and CLIENT LIST (read
+// by other goroutines) once, instead of per command, and forgets its clock
+// (resp.Session).
+func (c *Ctx) EndBatch() {
+	c.now = 0
+	s := c.sess
+	if s.batchCmd > 0 {
+		s.cmds.Add(s.batchCmd)
+		s.batchCmd = 0
+		s.lastCmd.Store(s.last)
+		s.lastSeen.Store(time.Now().UnixNano())
+	}
+}
+
+// Prefetch warms the keys of a queued batch (resp.Session; see warm).
+func (c *Ctx) Prefetch(args [][]byte, counts []int) { c.warm(args, counts) }
+
+// Close counts the connection's commands into the server's total
+// (resp.Session).
+func (c *Ctx) Close() { c.h.doneCmds.Add(c.sess.cmds.Load()) }
+
+// command looks name up in the table. Pipelines repeat one command, so the
+// name looked up last is compared first, before the table's map.
+func (c *Ctx) command(name []byte) *Command {
+	if c.lastName != nil && string(name) == string(c.lastNameBuf[:c.lastNameLen]) {
+		return c.lastName
+	}
+	cmd := c.h.table.lookup(name, &c.lower)
+	if cmd != nil && len(name) <= len(c.lastNameBuf) {
+		c.lastName = cmd
+		c.lastNameLen = copy(c.lastNameBuf[:], name)
+	}
+	return cmd
+}
+
+// exec dispatches one command through the table: lookup, arity, auth, MULTI
+// queueing, then the handler.
+func (c *Ctx) exec(args [][]byte) {
+	s := c.sess
+	s.batchCmd++
+	cmd := c.command(args[0])
+	if cmd == nil {
+		c.reject(resp.ErrUnknownCommand(args))
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		c.reject(resp.ErrWrongArgs(cmd.Name))
+		return
+	}
+	if cmd.subIndex != nil && len(args) > 1 {
+		sub := cmd.sub(args[1])
+		if sub == nil {
+			c.reject(resp.ErrUnknownSubcommand(cmd.Name, args[1]))
+			return
+		}
+		if !sub.arityOK(len(args)) {
+			c.reject(resp.ErrWrongArgs(sub.Name))
+			return
+		}
+		cmd = sub
+	}
+	if !s.authed && !cmd.noAuth {
+		c.reject(resp.ErrNoAuth)
+		return
+	}
+	if s.inMulti && cmd.noMulti {
+		c.reject(resp.ErrNotInMulti)
+		return
+	}
+	if s.inMulti && !cmd.immediate {
+		s.queue = append(s.queue, cloneArgs(args))
+		c.W.Status("QUEUED")
+		return
+	}
+	s.last = cmd
+	cmd.Run(c, args)
+}
+
+// reject answers an error raised before the command ran; inside MULTI it
+// also dooms the transaction, as Redis does.
+func (c *Ctx) reject(msg string) {
+	if c.sess.inMulti {
+		c.sess.multiErr = true
+	}
+	c.err(msg)
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+// Package command is rlserver's commands: the one command table (dispatch,
+// arity, COMMAND INFO/DOCS/LIST, ACL categories, key specs), every handler,
+// MULTI/EXEC, the connection sessions and prefetching. A resp.Server runs
+// requests through its Handler; handlers see a Ctx, not the connection.
+package command
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Version is rlserver's version, reported in INFO as rlserver_version.
+const Version = "0.1.0"
+
+// redisVersion is the Redis version whose behaviour rlserver follows; HELLO
+// and INFO report it so that clients gating features on it work unchanged.
+const redisVersion = "7.4.0"
+
+// Config is the commands' configuration. The zero value of each field means
+// its default.
+type Config struct {
+	// RequirePass is the password AUTH and HELLO ... AUTH require ("" none).
+	RequirePass string
+	// EnableDebug enables the DEBUG command (tests only).
+	EnableDebug bool
+	// LogMaxLimit is the largest limit CL.WINDOW ... LOG accepts. Default 10000.
+	LogMaxLimit int64
+	// Persistence backs SAVE, BGSAVE, LASTSAVE and INFO persistence; nil
+	// means in memory only.
+	Persistence Persistence
+	// Settings are reported read-only by CONFIG GET (bind, port, dir, ...).
+	Settings map[string]string
+	// OnShutdown is called by SHUTDOWN after replying is no longer needed;
+	// save tells whether to flush first. Default: nothing.
+	OnShutdown func(save bool)
+}
+
+// Persistence is what the commands need from the persistence layer.
+type Persistence interface {
+	// Save flushes every change to disk and syncs it.
+	Save() error
+	// BGSave starts a flush in the background; it fails if one is running.
+	BGSave() error
+	// LastSave returns the Unix time (s) of the last successful save.
+	LastSave() int64
+	// Info returns the fields of INFO's persistence section, in order.
+	Info() [][2]string
+	// Checkpoint flushes, then writes a consistent copy of the store to
+	// dir (which must not exist yet).
+	Checkpoint(dir string) error
+}
+
+// Handler runs the commands over a shard.Store; it is the resp.Handler of
+// the server.
+type Handler struct {
+	store   *shard.Store
+	clock   *shard.Clock
+	table   *Table
+	cfg     Config
+	started time.Time
+
+	requirePass atomic.Pointer[string]
+	logMax      atomic.Int64
+	maxMemory   atomic.Int64
+	doneCmds    atomic.Int64 // commands of closed connections
+}
+
+// New returns the commands over store, reading time from clock.
+func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
+	if cfg.LogMaxLimit <= 0 {
+		cfg.LogMaxLimit = 10000
+	}
+	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now()}
+	pass := cfg.RequirePass
+	h.requirePass.Store(&pass)
+	h.logMax.Store(cfg.LogMaxLimit)
+	return h
+}
+
+// NewSession returns the state of a new connection (resp.Handler).
+func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) resp.Session {
+	return h.newCtx(srv, info, w)
+}
+
+func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
+	s := &Session{info: info, authed: *h.requirePass.Load() == ""}
+	s.lastSeen.Store(time.Now().UnixNano())
+	s.respVer.Store(int32(w.Proto))
+	return &Ctx{W: w, sess: s, h: h, srv: srv}
+}
+
+// SetMaxMemory applies a memory bound (bytes, 0 none) as CONFIG SET
+// maxmemory would.
+func (h *Handler) SetMaxMemory(n int64) {
+	h.maxMemory.Store(n)
+	h.store.SetMaxMemory(n)
+}

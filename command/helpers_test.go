@@ -1,0 +1,39 @@
+package command
+
+import (
+	"io"
+	"log"
+
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// testConn returns the context of an authenticated RESP2 connection, on no
+// socket, to a server over a fresh store of the given number of shards (0:
+// the default), and the server's clock, set to 2026-01-01. Tests drive it
+// with exec (and EndBatch) and read its replies in c.W.Buf.
+func testConn(shards int) (*Ctx, *shard.Clock) { return seededConn(shards, 0) }
+
+// seededConn is testConn over a store whose key hash has the given seed
+// (0: a random one).
+func seededConn(shards int, seed uint64) (*Ctx, *shard.Clock) {
+	clock := shard.NewClock()
+	clock.Set(1_767_225_600_000_000_000)
+	h := New(Config{}, shard.New(shard.Options{Shards: shards, Seed: seed}), clock)
+	return newTestCtx(h), clock
+}
+
+// newTestCtx returns the context of another connection to h's server.
+func newTestCtx(h *Handler) *Ctx {
+	srv := resp.New(resp.Config{Logger: log.New(io.Discard, "", 0)}, h)
+	return h.newCtx(srv, resp.ConnInfo{FD: -1}, &resp.Writer{Proto: 2})
+}
+
+// argsOf turns strings into a request's arguments.
+func argsOf(s ...string) [][]byte {
+	b := make([][]byte, len(s))
+	for i, a := range s {
+		b[i] = []byte(a)
+	}
+	return b
+}

@@ -1,0 +1,71 @@
+package command
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/resp"
+)
+
+// Session is a connection's state between commands: authentication, the
+// protocol version, the client's name and library, the MULTI queue, and
+// what CLIENT LIST and INFO show other connections. Only db 0 exists, so
+// SELECT leaves nothing to remember. Its fields are used only by the
+// connection's own goroutine or loop, except those under mu and the atomic
+// ones, which other connections read (see describe).
+type Session struct {
+	info     resp.ConnInfo
+	authed   bool
+	inMulti  bool
+	multiErr bool       // a command failed to queue: EXEC aborts
+	queue    [][][]byte // MULTI queue, copied arguments
+	quit     bool       // close after the replies are sent
+
+	batchCmd int64    // commands run in this batch, published at its end
+	last     *Command // the last command run, published at the batch's end
+
+	mu      sync.Mutex // guards the fields below
+	name    string
+	libName string
+	libVer  string
+
+	cmds     atomic.Int64
+	lastCmd  atomic.Pointer[Command]
+	respVer  atomic.Int32 // the protocol version, for CLIENT LIST
+	lastSeen atomic.Int64 // Unix ns of the last command
+}
+
+func (s *Session) setName(name string) {
+	s.mu.Lock()
+	s.name = name
+	s.mu.Unlock()
+}
+
+// describe renders the connection as one CLIENT LIST line (no newline).
+// Any connection may call it.
+func (s *Session) describe(now time.Time) string {
+	s.mu.Lock()
+	name, lib, ver := s.name, s.libName, s.libVer
+	s.mu.Unlock()
+	cmd := "NULL"
+	if lc := s.lastCmd.Load(); lc != nil {
+		cmd = lc.Name
+	}
+	idle := now.Sub(time.Unix(0, s.lastSeen.Load())) / time.Second
+	var b strings.Builder
+	b.WriteString("id=" + strconv.FormatInt(s.info.ID, 10))
+	b.WriteString(" addr=" + s.info.Addr + " laddr=" + s.info.LocalAddr + " fd=" + strconv.Itoa(s.info.FD) + " name=" + name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(s.info.Created)/time.Second), 10))
+	b.WriteString(" idle=" + strconv.FormatInt(int64(idle), 10))
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(int(s.respVer.Load())))
+	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
+	return b.String()
+}
+
+// sessionOf returns the session of a connection the server lists: this
+// package's Ctx is every connection's resp.Session.
+func sessionOf(c resp.Client) *Session { return c.Session.(*Ctx).sess }
