@@ -67,7 +67,15 @@ func parseAll(c *Ctx, args [][]byte) string {
 				return resp.ErrAllDistinctKeys
 			}
 		}
-		a.rules = append(a.rules, shard.Rule{Key: key, Op: op})
+		// Grown in place, not appended: a Rule is large, and UpdateAll
+		// sets all the rest of it.
+		if len(a.rules) < cap(a.rules) {
+			a.rules = a.rules[:len(a.rules)+1]
+		} else {
+			a.rules = append(a.rules, shard.Rule{})
+		}
+		r := &a.rules[len(a.rules)-1]
+		r.Key, r.Op = key, op
 		a.forms = append(a.forms, op)
 		rest = rest[2+f.params:]
 	}
@@ -115,6 +123,8 @@ func cmdAll(c *Ctx, args [][]byte) {
 
 // clearAll drops the rules' references to the request's arguments.
 func (c *Ctx) clearAll() {
-	clear(c.all.rules)
+	for i := range c.all.rules {
+		c.all.rules[i].Key = nil
+	}
 	c.all.rules = c.all.rules[:0]
 }

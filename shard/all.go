@@ -35,7 +35,8 @@ type Rule struct {
 // nothing changed.
 func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 	s := v.s
-	var held [MaxShards / 64]uint64 // the rules' shards, as a bit set
+	var set [MaxShards / 64]uint64 // the rules' shards, as a bit set
+	held := set[:(len(s.shards)+63)/64]
 	shared := false
 	for i := range rules {
 		r := &rules[i]
@@ -58,14 +59,14 @@ func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 		}
 	}
 	if !v.held {
-		eachBit(held[:], func(i int) { s.shards[i].Lock() })
+		eachBit(held, func(i int) { s.shards[i].Lock() })
 	}
 	all, status = s.updateAll(rules, now)
 	for i := range rules {
 		rules[i].st = nil // the states are the shards', valid under their locks only
 	}
 	if !v.held {
-		eachBitReverse(held[:], func(i int) { s.shards[i].Unlock() })
+		eachBitReverse(held, func(i int) { s.shards[i].Unlock() })
 	}
 	return all, status
 }
