@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"fmt"
@@ -90,18 +89,8 @@ func TestGoldenEncodings(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(goldenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	seen := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
+	for _, line := range goldenLines(t, goldenFile) {
 		var name string
 		var kind int
 		var hx string
@@ -167,18 +156,8 @@ func TestGoldenCompact(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(goldenV2File)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	seen := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
+	for _, line := range goldenLines(t, goldenV2File) {
 		var name, hx string
 		var kind int
 		var ref int64
@@ -221,4 +200,21 @@ func TestGoldenCompact(t *testing.T) {
 	if seen != len(goldenNext) {
 		t.Fatalf("golden file holds %d states, want %d", seen, len(goldenNext))
 	}
+}
+
+// goldenLines returns the lines of a golden file but its comments and
+// blank lines.
+func goldenLines(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "#") && line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
