@@ -31,11 +31,93 @@ type allScratch struct {
 	rules []shard.Rule
 	ops   []ops
 	forms []ruleOp
+
+	// The last request parsed, but for its keys: a request that repeats
+	// it (one rule set, many keys: the usual case) reuses its ops instead
+	// of parsing again. Empty keyAt: none to reuse.
+	same   []byte // its arguments after the name, keys left out, back to back
+	ends   []int  // where each of them ends in same
+	keyAt  []int  // where its keys are in args
+	nargs  int
+	logMax int64 // the LOG bound it was parsed under
 }
 
 // parseAll parses CL.ALL's arguments into the connection's rules; on
 // error it returns the error reply.
 func parseAll(c *Ctx, args [][]byte) string {
+	a := &c.all
+	logMax := c.h.logMax.Load()
+	if a.repeats(args, logMax) {
+		return a.rekey(c, args)
+	}
+	a.keyAt = a.keyAt[:0]
+	if err := parseRules(c, args); err != "" {
+		a.keyAt = a.keyAt[:0]
+		return err
+	}
+	a.remember(args, logMax)
+	return ""
+}
+
+// repeats reports whether args are the remembered request's but for the
+// keys.
+func (a *allScratch) repeats(args [][]byte, logMax int64) bool {
+	if len(a.keyAt) == 0 || len(args) != a.nargs || logMax != a.logMax {
+		return false
+	}
+	k, j, start := 0, 0, 0
+	for i := 1; i < len(args); i++ {
+		if k < len(a.keyAt) && a.keyAt[k] == i {
+			k++
+			continue
+		}
+		if string(args[i]) != string(a.same[start:a.ends[j]]) {
+			return false
+		}
+		start = a.ends[j]
+		j++
+	}
+	return true
+}
+
+// remember keeps what repeats compares a later request with; parseRules
+// noted the keys' positions in keyAt.
+func (a *allScratch) remember(args [][]byte, logMax int64) {
+	a.same, a.ends = a.same[:0], a.ends[:0]
+	k := 0
+	for i := 1; i < len(args); i++ {
+		if k < len(a.keyAt) && a.keyAt[k] == i {
+			k++
+			continue
+		}
+		a.same = append(a.same, args[i]...)
+		a.ends = append(a.ends, len(a.same))
+	}
+	a.nargs, a.logMax = len(args), logMax
+}
+
+// rekey points the remembered rules at this request's keys, and draws the
+// ACQUIRE rules' new lease ids.
+func (a *allScratch) rekey(c *Ctx, args [][]byte) string {
+	for i, at := range a.keyAt {
+		key := args[at]
+		for _, prev := range a.rules[:i] {
+			if string(prev.Key) == string(key) {
+				return resp.ErrAllDistinctKeys
+			}
+		}
+		a.rules = a.rules[:i+1]
+		a.rules[i].Key = key
+		if op, ok := a.forms[i].(*acquireOp); ok {
+			c.newLeaseID(&op.id)
+		}
+	}
+	return ""
+}
+
+// parseRules parses CL.ALL's arguments into the connection's rules, noting
+// where the keys are; on error it returns the error reply.
+func parseRules(c *Ctx, args [][]byte) string {
 	a := &c.all
 	count, ok := parsePositive(args[1])
 	if !ok {
@@ -77,6 +159,7 @@ func parseAll(c *Ctx, args [][]byte) string {
 		r := &a.rules[len(a.rules)-1]
 		r.Key, r.Op = key, op
 		a.forms = append(a.forms, op)
+		a.keyAt = append(a.keyAt, len(args)-len(rest)+1)
 		rest = rest[2+f.params:]
 	}
 	n := int64(1)

@@ -238,3 +238,53 @@ func TestAllAcquireRule(t *testing.T) {
 		t.Fatalf("ACQUIRE rule with a bad lease = %q", got)
 	}
 }
+
+// TestAllRepeatedRules: a connection reuses the rules of its last CL.ALL
+// when a request repeats them but for the keys. Replies match those of
+// connections that parse every request afresh, whatever changes between
+// calls: the keys, a parameter, the rule count, the cost, the keys
+// becoming equal, and the LOG bound (CONFIG SET log-max-limit).
+func TestAllRepeatedRules(t *testing.T) {
+	a, clockA := seededConn(2, 7)
+	b, clockB := seededConn(2, 7)
+	run := func(c *Ctx, cmd string) string {
+		c.W.Buf = c.W.Buf[:0]
+		c.exec(argsOf(strings.Fields(cmd)...))
+		c.EndBatch()
+		return string(c.W.Buf)
+	}
+	steps := []string{
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip1 5 1m",
+		"CL.ALL 2 TOKENBUCKET u2 3 1 1s FIXED ip1 5 1m",
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m",
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m COST 2",
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m COST 2",
+		"CL.ALL 2 TOKENBUCKET u1 2 1 1s FIXED ip2 5 1m",
+		"CL.ALL 2 TOKENBUCKET u1 2 1 1s FIXED u1 5 1m",
+		"CL.ALL 2 TOKENBUCKET u3 2 1 1s FIXED ip3 5 1m",
+		"CL.ALL 2 TOKENBUCKET u3 2 1 1s FIXED ip3 5 1m",
+		"CL.ALL 2 TOKENBUCKET u3 2 1 1s LOG ip4 5 1m",
+		"CONFIG SET log-max-limit 4",
+		"CL.ALL 2 TOKENBUCKET u3 2 1 1s LOG ip5 5 1m",
+		"CONFIG SET log-max-limit 10000",
+		"CL.ALL 2 TOKENBUCKET u3 2 1 1s LOG ip5 5 1m",
+		"CL.ALL 1 TOKENBUCKET u3 2 1 1s",
+		"CL.ALL 1 FIXED u3 2 1s",
+		"CL.ALL 1 TOKENBUCKET u4 2 1 1s",
+	}
+	for i, cmd := range steps {
+		fresh := newTestCtx(b.h)
+		got, want := run(a, cmd), run(fresh, cmd)
+		if got != want {
+			t.Fatalf("step %d: %s\n got %q\nwant %q (parsed afresh)", i, cmd, got, want)
+		}
+		clockA.Advance(100 * time.Millisecond)
+		clockB.Advance(100 * time.Millisecond)
+	}
+	// ACQUIRE rules draw a new lease id on every call, reused rules or not.
+	first := run(a, "CL.ALL 1 ACQUIRE sem 5 1m")
+	second := run(a, "CL.ALL 1 ACQUIRE sem 5 1m")
+	if first[len(first)-18:] == second[len(second)-18:] || !strings.Contains(second, "$16\r\n") {
+		t.Fatalf("repeated ACQUIRE rule: %q then %q", first, second)
+	}
+}
