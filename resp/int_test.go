@@ -1,6 +1,11 @@
 package resp
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
 
 // TestParseInt: Redis's string2ll accepts the canonical decimal form of an
 // int64 and nothing else.
@@ -20,6 +25,26 @@ func TestParseInt(t *testing.T) {
 		got, ok := ParseInt([]byte(tc.in))
 		if ok != tc.ok || (ok && got != tc.want) {
 			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestAppendInt: integer replies match strconv's digits for every edge
+// and for random values of every length.
+func TestAppendInt(t *testing.T) {
+	vals := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, -1, -2, -9, -10, -99, -100, -101,
+		math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, 1e18, -1e18}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		v := rng.Int64() >> rng.IntN(63)
+		if rng.IntN(2) == 0 {
+			v = -v
+		}
+		vals = append(vals, v)
+	}
+	for _, v := range vals {
+		if got, want := string(AppendInt([]byte("x"), v)), "x:"+strconv.FormatInt(v, 10)+"\r\n"; got != want {
+			t.Fatalf("AppendInt(%d) = %q, want %q", v, got, want)
 		}
 	}
 }
