@@ -140,8 +140,7 @@ func (sh *Shard) find(r *Rule, now int64) bool {
 	r.f, r.boxed = f, f.boxed
 	if f.OK && f.Exp <= now {
 		if f.Kind == kind {
-			r.st, r.revived = sh.ruleState(r, f), true
-			r.st.Reset()
+			r.st, r.revived = sh.fresh(sh.multiScratch(r.slot), f), true
 			return true
 		}
 		sh.Expire(f)

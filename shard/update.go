@@ -114,8 +114,7 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 			// Its state is a fresh key's: reuse the record in place (keys
 			// that come back after expiring are the common case with many
 			// keys).
-			st := sh.state(f)
-			st.Reset()
+			st := sh.fresh(&sh.sc, f)
 			d, _, _ = op.Run(st, now, true)
 			if d.ResetAfter > 0 {
 				sh.keep(st, sh.revive(f, key, h, st, expireAt(now, d.ResetAfter)))
@@ -159,6 +158,20 @@ func (sh *Shard) state(f Found) engine.State {
 	}
 	st := sh.sc.For(f.Kind, f.pay)
 	decodeInto(st, f.pay, f.Exp)
+	return st
+}
+
+// fresh returns a fresh state to revive the expired record f with: its box,
+// reset, or the scratch state of sc its payload would decode into, reset;
+// the expired state is never decoded.
+func (sh *Shard) fresh(sc *engine.Scratch, f Found) engine.State {
+	var st engine.State
+	if f.boxed {
+		st = sh.boxes[boxIndex(f.pay)]
+	} else {
+		st = sc.For(f.Kind, f.pay)
+	}
+	st.Reset()
 	return st
 }
 
