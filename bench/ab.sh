@@ -10,7 +10,7 @@
 #   N=n         requests per run (default 800000)
 #   PERSIST=1   run both with a fresh --dir (Pebble, the default config)
 #               instead of --dir ''
-#   WORKLOADS   subset of: throttle tokenbucket window all3 acquire
+#   WORKLOADS   subset of: throttle tokenbucket window all3 acquire ping
 set -euo pipefail
 old=$1 new=$2
 rounds=${ROUNDS:-3} n=${N:-800000}
@@ -24,6 +24,7 @@ cmd_of() {
 	tokenbucket) echo "CL.TOKENBUCKET tb:__rand_int__ 100 1 1h" ;;
 	window) echo "CL.WINDOW w:__rand_int__ 1000000000 60 FIXED" ;;
 	acquire) echo "CL.ACQUIRE a:__rand_int__ 1000000 10ms" ;;
+	ping) echo "PING" ;;
 	all3) echo "CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60" ;;
 	esac
 }
