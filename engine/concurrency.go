@@ -64,6 +64,9 @@ var _ State = (*Concurrency)(nil)
 // Kind returns KindConcurrency.
 func (s *Concurrency) Kind() Kind { return KindConcurrency }
 
+// KindConcurrency is the kind of CL.ACQUIRE semaphores. Its value is persisted: never change it.
+const KindConcurrency Kind = 5
+
 func init() { register(KindConcurrency, "concurrency", func() State { return new(Concurrency) }) }
 
 // Reset makes s a fresh key's state, keeping the lease slice's memory.

@@ -20,14 +20,9 @@ import (
 // so existing values must never change.
 type Kind uint8
 
-// The limiter kinds, as persisted and as named by TYPE.
-const (
-	KindThrottle    Kind = 1 // GCRA: CL.THROTTLE, GCRA and THROTTLE rules
-	KindTokenBucket Kind = 2
-	KindLeakyBucket Kind = 3
-	KindWindow      Kind = 4 // FIXED, SLIDING and LOG windows
-	KindConcurrency Kind = 5
-)
+// Each kind's constant is declared in its algorithm's file, next to its
+// register call (which refuses a value taken twice): 1 throttle (GCRA),
+// 2 token bucket, 3 leaky bucket, 4 window, 5 concurrency.
 
 // kindInfo describes a limiter kind to the keyspace and persistence: the
 // name TYPE reports and a constructor of its fresh state. Each algorithm's

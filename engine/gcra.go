@@ -130,6 +130,9 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 // Kind returns KindThrottle.
 func (s *GCRA) Kind() Kind { return KindThrottle }
 
+// KindThrottle is the kind of GCRA: CL.THROTTLE, GCRA and THROTTLE rules share it. Its value is persisted: never change it.
+const KindThrottle Kind = 1
+
 func init() { register(KindThrottle, "throttle", func() State { return new(GCRA) }) }
 
 // Reset makes s a fresh key's state.

@@ -120,6 +120,9 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 // Kind returns KindLeakyBucket.
 func (s *LeakyBucket) Kind() Kind { return KindLeakyBucket }
 
+// KindLeakyBucket is the kind of leaky buckets. Its value is persisted: never change it.
+const KindLeakyBucket Kind = 3
+
 func init() { register(KindLeakyBucket, "leakybucket", func() State { return new(LeakyBucket) }) }
 
 // Reset makes s a fresh key's state.

@@ -146,6 +146,9 @@ func (s *TokenBucket) carry(back u128, p TokenBucketParams) u128 {
 // Kind returns KindTokenBucket.
 func (s *TokenBucket) Kind() Kind { return KindTokenBucket }
 
+// KindTokenBucket is the kind of token buckets. Its value is persisted: never change it.
+const KindTokenBucket Kind = 2
+
 func init() { register(KindTokenBucket, "tokenbucket", func() State { return new(TokenBucket) }) }
 
 // Reset makes s a fresh key's state.

@@ -103,6 +103,9 @@ var _ State = (*Window)(nil)
 // Kind returns KindWindow.
 func (s *Window) Kind() Kind { return KindWindow }
 
+// KindWindow is the kind of FIXED, SLIDING and LOG windows. Its value is persisted: never change it.
+const KindWindow Kind = 4
+
 func init() { register(KindWindow, "window", func() State { return new(Window) }) }
 
 // Reset makes s a fresh key's state. Unlike assigning Window{}, it keeps
