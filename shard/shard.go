@@ -416,13 +416,15 @@ func (sh *Shard) Each(now int64, fn func(Item) bool) {
 	})
 }
 
-// State returns a copy of the state of the key it (from Each) names; the
-// caller owns it.
+// State returns the state of the key it (from Each) names, as decodeCopy
+// does.
 func (sh *Shard) State(it Item) engine.State {
 	return sh.decodeCopy(it.ref)
 }
 
-// decodeCopy returns record r's state as a new object (a box's is shared).
+// decodeCopy returns record r's state: decoded into a new object, or the
+// box itself for a state kept as an object (tests and tools: read it under
+// the lock, never change it).
 func (sh *Shard) decodeCopy(r ref) engine.State { return sh.stateAt(r, nil) }
 
 // stateAt returns record r's state: its box, or its payload decoded into
@@ -434,15 +436,11 @@ func (sh *Shard) stateAt(r ref, into engine.State) engine.State {
 		return sh.boxes[boxIndex(payload)]
 	}
 	if into == nil {
-		into = NewState(engine.Kind(rec[0] & kindMask))
+		into = engine.Kind(rec[0] & kindMask).New()
 	}
 	decodeInto(into, payload, recExp(rec))
 	return into
 }
-
-// NewState returns a fresh (zero) state of kind k, or nil for an unknown
-// kind.
-func NewState(k engine.Kind) engine.State { return k.New() }
 
 // Clear removes every key (FLUSHDB) and returns how many there were.
 func (sh *Shard) Clear() int {
@@ -578,7 +576,8 @@ func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
 	sh.write(sh.Find(key, h), key, h, st, exp, true)
 }
 
-// Get returns a copy of key's live state and its expiry (tests and tools).
+// Get returns key's live state, as decodeCopy does, and its expiry (tests and
+// tools).
 func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
 	f := sh.Live(key, sh.hash.bytes(key), now)
 	if !f.OK {
