@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/resp"
@@ -380,6 +381,30 @@ func cmdDebugClock(c *Ctx, args [][]byte) {
 		c.err(resp.ErrSyntax)
 		return
 	}
+	c.W.OK()
+}
+
+// DEBUG DISKFAULT ENOSPC | EACCES | EROFS | ENOENT | OFF
+func cmdDebugDiskFault(c *Ctx, args [][]byte) {
+	if !c.h.cfg.EnableDebug {
+		c.err(resp.ErrDebugOff)
+		return
+	}
+	faults := map[string]error{"ENOSPC": syscall.ENOSPC, "EACCES": syscall.EACCES, "EROFS": syscall.EROFS, "ENOENT": syscall.ENOENT, "OFF": nil}
+	err, ok := faults[strings.ToUpper(string(args[2]))]
+	if !ok {
+		c.err(resp.ErrSyntax)
+		return
+	}
+	p := c.h.cfg.Persistence
+	if p == nil {
+		c.err(resp.ErrPersistenceOff)
+		return
+	}
+	if err != nil {
+		err = fmt.Errorf("injected fault (DEBUG DISKFAULT): %w", err)
+	}
+	p.InjectFault(err)
 	c.W.OK()
 }
 

@@ -119,9 +119,11 @@ func commandTable() []*Command {
 				Summary: "Estimates the memory usage of a key.",
 				Args:    []Arg{argKey("key"), opt(tokenArg("SAMPLES", argInt("count")))}}, cmdMemoryUsage),
 		),
-		container("debug", "server", "Tests only: drives the server clock (needs --enable-debug-command).",
+		container("debug", "server", "Tests only: drives the server clock and injects disk faults (needs --enable-debug-command).",
 			sub("debug|clock", -3, "Sets, advances, reads or releases the server clock.", cmdDebugClock,
-				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET")))),
+				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET"))),
+			sub("debug|diskfault", 3, "Makes every flush to disk fail with an OS error, as a disk fault would, or stops it.", cmdDebugDiskFault,
+				oneof("fault", token("ENOSPC"), token("EACCES"), token("EROFS"), token("ENOENT"), token("OFF")))),
 
 		// Keyspace.
 		keyCmd("exists", -2, "Determines whether one or more keys exist.", cmdExists, []string{"readonly", "fast"}, ro, many(argKey("key"))),

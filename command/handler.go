@@ -51,6 +51,9 @@ type Persistence interface {
 	// Checkpoint flushes, then writes a consistent copy of the store to
 	// dir (which must not exist yet).
 	Checkpoint(dir string) error
+	// InjectFault makes every flush fail with err until InjectFault(nil)
+	// (DEBUG DISKFAULT, tests only).
+	InjectFault(err error)
 }
 
 // Handler runs the commands over a shard.Store; it is the resp.Handler of

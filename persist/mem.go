@@ -52,6 +52,17 @@ func (s *MemStore) Apply(puts []Record, deletes [][]byte) error {
 	return nil
 }
 
+// Writable implements Store: memory takes any write while the store is
+// open.
+func (s *MemStore) Writable(int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Sync implements Store; there is nothing to make durable.
 func (s *MemStore) Sync() error {
 	s.mu.RLock()

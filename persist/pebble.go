@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -43,6 +44,8 @@ type PebbleStore struct {
 	fsync  FsyncPolicy
 	wo     *pebble.WriteOptions // pebble.Sync for FsyncAlways, else pebble.NoSync
 	logf   func(format string, args ...any)
+	resv   int64         // Options.DiskReserve
+	dirID  fileID        // the directory opened, to notice it replaced
 	dirty  atomic.Bool   // FsyncEverySec: written since the last fsync
 	stop   chan struct{} // closed by Close to stop the syncer (nil without one)
 	done   chan struct{} // closed by the syncer when it exits
@@ -99,7 +102,11 @@ func Open(opts *Options) (*PebbleStore, error) {
 		_ = lock.Close()
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
-	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger}
+	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger, resv: o.DiskReserve}
+	if s.dirID, err = idOf(o.Dir); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
 	switch o.Fsync {
 	case FsyncAlways:
 		s.wo = pebble.Sync
@@ -186,6 +193,45 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 	}
 	if s.fsync == FsyncEverySec {
 		s.dirty.Store(true)
+	}
+	return nil
+}
+
+// Writable implements Store: it creates and removes a probe file in the
+// directory (which fails when the directory is gone, read-only or not
+// ours to write) and asks the file system for twice need plus
+// Options.DiskReserve bytes free.
+func (s *PebbleStore) Writable(need int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	probe := filepath.Join(s.dir, ".rlserver-probe")
+	f, err := os.OpenFile(probe, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.Write([]byte{0})
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if rerr := os.Remove(probe); err == nil {
+			err = rerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("persist: %s is not writable: %w", s.dir, err)
+	}
+	// A directory removed and made again is not the store's: Pebble's
+	// files were in the old one, so writes would go nowhere durable.
+	if id, err := idOf(s.dir); err != nil || id != s.dirID {
+		return fmt.Errorf("persist: %s was removed and made again while the store was open; restart rlserver to write to it: %w", s.dir, syscall.ENOENT)
+	}
+	free, err := freeBytes(s.dir)
+	if err != nil {
+		return fmt.Errorf("persist: %s: free space: %w", s.dir, err)
+	}
+	if want := 2*int64(need) + s.resv; free < want {
+		return fmt.Errorf("persist: %s: %w (%d bytes free, %d wanted)", s.dir, syscall.ENOSPC, free, want)
 	}
 	return nil
 }

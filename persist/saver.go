@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -40,6 +42,15 @@ type Saver struct {
 	restoreDur time.Duration
 
 	fsyncOnFlush bool
+
+	// Persistence failing (a disk fault): decisions go on from memory and
+	// changes wait in the keyspace. failure is the error (nil: none),
+	// failedAt when it began (Unix s); fault is an error injected by tests
+	// (DEBUG DISKFAULT) that Writable answers in place of the store.
+	failure  atomic.Pointer[error]
+	failedAt atomic.Int64
+	failures atomic.Int64 // flushes and syncs that failed, ever
+	fault    atomic.Pointer[error]
 
 	stop chan struct{}
 	done chan struct{}
@@ -135,15 +146,24 @@ func (s *Saver) RestoreSummary() string {
 	return fmt.Sprintf("in %v (%d expired dropped, %d corrupt skipped)", s.restoreDur.Round(time.Millisecond), s.expired, s.skipped)
 }
 
+// maxBackoff bounds the wait between two flushes while persistence fails,
+// in save intervals.
+const maxBackoff = 10
+
 func (s *Saver) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
+	skip, backoff := 0, 1 // ticks to let pass before the next try; the next wait
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+			if skip > 0 {
+				skip--
+				continue
+			}
 			// Sync after a flush that wrote something: Pebble holds an
 			// unsynced write-ahead log block in the process, so without it
 			// a crash (even kill -9, not only a power loss) could lose more
@@ -151,13 +171,70 @@ func (s *Saver) loop() {
 			// policy sets NoSyncOnFlush).
 			wrote, err := s.flush()
 			if err == nil && wrote && s.fsyncOnFlush {
-				err = s.store.Sync()
+				if err = s.store.Sync(); err != nil {
+					s.failed(err)
+				}
 			}
 			if err != nil {
-				s.logf("error: flushing changes: %v", err)
+				// Retry with back-off, doubling up to maxBackoff intervals.
+				skip, backoff = backoff-1, min(2*backoff, maxBackoff)
+			} else {
+				backoff = 1
 			}
 		}
 	}
+}
+
+// writable asks the store whether a batch of need bytes can be written now
+// (an injected fault answers first).
+func (s *Saver) writable(need int) error {
+	if f := s.fault.Load(); f != nil {
+		return *f
+	}
+	return s.store.Writable(need)
+}
+
+// failed notes that persistence fails with err: the status turns to err,
+// and the cause is logged once (again only if it changes).
+func (s *Saver) failed(err error) {
+	s.lastStatus.Store(true)
+	s.failures.Add(1)
+	prev := s.failure.Swap(&err)
+	if prev == nil {
+		s.failedAt.Store(time.Now().Unix())
+	}
+	if prev == nil || !sameCause(*prev, err) {
+		s.logf("error: persistence failing, decisions go on from memory and changes wait (retrying with back-off): %v", err)
+	}
+}
+
+// sameCause reports whether two failures have one cause: the same OS
+// error, or the same text when there is none (a free-space figure in the
+// text changes from one try to the next; the cause does not).
+func sameCause(a, b error) bool {
+	var ea, eb syscall.Errno
+	if errors.As(a, &ea) && errors.As(b, &eb) {
+		return ea == eb
+	}
+	return a.Error() == b.Error()
+}
+
+// recovered notes a flush that wrote every waiting change.
+func (s *Saver) recovered() {
+	if prev := s.failure.Swap(nil); prev != nil {
+		s.logf("persistence recovered after %v: the waiting changes are written", time.Since(time.Unix(s.failedAt.Load(), 0)).Round(time.Second))
+		s.failedAt.Store(0)
+	}
+}
+
+// InjectFault makes every flush fail with err, as a disk fault would,
+// until InjectFault(nil) (tests, through DEBUG DISKFAULT).
+func (s *Saver) InjectFault(err error) {
+	if err == nil {
+		s.fault.Store(nil)
+		return
+	}
+	s.fault.Store(&err)
 }
 
 // flush writes every change since the previous flush, one batch per shard,
@@ -167,6 +244,11 @@ func (s *Saver) loop() {
 func (s *Saver) flush() (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.writable(0); err != nil {
+		// Nothing is drained: the changes wait in the keyspace.
+		s.failed(err)
+		return false, err
+	}
 	began := time.Now()
 	var firstErr error
 	var changes []shard.Change
@@ -185,7 +267,12 @@ func (s *Saver) flush() (wrote bool, err error) {
 			continue
 		}
 		b := toBatch(changes)
-		if err := s.store.Apply(b.puts, b.deletes); err != nil {
+		full := s.writable(b.size())
+		err = full
+		if err == nil {
+			err = s.store.Apply(b.puts, b.deletes)
+		}
+		if err != nil {
 			firstErr = cmpErr(firstErr, err)
 			keys := make([]string, len(changes))
 			for j, c := range changes {
@@ -194,16 +281,22 @@ func (s *Saver) flush() (wrote bool, err error) {
 			sh.Lock()
 			sh.Redirty(keys)
 			sh.Unlock()
+			if full != nil {
+				break // the store takes nothing now: the other shards' changes wait undrained
+			}
 			continue
 		}
 		wrote = true
 	}
 	s.lastDurUs.Store(time.Since(began).Microseconds())
-	s.lastStatus.Store(firstErr != nil)
-	if firstErr == nil {
-		s.lastSave.Store(time.Now().Unix())
+	if firstErr != nil {
+		s.failed(firstErr)
+		return wrote, firstErr
 	}
-	return wrote, firstErr
+	s.lastStatus.Store(false)
+	s.lastSave.Store(time.Now().Unix())
+	s.recovered()
+	return wrote, nil
 }
 
 func cmpErr(first, err error) error {
@@ -211,6 +304,18 @@ func cmpErr(first, err error) error {
 		return first
 	}
 	return err
+}
+
+// size returns about how many bytes the batch takes in the store.
+func (b batch) size() int {
+	n := 0
+	for i := range b.puts {
+		n += 16 + len(b.puts[i].Key) + len(b.puts[i].Payload)
+	}
+	for _, k := range b.deletes {
+		n += 8 + len(k)
+	}
+	return n
 }
 
 // toBatch turns a shard's changes into a batch of version-2 records (a
@@ -284,6 +389,10 @@ func (s *Saver) Info() [][2]string {
 	if s.lastStatus.Load() {
 		status = "err"
 	}
+	failure := "" // INFO values are one line
+	if f := s.failure.Load(); f != nil {
+		failure = strings.ReplaceAll((*f).Error(), "\n", " ")
+	}
 	bg := "0"
 	if s.bgRunning.Load() {
 		bg = "1"
@@ -300,6 +409,10 @@ func (s *Saver) Info() [][2]string {
 		{"rl_expired_dropped_at_start", strconv.Itoa(s.expired)},
 		{"rl_last_flush_duration_us", i64(s.lastDurUs.Load())},
 		{"rl_save_interval_ms", i64(s.interval.Milliseconds())},
+		{"rl_persistence_error", failure},
+		{"rl_persistence_error_since", i64(s.failedAt.Load())},
+		{"rl_keys_pending", strconv.Itoa(s.keys.Pending())},
+		{"rl_persistence_failures", i64(s.failures.Load())},
 	}
 }
 

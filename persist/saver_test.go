@@ -3,9 +3,11 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -554,4 +556,92 @@ func TestSaverConcurrentWrites(t *testing.T) {
 	f.save()
 	want := restoredRemaining(f, saverT0)
 	wantStored(t, f.mem, saverT0, want)
+}
+
+// TestSaverDiskFault: while the store cannot be written (here an injected
+// "no space left on device"), flushes fail without draining anything: the
+// keys wait in the keyspace, INFO says why, since when and how many keys
+// wait, and the cause is logged once however often the flush is retried.
+// When the fault clears, one flush writes every waiting key and the status
+// is ok again.
+func TestSaverDiskFault(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	f.take("a", 10)
+	f.save()
+	f.s.InjectFault(fmt.Errorf("injected: %w", syscall.ENOSPC))
+	f.take("a", 5)
+	f.take("b", 1)
+	for range 3 {
+		if err := f.s.Save(); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Save under the fault = %v, want ENOSPC", err)
+		}
+	}
+	for field, want := range map[string]string{
+		"rdb_last_bgsave_status":  "err",
+		"rl_persistence_error":    "injected: no space left on device",
+		"rl_keys_pending":         "2",
+		"rl_persistence_failures": "3",
+	} {
+		if got := f.info(field); got != want {
+			t.Errorf("%s = %q under the fault, want %q", field, got, want)
+		}
+	}
+	if since := f.info("rl_persistence_error_since"); since == "0" {
+		t.Errorf("rl_persistence_error_since = %s under the fault", since)
+	}
+	wantStored(t, f.mem, saverT0, map[string]int64{"a": 90})
+	if n := strings.Count(f.logs.String(), "persistence failing"); n != 1 {
+		t.Fatalf("the fault was logged %d times over 3 flushes, want once:\n%s", n, f.logs)
+	}
+	f.s.InjectFault(nil)
+	f.save()
+	wantStored(t, f.mem, saverT0, map[string]int64{"a": 85, "b": 99})
+	for field, want := range map[string]string{
+		"rdb_last_bgsave_status": "ok", "rl_persistence_error": "", "rl_persistence_error_since": "0", "rl_keys_pending": "0",
+	} {
+		if got := f.info(field); got != want {
+			t.Errorf("%s = %q after the fault cleared, want %q", field, got, want)
+		}
+	}
+	if !strings.Contains(f.logs.String(), "persistence recovered") {
+		t.Fatalf("no recovery logged:\n%s", f.logs)
+	}
+}
+
+// TestPebbleWritable: the Pebble store refuses a write its file system
+// cannot take: too little free space for the reserve, or a directory that
+// is gone; it takes one that fits.
+func TestPebbleWritable(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(&Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Writable(1 << 10); err != nil {
+		t.Fatalf("Writable(1 KiB) on %s = %v", dir, err)
+	}
+	free, err := freeBytes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Writable(int(free/2) + 1); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Writable(half the free space + 1) = %v, want ENOSPC", err)
+	}
+	moved := dir + "-moved"
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(moved, dir)
+	if err := s.Writable(1); !errors.Is(err, syscall.ENOENT) {
+		t.Fatalf("Writable with the directory gone = %v, want ENOENT", err)
+	}
+	// Made again: still refused, Pebble's files are in the old one.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Writable(1); !errors.Is(err, syscall.ENOENT) || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("Writable with the directory made again = %v, want ENOENT and a restart", err)
+	}
+	os.Remove(dir)
 }

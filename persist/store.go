@@ -67,6 +67,12 @@ type Store interface {
 	// not exist yet (its parent is created if needed). The copy is a Pebble
 	// directory that Open accepts. Checkpoint does not block Apply for long.
 	Checkpoint(dir string) error
+	// Writable reports whether a write of about need bytes can be made now,
+	// with an error saying why not (wrapping the OS error: no space left,
+	// permission denied, a directory gone). The saver asks before writing:
+	// Pebble treats a failed write-ahead-log write as fatal, so a write
+	// the disk cannot take must never reach it.
+	Writable(need int) error
 	// Close flushes and releases the store. Close is idempotent.
 	Close() error
 }
@@ -135,14 +141,25 @@ type Options struct {
 	Fsync FsyncPolicy
 	// SyncInterval is how often FsyncEverySec fsyncs. Default 1s.
 	SyncInterval time.Duration
+	// DiskReserve is the free space, in bytes, Writable keeps on the
+	// store's file system beyond twice the write asked for: room for
+	// Pebble's memtable flushes, compactions and a new log file. Default
+	// DefaultDiskReserve.
+	DiskReserve int64
 	// Logger receives the store's and Pebble's error lines (one line per
 	// call, without a trailing newline), such as a failed background fsync.
 	// Default: discard. It must be safe for concurrent use.
 	Logger func(format string, args ...any)
 }
 
+// DefaultDiskReserve is the default Options.DiskReserve.
+const DefaultDiskReserve = 64 << 20
+
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
+	if o.DiskReserve <= 0 {
+		o.DiskReserve = DefaultDiskReserve
+	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
 	}

@@ -151,6 +151,7 @@ func (sh *Shard) record(ev Event, key []byte, r ref) {
 			if rec[0]&flagDirty == 0 {
 				rec[0] |= flagDirty
 				sh.dirty = append(sh.dirty, r)
+				sh.ndirty++
 			}
 		} else {
 			sh.deleted = append(sh.deleted, string(key))

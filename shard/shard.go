@@ -66,7 +66,8 @@ type Shard struct {
 	sweep   int // next index slot the active sweep visits
 
 	track   bool     // record changes for persistence
-	dirty   []ref    // records changed since the last DrainChanges
+	dirty   []ref    // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	ndirty  int      // records flagged dirty
 	deleted []string // keys removed since the last DrainChanges
 	pbuf    []byte   // payload scratch
 	kbuf    []byte   // key scratch (cool)
@@ -353,6 +354,9 @@ func (sh *Shard) freeBox(i int) {
 func (sh *Shard) removeAt(pos int, r ref, why Event) {
 	rec := sh.slabs.get(r)
 	key, payload := recSplit(rec)
+	if rec[0]&flagDirty != 0 {
+		sh.ndirty-- // gone: the deletion is what a drain writes now
+	}
 	sh.record(why, key, r)
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
@@ -377,6 +381,7 @@ func (sh *Shard) markDirty(r ref) {
 	}
 	if rec := sh.slabs.get(r); rec[0]&flagDirty == 0 {
 		rec[0] |= flagDirty
+		sh.ndirty++
 		sh.dirty = append(sh.dirty, r)
 	}
 }
@@ -451,7 +456,7 @@ func (sh *Shard) Clear() int {
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
 	clear(sh.spare[:])
-	sh.dirty = sh.dirty[:0]
+	sh.dirty, sh.ndirty = sh.dirty[:0], 0
 	sh.mem.Store(0)
 	return n
 }
@@ -535,6 +540,7 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 			continue
 		}
 		rec[0] &^= flagDirty
+		sh.ndirty--
 		key, _ := recSplit(rec)
 		exp := recExp(rec)
 		start := len(buf)
@@ -745,6 +751,20 @@ func (s *Store) ResetStats() {
 		s.shards[i].expired.Store(0)
 		s.shards[i].evicted.Store(0)
 	}
+}
+
+// Pending returns how many keys wait for the next DrainChanges: changed
+// ones and removed ones (a key removed and created again within one drain
+// counts twice). It takes each shard's lock in turn.
+func (s *Store) Pending() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock()
+		n += sh.ndirty + len(sh.deleted)
+		sh.Unlock()
+	}
+	return n
 }
 
 // Stats sums the shards' counters.

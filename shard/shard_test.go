@@ -405,3 +405,41 @@ func TestHashSeed(t *testing.T) {
 		}
 	}
 }
+
+// TestPending: Pending counts each changed key once however often it
+// changed (its record moving to larger slots included), and each removed
+// key, until a drain.
+func TestPending(t *testing.T) {
+	s := New(Options{Shards: 1, TrackChanges: true, Seed: 1})
+	sh := s.Shard(0)
+	now := int64(1.8e18)
+	p := engine.WindowParams{Limit: 1000, Window: time.Hour, Mode: engine.WindowLog}
+	op := newTakeOp(func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) })
+	for i := range 60 { // a LOG grows an entry a call: its record moves up the size classes
+		now += int64(i+1) * 7919
+		call(s, []byte("log"), now, op)
+		call(s, []byte("other"), now, op)
+	}
+	if got := s.Pending(); got != 2 {
+		t.Fatalf("Pending = %d after 60 changes of 2 keys, want 2", got)
+	}
+	sh.Lock()
+	sh.Delete([]byte("other"), now)
+	sh.Unlock()
+	if got := s.Pending(); got != 2 {
+		t.Fatalf("Pending = %d with one key changed and one removed, want 2", got)
+	}
+	sh.Lock()
+	ch, _, _ := sh.DrainChanges(nil, nil)
+	sh.Unlock()
+	if len(ch) != 2 || s.Pending() != 0 {
+		t.Fatalf("drained %d changes, then Pending = %d; want 2 and 0", len(ch), s.Pending())
+	}
+	call(s, []byte("log"), now, op)
+	sh.Lock()
+	sh.Clear()
+	sh.Unlock()
+	if got := s.Pending(); got != 1 {
+		t.Fatalf("Pending = %d after a flush, want 1 (the removed key)", got)
+	}
+}
