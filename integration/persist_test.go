@@ -715,3 +715,25 @@ func TestPersistDiskFault(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistFullDiskAtStart: a data directory on a file system with less
+// free space than --disk-reserve (here a reserve no disk has) is refused at
+// once, with one line naming the OS error, and exit code 1: no panic, no
+// goroutine dump, no start with a store that cannot be written.
+func TestPersistFullDiskAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := serverCommand("--port", "0", "--dir", dir, "--disk-reserve", "1000000000gb")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("server on a full disk: %v, want exit status 1:\n%s", err, out)
+	}
+	want := fmt.Sprintf("error: cannot open data directory %q: persist: open %s: no space left on device: ", dir, dir)
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "(--disk-reserve) to start") {
+		t.Fatalf("log lacks %q:\n%s", want, out)
+	}
+	if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != 1 || strings.Contains(string(out), "goroutine") {
+		t.Fatalf("%d lines, want one:\n%s", lines, out)
+	}
+}

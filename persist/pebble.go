@@ -79,6 +79,11 @@ func Open(opts *Options) (*PebbleStore, error) {
 	if err := checkForeignDir(o.Dir); err != nil {
 		return nil, err
 	}
+	// Opening may replay the log into new files; Pebble treats failing to
+	// write them as fatal, so a full disk is refused here, in one line.
+	if free, err := freeBytes(o.Dir); err == nil && free < o.DiskReserve {
+		return nil, fmt.Errorf("persist: open %s: %w: %d bytes free, the store needs %d (--disk-reserve) to start", o.Dir, syscall.ENOSPC, free, o.DiskReserve)
+	}
 	// Take the lock ourselves rather than inside pebble.Open, so that a lock
 	// conflict gets its own clear error instead of a bare EAGAIN.
 	lock, err := pebble.LockDirectory(o.Dir, vfs.Default)
@@ -399,11 +404,12 @@ func (pebbleLogger) Infof(string, ...any) {}
 
 func (l pebbleLogger) Errorf(format string, args ...any) { l.logf("pebble: error: "+format, args...) }
 
-// Fatalf logs and panics: Pebble calls it on broken invariants, where going
-// on could corrupt the store.
+// Fatalf logs one line and exits 1: Pebble calls it on broken invariants
+// and on writes it cannot recover from, where going on could corrupt the
+// store. What was flushed before is on disk; a restart restores it.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.logf("pebble: fatal: "+format, args...)
-	panic(fmt.Sprintf("pebble: fatal: "+format, args...))
+	l.logf("fatal: pebble: "+format, args...)
+	os.Exit(1)
 }
 
 // putRaw stores an already encoded key/value pair verbatim. MemStore's

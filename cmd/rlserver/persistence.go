@@ -20,7 +20,11 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 	if err != nil {
 		return nil, err
 	}
-	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, Logger: log.Printf})
+	reserve, err := parseBytes(o.diskReserve)
+	if err != nil || reserve <= 0 {
+		return nil, fmt.Errorf("--disk-reserve: invalid size %q", o.diskReserve)
+	}
+	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, DiskReserve: reserve, Logger: log.Printf})
 	if err != nil {
 		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
 	}
