@@ -81,12 +81,7 @@ func FuzzWindowOps(f *testing.F) {
 			case 2:
 				now = max(now-fuzzScale(w, b, 256), 0) // the clock steps back
 			case 3: // a round trip through the disk codec, ref the clock
-				enc := s.AppendCompact(nil, now)
-				var d Window
-				if err := d.DecodeCompact(enc, now); err != nil {
-					t.Fatalf("DecodeCompact(%x, %d): %v", enc, now, err)
-				}
-				s = d
+				s = throughCodec(t, &s, now)
 			}
 		}
 		if err := checkWindowBound(p, evs); err != nil {
@@ -159,12 +154,7 @@ func FuzzConcurrencyOps(f *testing.F) {
 			case 5:
 				now = max(now-int64(a)*unit, 0) // the clock steps back
 			case 6: // a round trip through the disk codec, ref the clock
-				enc := s.AppendCompact(nil, now)
-				var d Concurrency
-				if err := d.DecodeCompact(enc, now); err != nil {
-					t.Fatalf("DecodeCompact(%x, %d): %v", enc, now, err)
-				}
-				s = d
+				s = throughCodec(t, &s, now)
 			}
 			if held := s.Held(now); held < 0 || held > lim {
 				t.Fatalf("%d units held, limit %d", held, lim)
@@ -209,4 +199,19 @@ func FuzzConcurrencyDecode(f *testing.F) {
 		s.Release(s.last+1, "x")
 		s.Renew(s.last+2, "a", time.Second)
 	})
+}
+
+// throughCodec returns a copy of *s made by a round trip through the
+// compact codec with ref.
+func throughCodec[T any, P interface {
+	*T
+	State
+}](t *testing.T, s P, ref int64) T {
+	t.Helper()
+	enc := s.AppendCompact(nil, ref)
+	var d T
+	if err := P(&d).DecodeCompact(enc, ref); err != nil {
+		t.Fatalf("DecodeCompact(%x, %d): %v", enc, ref, err)
+	}
+	return d
 }
