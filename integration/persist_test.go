@@ -737,3 +737,33 @@ func TestPersistFullDiskAtStart(t *testing.T) {
 		t.Fatalf("%d lines, want one:\n%s", lines, out)
 	}
 }
+
+// TestPersistMissingManifestMarker: a data directory whose store lost its
+// manifest marker is refused at start with one line and exit code 1 (not
+// started empty, which would delete the data files).
+func TestPersistMissingManifestMarker(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startIn(t, dir)
+	c := s.client(t, 3)
+	bucket100(t, c, "k", 1)
+	shutdown(t, s, c, "SAVE")
+	markers, _ := filepath.Glob(filepath.Join(dir, "marker.manifest.*"))
+	if len(markers) == 0 {
+		t.Fatalf("no manifest marker in %s", dir)
+	}
+	for _, m := range markers {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := serverCommand("--port", "0", "--dir", dir).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("server without the manifest marker: %v, want exit status 1:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "the manifest marker (marker.manifest.*) is missing but") ||
+		strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || strings.Contains(string(out), "ready:") {
+		t.Fatalf("want one line naming the missing marker:\n%s", out)
+	}
+}

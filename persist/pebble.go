@@ -79,6 +79,9 @@ func Open(opts *Options) (*PebbleStore, error) {
 	if err := checkForeignDir(o.Dir); err != nil {
 		return nil, err
 	}
+	if err := checkManifestMarker(o.Dir); err != nil {
+		return nil, err
+	}
 	// Opening may replay the log into new files; Pebble treats failing to
 	// write them as fatal, so a full disk is refused here, in one line.
 	if free, err := freeBytes(o.Dir); err == nil && free < o.DiskReserve {
@@ -146,6 +149,30 @@ func checkForeignDir(dir string) error {
 	}
 	if foreign != "" {
 		return fmt.Errorf("persist: open %s: directory is not empty and holds no Pebble store (found %q); refusing to create one there", dir, foreign)
+	}
+	return nil
+}
+
+// checkManifestMarker refuses a store whose data files are there but whose
+// manifest marker (marker.manifest.*, naming the current MANIFEST) is
+// not: Pebble would start an empty store over them and delete them.
+func checkManifestMarker(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("persist: open %s: %w", dir, err)
+	}
+	data := 0
+	for _, e := range ents {
+		n := e.Name()
+		switch {
+		case strings.HasPrefix(n, "marker.manifest."):
+			return nil
+		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".blob"):
+			data++
+		}
+	}
+	if data > 0 {
+		return fmt.Errorf("persist: open %s: %w: the manifest marker (marker.manifest.*) is missing but %d data files are there; refusing to start an empty store over them (restore the marker, or start from a CHECKPOINT copy)", dir, ErrCorrupt, data)
 	}
 	return nil
 }

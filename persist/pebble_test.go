@@ -211,3 +211,35 @@ func holdLock(dir string) {
 	bufio.NewReader(os.Stdin).ReadString('\n') // until the parent closes stdin
 	s.Close()
 }
+
+// TestOpenRefusesMissingManifestMarker: a store whose data files are there
+// but whose manifest marker is gone is refused (Pebble would start an empty
+// store over them and delete them), and left as it was.
+func TestOpenRefusesMissingManifestMarker(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(&Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply([]Record{{Key: []byte("k"), Version: FormatV2, Kind: 2, ExpireAt: 1 << 62}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	markers, _ := filepath.Glob(filepath.Join(dir, "marker.manifest.*"))
+	if len(markers) == 0 {
+		t.Fatalf("no manifest marker in %s", dir)
+	}
+	for _, m := range markers {
+		os.Remove(m)
+	}
+	before, _ := os.ReadDir(dir)
+	if _, err := Open(&Options{Dir: dir}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "manifest marker") {
+		t.Fatalf("Open without the manifest marker = %v, want a refusal naming it", err)
+	}
+	after, _ := os.ReadDir(dir)
+	if len(after) != len(before) {
+		t.Fatalf("the refused store changed: %d files, then %d", len(before), len(after))
+	}
+}
