@@ -299,15 +299,25 @@ func (s *PebbleStore) syncLoop(interval time.Duration) {
 	defer close(s.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	failing := "" // the error logged last, until a sync works again
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if s.dirty.Load() {
-				if err := s.syncWAL(); err != nil {
+			if !s.dirty.Load() {
+				continue
+			}
+			// A failing fsync is logged once, not every interval (the
+			// saver's own sync reports it in INFO persistence).
+			if err := s.syncWAL(); err != nil {
+				if err.Error() != failing {
 					s.logf("persist: background fsync failed: %v", err)
+					failing = err.Error()
 				}
+			} else if failing != "" {
+				s.logf("persist: background fsync works again")
+				failing = ""
 			}
 		}
 	}
