@@ -175,6 +175,9 @@ func (s *Saver) loop() {
 					s.failed(err)
 				}
 			}
+			if err == nil {
+				s.succeeded()
+			}
 			if err != nil {
 				// Retry with back-off, doubling up to maxBackoff intervals.
 				skip, backoff = backoff-1, min(2*backoff, maxBackoff)
@@ -293,10 +296,16 @@ func (s *Saver) flush() (wrote bool, err error) {
 		s.failed(firstErr)
 		return wrote, firstErr
 	}
+	return wrote, nil
+}
+
+// succeeded notes a flush whose writes are as durable as the fsync policy
+// makes them (synced, unless the policy is "no"): only then is the status
+// ok again and a fault over.
+func (s *Saver) succeeded() {
 	s.lastStatus.Store(false)
 	s.lastSave.Store(time.Now().Unix())
 	s.recovered()
-	return wrote, nil
 }
 
 func cmpErr(first, err error) error {
@@ -353,7 +362,12 @@ func (s *Saver) Save() error {
 	if _, err := s.flush(); err != nil {
 		return err
 	}
-	return s.store.Sync()
+	if err := s.store.Sync(); err != nil {
+		s.failed(err)
+		return err
+	}
+	s.succeeded()
+	return nil
 }
 
 // BGSave starts Save in the background (BGSAVE).
