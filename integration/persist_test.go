@@ -343,18 +343,10 @@ func TestPersistSecondServerRefused(t *testing.T) {
 	c := s.client(t, 3)
 	bucket100(t, c, "k", 1)
 
-	cmd := serverCommand("--port", "0", "--dir", dir)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("second server on %s: %v, want exit status 1:\n%s", dir, err, out)
-	}
+	out := startFails(t, "second server on "+dir, "--port", "0", "--dir", dir)
 	want := fmt.Sprintf("error: cannot open data directory %q: persist: open %s: persist: directory is locked by another rlserver", dir, dir)
-	if !strings.Contains(string(out), want) {
+	if !strings.Contains(out, want) {
 		t.Fatalf("second server's log lacks %q:\n%s", want, out)
-	}
-	if strings.Contains(string(out), "ready:") {
-		t.Fatalf("second server said ready:\n%s", out)
 	}
 	do(t, c, "PING").equal("PONG")
 	do(t, c, "EXISTS", "k").equal(1)
@@ -723,17 +715,12 @@ func TestPersistDiskFault(t *testing.T) {
 func TestPersistFullDiskAtStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cmd := serverCommand("--port", "0", "--dir", dir, "--disk-reserve", "1000000000gb")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("server on a full disk: %v, want exit status 1:\n%s", err, out)
-	}
+	out := startFails(t, "server on a full disk", "--port", "0", "--dir", dir, "--disk-reserve", "1000000000gb")
 	want := fmt.Sprintf("error: cannot open data directory %q: persist: open %s: no space left on device: ", dir, dir)
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "(--disk-reserve) to start") {
+	if !strings.Contains(out, want) || !strings.Contains(out, "(--disk-reserve) to start") {
 		t.Fatalf("log lacks %q:\n%s", want, out)
 	}
-	if lines := strings.Count(strings.TrimSpace(string(out)), "\n") + 1; lines != 1 || strings.Contains(string(out), "goroutine") {
+	if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != 1 || strings.Contains(out, "goroutine") {
 		t.Fatalf("%d lines, want one:\n%s", lines, out)
 	}
 }
@@ -757,13 +744,23 @@ func TestPersistMissingManifestMarker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := serverCommand("--port", "0", "--dir", dir).CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("server without the manifest marker: %v, want exit status 1:\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "the manifest marker (marker.manifest.*) is missing but") ||
-		strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || strings.Contains(string(out), "ready:") {
+	out := startFails(t, "server without the manifest marker", "--port", "0", "--dir", dir)
+	if !strings.Contains(out, "the manifest marker (marker.manifest.*) is missing but") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
 		t.Fatalf("want one line naming the missing marker:\n%s", out)
 	}
+}
+
+// startFails runs the server with args and returns what it printed,
+// failing the test unless it exits with status 1 without saying ready.
+func startFails(t *testing.T, what string, args ...string) string {
+	t.Helper()
+	out, err := serverCommand(args...).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("%s: %v, want exit status 1:\n%s", what, err, out)
+	}
+	if strings.Contains(string(out), "ready:") {
+		t.Fatalf("%s: said ready:\n%s", what, out)
+	}
+	return string(out)
 }
