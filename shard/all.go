@@ -1,6 +1,10 @@
 package shard
 
-import "github.com/rlserver/rlserver/engine"
+import (
+	"math/bits"
+
+	"github.com/rlserver/rlserver/engine"
+)
 
 // Rule is one key of an UpdateAll: the caller sets Key and Op; UpdateAll
 // sets D. A caller reuses its rules between calls, so that UpdateAll
@@ -71,20 +75,22 @@ func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 	return all, status
 }
 
+// eachBit calls fn with every index set in set, in increasing order.
 func eachBit(set []uint64, fn func(int)) {
-	for w, bits := range set {
-		for ; bits != 0; bits &= bits - 1 {
-			fn(w*64 + trailingZeros(bits))
+	for w, word := range set {
+		for ; word != 0; word &= word - 1 {
+			fn(w*64 + bits.TrailingZeros64(word))
 		}
 	}
 }
 
+// eachBitReverse is eachBit in decreasing order.
 func eachBitReverse(set []uint64, fn func(int)) {
 	for w := len(set) - 1; w >= 0; w-- {
-		for bits := set[w]; bits != 0; {
-			b := 63 - leadingZeros(bits)
+		for word := set[w]; word != 0; {
+			b := 63 - bits.LeadingZeros64(word)
 			fn(w*64 + b)
-			bits &^= 1 << b
+			word &^= 1 << b
 		}
 	}
 }
@@ -154,19 +160,8 @@ func (sh *Shard) find(r *Rule, now int64) bool {
 	if f.Kind != kind {
 		return false
 	}
-	r.st = sh.ruleState(r, f)
+	r.st = sh.load(sh.multiScratch(r.slot), f)
 	return true
-}
-
-// ruleState is state for a rule: a box, or the payload decoded into the
-// rule's own scratch (rules of one shard must not share one).
-func (sh *Shard) ruleState(r *Rule, f Found) engine.State {
-	if f.boxed {
-		return sh.boxes[boxIndex(f.pay)]
-	}
-	st := sh.multiScratch(r.slot).For(f.Kind, f.pay)
-	decodeInto(st, f.pay, f.Exp)
-	return st
 }
 
 // multiScratch returns the shard's i-th scratch set for UpdateAll: the

@@ -144,16 +144,11 @@ func parseEntries(dst []Entry, b []byte) []Entry {
 // state: ev happened to key, whose record (for EventPut, the new one) is
 // rec. The caller holds the lock; nothing here blocks.
 func (sh *Shard) record(ev Event, key []byte, r ref) {
-	sh.changes.Add(1)
-	rec := sh.slabs.get(r)
-	if sh.track {
-		if ev == EventPut {
-			if rec[0]&flagDirty == 0 {
-				rec[0] |= flagDirty
-				sh.dirty = append(sh.dirty, r)
-				sh.ndirty++
-			}
-		} else {
+	if ev == EventPut {
+		sh.markDirty(r)
+	} else {
+		sh.changes.Add(1)
+		if sh.track {
 			sh.deleted = append(sh.deleted, string(key))
 		}
 	}
@@ -164,6 +159,7 @@ func (sh *Shard) record(ev Event, key []byte, r ref) {
 		sh.feed.add(ev, 0, 0, key, nil)
 		return
 	}
+	rec := sh.slabs.get(r)
 	exp := recExp(rec)
 	sh.feed.add(EventPut, engine.Kind(rec[0]&kindMask), exp, key, sh.encoded(rec, exp))
 }

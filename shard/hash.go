@@ -67,6 +67,3 @@ func (x hasher) bytes(p []byte) uint64 {
 func (x hasher) string(s string) uint64 {
 	return x.bytes(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
-
-func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }
-func leadingZeros(x uint64) int  { return bits.LeadingZeros64(x) }

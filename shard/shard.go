@@ -372,8 +372,9 @@ func (sh *Shard) removeAt(pos int, r ref, why Event) {
 	sh.mem.Add(-delta)
 }
 
-// markDirty marks record r for the next DrainChanges without recording a
-// change (a flush that failed to write it).
+// markDirty counts a change and marks record r for the next DrainChanges:
+// record's part for a put, and all Redirty does for a flush that failed to
+// write r (no new change to stream).
 func (sh *Shard) markDirty(r ref) {
 	sh.changes.Add(1)
 	if !sh.track {

@@ -154,7 +154,7 @@ func TestDrainChanges(t *testing.T) {
 	// An unchanged state with the same expiry is not a change.
 	h := s.Hash([]byte("a"))
 	f := sh.Find([]byte("a"), h)
-	sh.write(f, []byte("a"), h, sh.state(f), 11*sec, false)
+	sh.write(f, []byte("a"), h, sh.load(&sh.sc, f), 11*sec, false)
 	if ch, _, _ := sh.DrainChanges(nil, nil); len(ch) != 0 {
 		t.Fatalf("drain after a no-op = %v", ch)
 	}

@@ -141,7 +141,7 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 	if f.Kind != kind {
 		return d, WrongType
 	}
-	st := sh.state(f)
+	st := sh.load(&sh.sc, f)
 	d, changed, ok := op.Run(st, now, true)
 	if !ok {
 		return d, WrongType
@@ -150,13 +150,13 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 	return d, Done
 }
 
-// state returns the state of the record f found: its box, or its payload
-// decoded into the shard's scratch state of its kind.
-func (sh *Shard) state(f Found) engine.State {
+// load returns the state of the record f found: its box, or its payload
+// decoded into sc's scratch state for it.
+func (sh *Shard) load(sc *engine.Scratch, f Found) engine.State {
 	if f.boxed {
 		return sh.boxes[boxIndex(f.pay)]
 	}
-	st := sh.sc.For(f.Kind, f.pay)
+	st := sc.For(f.Kind, f.pay)
 	decodeInto(st, f.pay, f.Exp)
 	return st
 }
