@@ -288,3 +288,34 @@ func TestAllRepeatedRules(t *testing.T) {
 		t.Fatalf("repeated ACQUIRE rule: %q then %q", first, second)
 	}
 }
+
+// TestLimiterRegistry: every CL.ALL rule form parses its documented
+// parameters into an op of its entry's kind, and every engine kind has an
+// entry.
+func TestLimiterRegistry(t *testing.T) {
+	c, _ := testConn(0)
+	params := map[int][]string{2: {"5", "1m"}, 3: {"5", "1", "1m"}}
+	seen := map[engine.Kind]bool{}
+	for _, lk := range limiterKinds {
+		seen[lk.kind] = true
+		for j := range lk.rules {
+			f := &lk.rules[j]
+			var o ops
+			op, err := f.parse(c, &o, argsOf(params[f.params]...))
+			if err != "" || op == nil {
+				t.Fatalf("%s %v: %q", f.name, params[f.params], err)
+			}
+			if op.Kind() != lk.kind {
+				t.Errorf("%s makes a %v op in the %v entry", f.name, op.Kind(), lk.kind)
+			}
+			if ruleFormOf([]byte(strings.ToLower(f.name))) != f {
+				t.Errorf("%s is not found by its name", f.name)
+			}
+		}
+	}
+	for k := engine.Kind(1); k < 16; k++ {
+		if k.New() != nil && !seen[k] {
+			t.Errorf("engine kind %v has no registry entry", k)
+		}
+	}
+}
