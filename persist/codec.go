@@ -98,23 +98,26 @@ func decodeRecord(key, value []byte) (Record, error) {
 // expired reports whether a record expiring at expireAt is gone at now.
 func expired(expireAt, now int64) bool { return expireAt != 0 && expireAt <= now }
 
-// loadStep handles one stored pair for Load: it decodes it, counts it in st
-// and calls fn. It reports whether the pair is expired (the caller deletes
-// it) and returns fn's error unless that wraps ErrCorrupt.
-func loadStep(st *LoadStats, now int64, key, value []byte, fn func(Record) error) (isExpired bool, err error) {
-	r, err := decodeRecord(key, value)
+// loadStep handles one stored record for Load: derr is its decoding
+// error. It counts it in st and calls fn, with an expired put as a
+// deletion, and returns fn's error unless that wraps ErrCorrupt.
+func loadStep(st *LoadStats, now int64, r Record, derr error, fn func(Record) error) error {
+	err := derr
 	if err == nil {
-		if expired(r.ExpireAt, now) {
+		put := !r.Deleted
+		if put && expired(r.ExpireAt, now) {
 			st.Expired++
-			return true, nil
+			r, put = Record{Key: r.Key, Deleted: true}, false
 		}
 		err = fn(r)
 		if err == nil {
-			st.Loaded++
-			return false, nil
+			if put {
+				st.Loaded++
+			}
+			return nil
 		}
 		if !isCorrupt(err) {
-			return false, err
+			return err
 		}
 		err = fmt.Errorf("key %q: %w", r.Key, err)
 	}
@@ -122,7 +125,7 @@ func loadStep(st *LoadStats, now int64, key, value []byte, fn func(Record) error
 	if len(st.Errors) < MaxLoadErrors {
 		st.Errors = append(st.Errors, err)
 	}
-	return false, nil
+	return nil
 }
 
 func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }

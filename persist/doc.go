@@ -2,32 +2,46 @@
 // Store interface, so that state survives a restart.
 //
 // The command path never waits on disk: shards keep their state in memory and
-// hand changed keys to Store.Apply in batches (one call per flush of a
-// shard's worth, every --save-interval). Store.Load runs once at start-up.
+// the Saver hands changed keys to Store.Apply in batches every
+// --save-interval, taking them from a shard a few thousand at a time so
+// that no command waits long for its lock. Store.Load runs once at
+// start-up.
 //
 // Two implementations exist: PebbleStore (Open), backed by
 // github.com/cockroachdb/pebble/v2, and MemStore (NewMemStore), which keeps
-// the same encoded records in memory, for --dir "" (no persistence) and for
-// tests of other packages.
+// each key's last record in memory, for tests of other packages.
 //
 // # On-disk format
 //
-// Every limiter key is one Pebble key/value pair:
+// The store is a log kept in Pebble. Each Apply appends chunks: Pebble
+// values of up to about 64 KiB holding many records, under sequential keys.
+// A rewrite (BeginRewrite, the caller applies every live key, CommitRewrite)
+// starts a new base and drops every chunk before it, as Redis rewrites its
+// append-only file; the saver rewrites when the log written since the last
+// rewrite has outgrown it, and at a clean shutdown. Load replays the chunks
+// from the base on, in order. Appending at the end of the keyspace is
+// Pebble's cheapest path: memtable flushes make tables that do not
+// overlap, which compactions move rather than rewrite, and Pebble's
+// per-key work is spread over a chunk's records.
 //
-//	key   = 'k' | limiter key bytes (binary safe, any length)
-//	value = version (1 byte: 1 or 2, Record.Version)
-//	      | kind    (1 byte, engine.Kind; 0 is invalid)
-//	      | expire  (8 bytes, int64 big-endian two's complement:
-//	                 absolute expiry in Unix nanoseconds, wall clock; 0 = none)
-//	      | payload (rest of the value; engine-encoded parameters + state)
+//	'L' | seq (8 bytes, big-endian)   a chunk: FormatLog (1 byte, 3) | records
+//	'M' "base"                        metadata: version (1) | base seq | base end seq
+//	'k' | limiter key                 a record of the older per-key layout
 //
-// The first key byte is a keyspace prefix: 'k' holds limiter records, and
-// every other prefix is reserved for future use (metadata, indexes) and is
-// ignored by Load. The value header is fixed-width (10 bytes), so a reader
-// can check expiry without touching the payload.
+// A chunk's record is
 //
-// The version byte says how the payload is encoded; the header is the same
-// in both versions:
+//	put:    1 | uvarint key length | key | version (1 byte: 1 or 2)
+//	        | kind (1 byte, engine.Kind; 0 is invalid)
+//	        | expire (8 bytes, int64 big-endian: absolute expiry in Unix
+//	          nanoseconds, wall clock; 0 = none)
+//	        | uvarint payload length | payload
+//	delete: 2 | uvarint key length | key
+//
+// Releases before the log stored one Pebble key per limiter key ('k' |
+// key, value = version | kind | expire | payload, the same fields). Load
+// reads those first, then the log; the first rewrite deletes them.
+//
+// The version byte says how the payload is encoded:
 //
 //   - Version 2 (FormatV2), what rlserver writes: the payload is the state's
 //     compact encoding (engine.State.AppendCompact, see engine/compact.go)
@@ -37,20 +51,19 @@
 //     (engine.Kind.New) and the same ref. An empty payload is a fresh state.
 //   - Version 1 (FormatV1), written by older releases and only read now:
 //     the payload is engine's frozen version-1 encoding, decoded by
-//     engine.DecodeV1 (engine/v1.go). A version-1 record is rewritten as
-//     version 2 the next time its key changes.
+//     engine.DecodeV1 (engine/v1.go).
 //
 // Both encodings accept exactly the same states, so every record of either
 // version restores to a state that can be written again as version 2.
 //
-// A value whose version byte is neither 1 nor 2, whose kind byte is 0 or
-// that is shorter than the 10-byte header is corrupt, and so is a record
-// whose payload its version's decoder rejects: Load (or the restore
-// callback) skips it, counts it and reports why, but leaves it on disk,
-// because a value written by a newer rlserver (a higher version byte) must
-// survive a downgrade and upgrade. Changing this layout, or the compact
-// encoding of any state, means a new version byte, a decoder for the old
-// one kept forever, and new golden data (see TestGoldenV1 here,
+// A record whose version byte is neither 1 nor 2, whose kind byte is 0 or
+// whose payload its version's decoder rejects is corrupt: Load (or the
+// restore callback) skips it, counts it and reports why; a chunk that does
+// not parse loses the records after the damage, counted as one. The next
+// rewrite writes only the keys the server holds, so it drops what was
+// skipped (keep a CHECKPOINT copy to keep it). Changing this layout, or the
+// compact encoding of any state, means a new version byte, a decoder for
+// the old one kept forever, and new golden data (see TestGoldenV1 here,
 // TestGoldenEncodings and TestGoldenCompact in engine), never an edit of
 // existing golden data.
 //

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -16,6 +17,9 @@ type MemStore struct {
 	mu     sync.RWMutex
 	m      map[string][]byte // limiter key -> stored value; values are never mutated
 	closed bool
+	// A rewrite under way: the keys applied since BeginRewrite (nil: none).
+	rewrite     map[string]bool
+	base, since int64 // Sizes
 }
 
 var _ Store = (*MemStore)(nil)
@@ -44,12 +48,59 @@ func (s *MemStore) Apply(puts []Record, deletes [][]byte) error {
 		return ErrClosed
 	}
 	for i := range puts {
-		s.m[string(puts[i].Key)] = appendValue(nil, &puts[i])
+		v := appendValue(nil, &puts[i])
+		s.m[string(puts[i].Key)] = v
+		s.since += int64(len(puts[i].Key) + len(v))
+		if s.rewrite != nil {
+			s.rewrite[string(puts[i].Key)] = true
+		}
 	}
 	for _, k := range deletes {
 		delete(s.m, string(k))
+		s.since += int64(len(k))
+		if s.rewrite != nil {
+			delete(s.rewrite, string(k))
+		}
 	}
 	return nil
+}
+
+// BeginRewrite implements Store.
+func (s *MemStore) BeginRewrite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.rewrite, s.since = make(map[string]bool), 0
+	return nil
+}
+
+// CommitRewrite implements Store: the keys not applied since BeginRewrite
+// go.
+func (s *MemStore) CommitRewrite() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.rewrite == nil {
+		return errors.New("persist: CommitRewrite without BeginRewrite")
+	}
+	for k := range s.m {
+		if !s.rewrite[k] {
+			delete(s.m, k)
+		}
+	}
+	s.rewrite, s.base, s.since = nil, s.since, 0
+	return nil
+}
+
+// Sizes implements Store.
+func (s *MemStore) Sizes() (rewrite, since int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.base, s.since
 }
 
 // Writable implements Store: memory takes any write while the store is
@@ -103,37 +154,19 @@ func (s *MemStore) snapshot() ([]memEntry, error) {
 }
 
 // Load implements Store. fn runs without the store's lock held, on a
-// snapshot taken when Load starts.
+// snapshot taken when Load starts, in key order (each key once).
 func (s *MemStore) Load(now int64, fn func(Record) error) (LoadStats, error) {
 	var st LoadStats
 	ents, err := s.snapshot()
 	if err != nil {
 		return st, err
 	}
-	var expiredKeys []memEntry
 	var key []byte
 	for _, e := range ents {
 		key = appendKey(key[:0], []byte(e.key))
-		isExpired, err := loadStep(&st, now, key, e.value, fn)
-		if err != nil {
+		r, derr := decodeRecord(key, e.value)
+		if err := loadStep(&st, now, r, derr, fn); err != nil {
 			return st, err
-		}
-		if isExpired {
-			expiredKeys = append(expiredKeys, e)
-		}
-	}
-	if len(expiredKeys) > 0 {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.closed {
-			return st, ErrClosed
-		}
-		for _, e := range expiredKeys {
-			// Only if unchanged since the snapshot: unlike PebbleStore,
-			// MemStore can cheaply spare a concurrent rewrite.
-			if v, ok := s.m[e.key]; ok && len(v) > 0 && &v[0] == &e.value[0] {
-				delete(s.m, e.key)
-			}
 		}
 	}
 	return st, nil

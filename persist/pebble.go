@@ -30,27 +30,36 @@ const (
 	// directory ratchets it to this format, and a library upgrade must not do
 	// that silently (an older binary could no longer open the data).
 	pebbleFormat = pebble.FormatValueSeparation
-	// loadDeleteChunk bounds the batch of expired keys Load deletes at once.
-	loadDeleteChunk = 4096
 )
 
 // PebbleStore is a Store backed by a Pebble directory. It is safe for
 // concurrent use. The caller must Close it to release the directory lock
 // and fsync the last writes.
 type PebbleStore struct {
-	db     *pebble.DB
-	lock   *pebble.Lock
-	dir    string
-	fsync  FsyncPolicy
-	wo     *pebble.WriteOptions // pebble.Sync for FsyncAlways, else pebble.NoSync
-	logf   func(format string, args ...any)
-	resv   int64         // Options.DiskReserve
-	dirID  fileID        // the directory opened, to notice it replaced
-	dirty  atomic.Bool   // FsyncEverySec: written since the last fsync
-	stop   chan struct{} // closed by Close to stop the syncer (nil without one)
-	done   chan struct{} // closed by the syncer when it exits
-	mu     sync.RWMutex  // held shared by every operation, exclusively by Close
-	closed bool          // guarded by mu
+	db    *pebble.DB
+	lock  *pebble.Lock
+	dir   string
+	fsync FsyncPolicy
+	wo    *pebble.WriteOptions // pebble.Sync for FsyncAlways, else pebble.NoSync
+	logf  func(format string, args ...any)
+	resv  int64       // Options.DiskReserve
+	dirID fileID      // the directory opened, to notice it replaced
+	dirty atomic.Bool // FsyncEverySec: written since the last fsync
+
+	// The log (log.go). wmu orders writers: chunk numbers are handed out
+	// and committed in one order.
+	wmu         sync.Mutex
+	next        uint64 // the next chunk's number
+	meta        meta   // the last committed rewrite
+	rewriteFrom uint64 // the first chunk of the rewrite under way
+	rewriting   bool
+	legacy      bool          // records of the per-key format are stored (until a rewrite)
+	buf         []byte        // chunk scratch
+	base, since atomic.Int64  // Sizes
+	stop        chan struct{} // closed by Close to stop the syncer (nil without one)
+	done        chan struct{} // closed by the syncer when it exits
+	mu          sync.RWMutex  // held shared by every operation, exclusively by Close
+	closed      bool          // guarded by mu
 }
 
 var _ Store = (*PebbleStore)(nil)
@@ -105,13 +114,19 @@ func Open(opts *Options) (*PebbleStore, error) {
 		Logger:                      pebbleLogger{o.Logger},
 		Lock:                        lock,
 	}
+	// Chunks are compact encodings already; compressing them cost a
+	// few percent of the server's CPU for little space.
+	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		_ = lock.Close()
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
 	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger, resv: o.DiskReserve}
-	if s.dirID, err = idOf(o.Dir); err != nil {
+	if s.dirID, err = idOf(o.Dir); err == nil {
+		err = s.openLog()
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 	}
@@ -124,6 +139,35 @@ func Open(opts *Options) (*PebbleStore, error) {
 		go s.syncLoop(o.SyncInterval)
 	}
 	return s, nil
+}
+
+// openLog reads the metadata and finds the number of the next chunk.
+func (s *PebbleStore) openLog() error {
+	v, closer, err := s.db.Get(metaKey)
+	switch {
+	case err == nil:
+		s.meta, err = decodeMeta(v)
+		_ = closer.Close()
+		if err != nil {
+			return err
+		}
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: chunkLower, UpperBound: chunkUpper})
+	if err != nil {
+		return err
+	}
+	s.next = max(s.meta.BaseEnd, 1)
+	if it.Last() {
+		seq, ok := chunkSeq(it.Key())
+		if !ok {
+			_ = it.Close()
+			return fmt.Errorf("%w: log chunk key %x", ErrCorrupt, it.Key())
+		}
+		s.next = max(s.next, seq+1)
+	}
+	return errors.Join(it.Error(), it.Close())
 }
 
 // checkForeignDir refuses a non-empty directory that holds no Pebble file,
@@ -180,18 +224,14 @@ func checkManifestMarker(dir string) error {
 // Dir returns the store's directory.
 func (s *PebbleStore) Dir() string { return s.dir }
 
-// Apply implements Store. With FsyncAlways it returns after the WAL is
-// fsynced; otherwise after the batch is in the WAL buffer and memtable.
+// Apply implements Store: the records go to the log as chunks, in one
+// Pebble batch. With FsyncAlways it returns after the WAL is fsynced;
+// otherwise after the batch is in the WAL buffer and memtable.
 func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
-	size := 0
 	for i := range puts {
 		if err := checkRecord(&puts[i]); err != nil {
 			return err
 		}
-		size += 12 + encodedKeyLen(puts[i].Key) + encodedValueLen(&puts[i])
-	}
-	for _, k := range deletes {
-		size += 6 + encodedKeyLen(k)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -201,32 +241,109 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 	if len(puts) == 0 && len(deletes) == 0 {
 		return nil
 	}
-	b := s.db.NewBatchWithSize(size)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b := s.db.NewBatch()
 	defer b.Close()
+	seq, written := s.next, int64(0)
+	buf := append(s.buf[:0], FormatLog)
+	cut := func() error {
+		if len(buf) <= 1 {
+			return nil
+		}
+		written += int64(len(buf))
+		err := b.Set(chunkKey(seq), buf, nil)
+		seq++
+		buf = append(buf[:0], FormatLog)
+		return err
+	}
 	for i := range puts {
-		r := &puts[i]
-		// Encode straight into the batch: no per-record allocation.
-		op := b.SetDeferred(encodedKeyLen(r.Key), encodedValueLen(r))
-		putKey(op.Key, r.Key)
-		putValue(op.Value, r)
-		if err := op.Finish(); err != nil {
-			return fmt.Errorf("persist: apply: %w", err)
+		if buf = appendPut(buf, &puts[i]); len(buf) >= chunkTarget {
+			if err := cut(); err != nil {
+				return fmt.Errorf("persist: apply: %w", err)
+			}
 		}
 	}
 	for _, k := range deletes {
-		op := b.DeleteDeferred(encodedKeyLen(k))
-		putKey(op.Key, k)
-		if err := op.Finish(); err != nil {
-			return fmt.Errorf("persist: apply: %w", err)
+		if buf = appendDelete(buf, k); len(buf) >= chunkTarget {
+			if err := cut(); err != nil {
+				return fmt.Errorf("persist: apply: %w", err)
+			}
 		}
 	}
+	if err := cut(); err != nil {
+		return fmt.Errorf("persist: apply: %w", err)
+	}
+	s.buf = buf
 	if err := b.Commit(s.wo); err != nil {
 		return fmt.Errorf("persist: apply: %w", err)
 	}
+	s.next = seq
+	s.since.Add(written)
 	if s.fsync == FsyncEverySec {
 		s.dirty.Store(true)
 	}
 	return nil
+}
+
+// BeginRewrite implements Store.
+func (s *PebbleStore) BeginRewrite() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.rewriteFrom = s.next
+	s.rewriting = true
+	s.since.Store(0)
+	return nil
+}
+
+// CommitRewrite implements Store: one batch points the metadata at the
+// rewrite's first chunk and deletes every chunk before it and every record
+// of the older per-key format. Pebble drops the deleted tables in
+// compactions that read nothing.
+func (s *PebbleStore) CommitRewrite() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if !s.rewriting {
+		return errors.New("persist: CommitRewrite without BeginRewrite")
+	}
+	m := meta{Base: s.rewriteFrom, BaseEnd: s.next}
+	b := s.db.NewBatch()
+	defer b.Close()
+	err := b.Set(metaKey, m.encode(), nil)
+	if err == nil {
+		err = b.DeleteRange(chunkKey(0), chunkKey(m.Base), nil)
+	}
+	if err == nil && s.legacy {
+		err = b.DeleteRange(recordLower, recordUpper, nil)
+	}
+	if err == nil {
+		err = b.Commit(s.wo)
+	}
+	if err != nil {
+		return fmt.Errorf("persist: commit rewrite: %w", err)
+	}
+	s.rewriting, s.legacy = false, false
+	s.meta = m
+	s.base.Store(s.since.Swap(0))
+	if s.fsync == FsyncEverySec {
+		s.dirty.Store(true)
+	}
+	return nil
+}
+
+// Sizes implements Store.
+func (s *PebbleStore) Sizes() (rewrite, since int64) {
+	return s.base.Load(), s.since.Load()
 }
 
 // Writable implements Store: it creates and removes a probe file in the
@@ -323,14 +440,40 @@ func (s *PebbleStore) syncLoop(interval time.Duration) {
 	}
 }
 
-// Load implements Store.
+// Load implements Store: the records of the older per-key format first
+// (a store an older release wrote, until its first rewrite), then the log
+// from the last rewrite on, in order.
 func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return st, ErrClosed
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordLower, UpperBound: recordUpper})
+	if err != nil {
+		return st, fmt.Errorf("persist: load: %w", err)
+	}
+	legacy := int64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		value, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return st, fmt.Errorf("persist: load: %w", err)
+		}
+		legacy += int64(len(it.Key()) + len(value))
+		r, derr := decodeRecord(it.Key(), value)
+		if err := loadStep(&st, now, r, derr, fn); err != nil {
+			_ = it.Close()
+			return st, err
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return st, fmt.Errorf("persist: load: %w", err)
+	}
+	s.legacy = legacy > 0
+	it, err = s.db.NewIter(&pebble.IterOptions{LowerBound: chunkKey(s.meta.Base), UpperBound: chunkUpper})
 	if err != nil {
 		return st, fmt.Errorf("persist: load: %w", err)
 	}
@@ -339,54 +482,45 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 			err = fmt.Errorf("persist: load: %w", cerr)
 		}
 	}()
-	var del *pebble.Batch
-	defer func() {
-		if del != nil {
-			_ = del.Close()
-		}
-	}()
-	flush := func() error {
-		if del == nil {
-			return nil
-		}
-		err := del.Commit(s.wo)
-		_ = del.Close()
-		del = nil
-		if err != nil {
-			return fmt.Errorf("persist: load: deleting expired records: %w", err)
-		}
-		if s.fsync == FsyncEverySec {
-			s.dirty.Store(true)
-		}
-		return nil
-	}
+	base, since := int64(0), legacy
 	for ok := it.First(); ok; ok = it.Next() {
+		seq, _ := chunkSeq(it.Key())
 		value, err := it.ValueAndErr()
 		if err != nil {
 			return st, fmt.Errorf("persist: load: %w", err)
 		}
-		isExpired, err := loadStep(&st, now, it.Key(), value, fn)
-		if err != nil {
-			return st, err
+		if seq < s.meta.BaseEnd {
+			base += int64(len(value))
+		} else {
+			since += int64(len(value))
 		}
-		if isExpired {
-			if del == nil {
-				del = s.db.NewBatch()
+		c, cerr := newChunkReader(value)
+		for cerr == nil {
+			var r Record
+			var ok bool
+			r, ok, cerr = c.next()
+			if !ok {
+				break
 			}
-			if err := del.Delete(it.Key(), nil); err != nil {
-				return st, fmt.Errorf("persist: load: %w", err)
+			if err := loadStep(&st, now, r, cerr, fn); err != nil {
+				return st, err
 			}
-			if del.Count() >= loadDeleteChunk {
-				if err := flush(); err != nil {
-					return st, err
-				}
+			cerr = nil
+		}
+		if cerr != nil { // the rest of the chunk is unreadable
+			cerr = fmt.Errorf("log chunk %d: %w", seq, cerr)
+			st.Skipped++
+			if len(st.Errors) < MaxLoadErrors {
+				st.Errors = append(st.Errors, cerr)
 			}
 		}
 	}
 	if err := it.Error(); err != nil {
 		return st, fmt.Errorf("persist: load: %w", err)
 	}
-	return st, flush()
+	s.base.Store(base)
+	s.since.Store(since)
+	return st, nil
 }
 
 // Checkpoint implements Store with a Pebble checkpoint: sstables are

@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ type Saver struct {
 	failure  atomic.Pointer[error]
 	failedAt atomic.Int64
 	failures atomic.Int64 // flushes and syncs that failed, ever
+	rewrites atomic.Int64 // rewrites committed
+	stale    atomic.Bool  // the store holds keys that expired while the server was down: rewrite
 	fault    atomic.Pointer[error]
 
 	stop chan struct{}
@@ -96,6 +99,13 @@ func (s *Saver) restore() error {
 	began := time.Now()
 	now := s.clock.Now()
 	st, err := s.store.Load(now, func(r Record) error {
+		if r.Deleted {
+			sh := s.keys.ShardFor(r.Key)
+			sh.Lock()
+			sh.Unrestore(r.Key)
+			sh.Unlock()
+			return nil
+		}
 		state, err := decodeState(r)
 		if err != nil {
 			return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
@@ -112,7 +122,15 @@ func (s *Saver) restore() error {
 	for _, e := range st.Errors {
 		s.logf("skipped a record that cannot be decoded: %v", e)
 	}
-	s.restored, s.skipped, s.expired = st.Loaded, st.Skipped, st.Expired
+	n := 0
+	for i := 0; i < s.keys.NumShards(); i++ {
+		sh := s.keys.Shard(i)
+		sh.Lock()
+		n += sh.Len()
+		sh.Unlock()
+	}
+	s.restored, s.skipped, s.expired = n, st.Skipped, st.Expired
+	s.stale.Store(st.Expired > 0)
 	s.restoreDur = time.Since(began)
 	return nil
 }
@@ -169,7 +187,7 @@ func (s *Saver) loop() {
 			// a crash (even kill -9, not only a power loss) could lose more
 			// than one save interval. The "no" policy skips it (the store
 			// policy sets NoSyncOnFlush).
-			wrote, err := s.flush()
+			wrote, err := s.flush(s.rewriteDue())
 			if err == nil && wrote && s.fsyncOnFlush {
 				if err = s.store.Sync(); err != nil {
 					s.failed(err)
@@ -240,61 +258,103 @@ func (s *Saver) InjectFault(err error) {
 	s.fault.Store(&err)
 }
 
+// minRewrite is the least the log must hold before a rewrite.
+const minRewrite = 4 << 20
+
+// A flush holds a shard's lock for at most drainPiece changes or markPiece
+// records marked for a rewrite at a time, so that a command on the shard
+// waits for well under a millisecond. (Variables: tests make them small.)
+var drainPiece, markPiece = 2048, 16384
+
+// rewriteDue reports whether the next flush should rewrite every key: the
+// log written since the last rewrite has outgrown it, as with Redis's
+// auto-aof-rewrite-percentage 100.
+func (s *Saver) rewriteDue() bool {
+	base, since := s.store.Sizes()
+	return s.stale.Load() || since >= max(base, minRewrite)
+}
+
 // flush writes every change since the previous flush, one batch per shard,
-// and returns whether it wrote anything. A batch that fails to write is
-// not kept: its keys are marked changed again, so the next flush writes
-// their state as it is then (never an older one over a newer).
-func (s *Saver) flush() (wrote bool, err error) {
+// and returns whether it wrote anything. With rewrite set it writes every
+// live key and commits a rewrite of the store. A batch that fails to
+// write is not kept: its keys are marked changed again, so the next flush
+// writes their state as it is then (never an older one over a newer).
+func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.writable(0); err != nil {
+	need := s.keys.Pending() * 64
+	if rewrite {
+		need = int(s.keys.Stats().Memory)
+	}
+	if err := s.writable(need); err != nil {
 		// Nothing is drained: the changes wait in the keyspace.
 		s.failed(err)
 		return false, err
 	}
 	began := time.Now()
-	var firstErr error
+	if rewrite {
+		if err := s.store.BeginRewrite(); err != nil {
+			s.failed(err)
+			return false, err
+		}
+	}
+	now := s.clock.Now()
 	var changes []shard.Change
 	var buf []byte
-	for i := 0; i < s.keys.NumShards(); i++ {
+	var b batch
+	for i := 0; i < s.keys.NumShards() && err == nil; i++ {
 		sh := s.keys.Shard(i)
-		sh.Lock()
-		var err error
-		changes, buf, err = sh.DrainChanges(changes[:0], buf[:0])
-		sh.Unlock()
-		if err != nil {
-			firstErr = cmpErr(firstErr, err)
-			continue
-		}
-		if len(changes) == 0 {
-			continue
-		}
-		b := toBatch(changes)
-		full := s.writable(b.size())
-		err = full
-		if err == nil {
-			err = s.store.Apply(b.puts, b.deletes)
-		}
-		if err != nil {
-			firstErr = cmpErr(firstErr, err)
-			keys := make([]string, len(changes))
-			for j, c := range changes {
-				keys[j] = c.Key
+		if rewrite {
+			var cur shard.MarkCursor
+			for done := false; !done; {
+				sh.Lock()
+				done = sh.MarkAll(&cur, now, markPiece)
+				sh.Unlock()
+				runtime.Gosched()
 			}
+		}
+		// The entries listed when the drain begins, in pieces (entries
+		// listed meanwhile may come along).
+		for todo := -1; todo != 0; {
+			var left int
 			sh.Lock()
-			sh.Redirty(keys)
+			changes, buf, left = sh.DrainChanges(changes[:0], buf[:0], drainPiece)
 			sh.Unlock()
-			if full != nil {
-				break // the store takes nothing now: the other shards' changes wait undrained
+			// Between pieces the event loops go first: with --threads 1
+			// they share one P with the flush.
+			runtime.Gosched()
+			if todo < 0 {
+				todo = left
+			} else {
+				todo = max(0, min(todo-drainPiece, left))
 			}
-			continue
+			if len(changes) == 0 {
+				continue
+			}
+			toBatch(changes, &b)
+			if err = s.store.Apply(b.puts, b.deletes); err != nil {
+				keys := make([]string, len(changes))
+				for j, c := range changes {
+					keys[j] = string(c.Key)
+				}
+				sh.Lock()
+				sh.Redirty(keys)
+				sh.Unlock()
+				break // the other changes wait undrained
+			}
+			wrote = true
 		}
-		wrote = true
+	}
+	if err == nil && rewrite {
+		if err = s.store.CommitRewrite(); err == nil {
+			s.rewrites.Add(1)
+			s.stale.Store(false)
+		}
 	}
 	s.lastDurUs.Store(time.Since(began).Microseconds())
-	if firstErr != nil {
-		s.failed(firstErr)
-		return wrote, firstErr
+	if err != nil {
+		s.failed(err)
+		return wrote, err
 	}
 	return wrote, nil
 }
@@ -332,12 +392,12 @@ func (b batch) size() int {
 // created again within one interval appears as both a deletion and a put;
 // the put is its current state, so the deletion is dropped (Store.Apply
 // applies deletions last).
-func toBatch(changes []shard.Change) batch {
-	var b batch
+func toBatch(changes []shard.Change, b *batch) {
+	b.puts, b.deletes = b.puts[:0], b.deletes[:0]
 	var put map[string]bool
 	for _, c := range changes {
 		if !c.Deleted {
-			b.puts = append(b.puts, Record{Key: []byte(c.Key), Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
+			b.puts = append(b.puts, Record{Key: c.Key, Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
 		}
 	}
 	for _, c := range changes {
@@ -350,16 +410,17 @@ func toBatch(changes []shard.Change) batch {
 				put[string(p.Key)] = true
 			}
 		}
-		if !put[c.Key] {
-			b.deletes = append(b.deletes, []byte(c.Key))
+		if !put[string(c.Key)] {
+			b.deletes = append(b.deletes, c.Key)
 		}
 	}
-	return b
 }
 
 // Save flushes every change and syncs the store (SAVE).
-func (s *Saver) Save() error {
-	if _, err := s.flush(); err != nil {
+func (s *Saver) Save() error { return s.save(s.rewriteDue()) }
+
+func (s *Saver) save(rewrite bool) error {
+	if _, err := s.flush(rewrite); err != nil {
 		return err
 	}
 	if err := s.store.Sync(); err != nil {
@@ -441,7 +502,10 @@ func (s *Saver) Shutdown(save bool) error {
 	<-s.done
 	var err error
 	if save {
-		err = s.Save()
+		// A rewrite when there is a log to fold, so that the next start
+		// reads each key once.
+		_, since := s.store.Sizes()
+		err = s.save(since > 0 || s.stale.Load())
 	}
 	if cerr := s.store.Close(); err == nil {
 		err = cerr

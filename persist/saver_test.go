@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -460,8 +461,12 @@ func TestSaverRestoreDropsExpired(t *testing.T) {
 	if got := restoredRemaining(f, saverT0); fmt.Sprint(got) != "map[live:99]" {
 		t.Fatalf("keyspace = %v, want map[live:99]", got)
 	}
+	// The next rewrite drops them from the store.
+	if err := f.s.save(true); err != nil {
+		t.Fatal(err)
+	}
 	if n := mem.Len(); n != 1 {
-		t.Fatalf("store holds %d records, want 1 (expired ones deleted)", n)
+		t.Fatalf("store holds %d records after a rewrite, want 1 (expired ones gone)", n)
 	}
 }
 
@@ -556,6 +561,85 @@ func TestSaverConcurrentWrites(t *testing.T) {
 	f.save()
 	want := restoredRemaining(f, saverT0)
 	wantStored(t, f.mem, saverT0, want)
+}
+
+// TestSaverRewriteConcurrentWrites: writers change and delete keys while
+// flushes and rewrites run in small pieces on a Pebble store (run with
+// -race); after the writers stop and one more flush, the store replays to
+// exactly the keyspace, before and after a reopen, and no chunk older than
+// the last rewrite is left.
+func TestSaverRewriteConcurrentWrites(t *testing.T) {
+	dp, mp := drainPiece, markPiece
+	drainPiece, markPiece = 7, 13
+	t.Cleanup(func() { drainPiece, markPiece = dp, mp })
+	dir := t.TempDir()
+	store := openPebble(t, dir)
+	f := newSaverFixture(t, store)
+	const writers, perWriter, keys = 4, 3000, 400
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				key := fmt.Sprintf("k%d", (w*7919+i*31)%keys)
+				sh := f.keys.ShardFor([]byte(key))
+				sh.Lock()
+				now := f.clock.Now()
+				got, _, ok := sh.Get([]byte(key), now)
+				if ok && i%5 == 0 {
+					sh.Delete([]byte(key), now)
+					sh.Unlock()
+					continue
+				}
+				st := &engine.TokenBucket{}
+				if ok {
+					st = got.(*engine.TokenBucket)
+				}
+				if d := st.Take(now, saverParams, 1); d.Allowed {
+					sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
+				}
+				sh.Unlock()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	rewrites := 0
+	for flushing := true; flushing; rewrites++ {
+		select {
+		case <-done:
+			flushing = false
+		default:
+		}
+		if err := f.s.save(rewrites%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.save()
+	want := restoredRemaining(f, saverT0)
+	if len(want) == 0 {
+		t.Fatal("no keys left to compare")
+	}
+	wantStored(t, store, saverT0, want)
+	if got := f.s.rewrites.Load(); got < 2 {
+		t.Fatalf("%d rewrites committed, want at least 2", got)
+	}
+	it, err := store.db.NewIter(&pebble.IterOptions{LowerBound: chunkLower, UpperBound: chunkKey(store.meta.Base)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		t.Errorf("chunk %x older than the last rewrite (%d) is still stored", it.Key(), store.meta.Base)
+	}
+	it.Close()
+	if err := f.s.Shutdown(false); err != nil {
+		t.Fatal(err)
+	}
+	g := newSaverFixture(t, openPebble(t, dir))
+	if got := restoredRemaining(g, saverT0); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("restored after reopen %v, want %v", got, want)
+	}
 }
 
 // TestSaverDiskFault: while the store cannot be written (here an injected

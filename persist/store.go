@@ -22,12 +22,14 @@ type Record struct {
 	// Payload is the engine-encoded parameters and state, in the encoding
 	// Version names; the Store does not read it.
 	Payload []byte
+	// Deleted marks a deletion (only Key is set), as Load replays one.
+	Deleted bool
 }
 
 // LoadStats counts what Store.Load did.
 type LoadStats struct {
-	Loaded  int // records passed to fn that it accepted
-	Expired int // records with ExpireAt <= now, deleted from the store
+	Loaded  int // puts passed to fn that it accepted (not deletions)
+	Expired int // records with ExpireAt <= now, passed to fn as deletions
 	Skipped int // corrupt records (undecodable, or rejected by fn with ErrCorrupt), left on disk
 	// Errors says why records were skipped, one error per skipped record up
 	// to MaxLoadErrors (Skipped keeps counting beyond). Each wraps ErrCorrupt
@@ -51,18 +53,30 @@ type Store interface {
 	// Sync makes everything applied so far durable (used by the everysec
 	// policy and SAVE).
 	Sync() error
-	// Load calls fn for every stored record in key order. Records that fail
+	// Load replays the store into fn, oldest first: a key may come more
+	// than once, and a later record replaces an earlier one; a record with
+	// Deleted set removes the key. A record whose ExpireAt is nonzero and
+	// <= now (Unix nanoseconds) is passed as a deletion. Records that fail
 	// to decode, and records for which fn returns an error wrapping
 	// ErrCorrupt, are skipped, counted and explained in LoadStats.Errors;
-	// they stay on disk. Records whose ExpireAt is nonzero and <= now (Unix
-	// nanoseconds) are deleted from the store and not passed to fn. Any
-	// other error from fn stops Load and is returned.
+	// they stay on disk until a rewrite. Any other error from fn stops Load
+	// and is returned.
 	//
 	// The Record's Key and Payload are only valid during the call: fn must
-	// copy them to keep them, and must not call the store's methods. Load is
-	// meant to run at start-up, before any Apply; a key written concurrently
-	// may be deleted by Load if its previous version had expired.
+	// copy them to keep them, and must not call the store's methods. Load
+	// runs at start-up, before any Apply.
 	Load(now int64, fn func(Record) error) (LoadStats, error)
+	// BeginRewrite starts a rewrite; the caller then applies every live
+	// key (and may go on applying other changes) and calls CommitRewrite.
+	BeginRewrite() error
+	// CommitRewrite ends the rewrite: from then on the store holds only
+	// what was applied since BeginRewrite; older records go. Without it
+	// (a crash, a failed Apply) the rewrite's records are just newer ones.
+	CommitRewrite() error
+	// Sizes returns the bytes the last committed rewrite wrote and the
+	// bytes applied since (records of older formats count there): the
+	// caller rewrites when the second outgrows the first.
+	Sizes() (rewrite, since int64)
 	// Checkpoint writes a consistent copy of the store to dir, which must
 	// not exist yet (its parent is created if needed). The copy is a Pebble
 	// directory that Open accepts. Checkpoint does not block Apply for long.

@@ -18,6 +18,18 @@ type harness struct {
 	open func(t *testing.T) Store
 	// reopen closes s and returns a store over the same data (a restart).
 	reopen func(t *testing.T, s Store) Store
+	// log: Load replays every record applied since the last rewrite
+	// (PebbleStore), not only each key's last (MemStore).
+	log bool
+}
+
+// replayed returns how many puts Load passes: final for a store that keeps
+// each key's last record, logged for one that replays its log.
+func (h harness) replayed(final, logged int) int {
+	if h.log {
+		return logged
+	}
+	return final
 }
 
 func pebbleHarness() harness {
@@ -34,6 +46,7 @@ func pebbleHarness() harness {
 			}
 			return openPebble(t, dir)
 		},
+		log: true,
 	}
 }
 
@@ -47,12 +60,12 @@ func memHarness() harness {
 		reopen: func(t *testing.T, s Store) Store {
 			m := s.(*MemStore)
 			m.mu.RLock()
-			data := m.m
+			data, base, since := m.m, m.base, m.since
 			m.mu.RUnlock()
 			if err := m.Close(); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
-			r := &MemStore{m: data}
+			r := &MemStore{m: data, base: base, since: since}
 			t.Cleanup(func() { r.Close() })
 			return r
 		},
@@ -89,6 +102,7 @@ func runSuite(t *testing.T, h harness) {
 		{"CallbackErrors", testCallbackErrors},
 		{"ApplyRejectsKindZero", testApplyRejectsKindZero},
 		{"Checkpoint", testCheckpoint},
+		{"Rewrite", testRewrite},
 		{"Closed", testClosed},
 		{"Concurrent", testConcurrent},
 	}
@@ -109,17 +123,28 @@ func recV1(key string, kind uint8, expireAt int64, payload string) Record {
 	return r
 }
 
-// loadAll loads s at now and returns copies of the records passed to fn.
+// loadAll loads s at now, replays what fn receives (a later record
+// replaces an earlier one, a deletion removes it) and returns the records
+// that remain, in key order.
 func loadAll(t *testing.T, s Store, now int64) ([]Record, LoadStats) {
 	t.Helper()
-	var got []Record
+	m := map[string]Record{}
 	st, err := s.Load(now, func(r Record) error {
-		got = append(got, Record{Key: bytes.Clone(r.Key), Version: r.Version, Kind: r.Kind, ExpireAt: r.ExpireAt, Payload: bytes.Clone(r.Payload)})
+		if r.Deleted {
+			delete(m, string(r.Key))
+			return nil
+		}
+		m[string(r.Key)] = Record{Key: bytes.Clone(r.Key), Version: r.Version, Kind: r.Kind, ExpireAt: r.ExpireAt, Payload: bytes.Clone(r.Payload)}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("Load(%d): %v", now, err)
 	}
+	got := make([]Record, 0, len(m))
+	for _, r := range m {
+		got = append(got, r)
+	}
+	slices.SortFunc(got, func(a, b Record) int { return bytes.Compare(a.Key, b.Key) })
 	return got, st
 }
 
@@ -190,7 +215,7 @@ func testRoundTrip(t *testing.T, h harness) {
 	s = h.reopen(t, s)
 	got, st = loadAll(t, s, 0)
 	wantRecords(t, "after reopen", got, want)
-	wantStats(t, "after reopen", st, 5, 0, 0)
+	wantStats(t, "after reopen", st, h.replayed(5, 6), 0, 0)
 }
 
 func testDeleteSurvivesReopen(t *testing.T, h harness) {
@@ -223,12 +248,25 @@ func testExpiredDroppedOnLoad(t *testing.T, h harness) {
 	wantRecords(t, "Load(150)", got, want)
 	wantStats(t, "Load(150)", st, 2, 2, 0)
 
-	// Gone from disk: a Load before their expiry, after a restart, no longer
-	// sees them.
+	// A rewrite of what Load kept drops them from disk: a Load before
+	// their expiry, after a restart, no longer sees them.
+	rewrite(t, s, got)
 	s = h.reopen(t, s)
 	got, st = loadAll(t, s, 1)
-	wantRecords(t, "Load(1) after reopen", got, want)
-	wantStats(t, "Load(1) after reopen", st, 2, 0, 0)
+	wantRecords(t, "Load(1) after rewrite and reopen", got, want)
+	wantStats(t, "Load(1) after rewrite and reopen", st, 2, 0, 0)
+}
+
+// rewrite rewrites s to hold exactly live, as the saver does.
+func rewrite(t *testing.T, s Store, live []Record) {
+	t.Helper()
+	if err := s.BeginRewrite(); err != nil {
+		t.Fatalf("BeginRewrite: %v", err)
+	}
+	apply(t, s, live)
+	if err := s.CommitRewrite(); err != nil {
+		t.Fatalf("CommitRewrite: %v", err)
+	}
 }
 
 // rawPutter plants stored pairs verbatim (both stores implement it).
@@ -353,7 +391,7 @@ func testCheckpoint(t *testing.T, h harness) {
 	c := openPebble(t, dir)
 	got, st := loadAll(t, c, 0)
 	wantRecords(t, "checkpoint", got, want)
-	wantStats(t, "checkpoint", st, 3, 0, 1)
+	wantStats(t, "checkpoint", st, h.replayed(3, 4), 0, 1)
 }
 
 func testClosed(t *testing.T, h harness) {
@@ -423,4 +461,49 @@ func testConcurrent(t *testing.T, h harness) {
 	s = h.reopen(t, s)
 	_, st := loadAll(t, s, 0)
 	wantStats(t, "after concurrent writes", st, writers*batches*perBatch, 0, 0)
+}
+
+// testRewrite: a rewrite that is not committed (a crash, a failed write)
+// leaves its records as newer ones over what was there; a committed one
+// leaves exactly what was applied since BeginRewrite, deletions included,
+// across a reopen, and Sizes follows.
+func testRewrite(t *testing.T, h harness) {
+	s := h.open(t)
+	apply(t, s, []Record{rec("a", 1, 0, "A"), rec("b", 2, 0, "B"), rec("c", 3, 0, "C")})
+	if base, since := s.Sizes(); base != 0 || since == 0 {
+		t.Fatalf("Sizes before any rewrite = %d, %d; want 0 and more", base, since)
+	}
+	if err := s.BeginRewrite(); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, []Record{rec("a", 1, 0, "A2")})
+	s = h.reopen(t, s) // no CommitRewrite
+	got, _ := loadAll(t, s, 0)
+	wantRecords(t, "uncommitted rewrite", got, []Record{rec("a", 1, 0, "A2"), rec("b", 2, 0, "B"), rec("c", 3, 0, "C")})
+
+	if err := s.BeginRewrite(); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, []Record{rec("b", 2, 0, "B2"), rec("d", 4, 0, "D")})
+	apply(t, s, []Record{rec("e", 5, 0, "E")}, "d") // a change during the rewrite
+	if err := s.CommitRewrite(); err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{rec("b", 2, 0, "B2"), rec("e", 5, 0, "E")}
+	got, _ = loadAll(t, s, 0)
+	wantRecords(t, "committed rewrite", got, want)
+	base, since := s.Sizes()
+	if base == 0 || since != 0 {
+		t.Fatalf("Sizes after the rewrite = %d, %d; want more and 0", base, since)
+	}
+	apply(t, s, []Record{rec("f", 6, 0, "F")})
+	s = h.reopen(t, s)
+	got, _ = loadAll(t, s, 0)
+	wantRecords(t, "committed rewrite, reopened", got, append(want, rec("f", 6, 0, "F")))
+	if b, since2 := s.Sizes(); b != base || since2 == 0 {
+		t.Fatalf("Sizes after reopen = %d, %d; want %d and more", b, since2, base)
+	}
+	if err := s.CommitRewrite(); err == nil {
+		t.Fatalf("CommitRewrite without BeginRewrite succeeded")
+	}
 }

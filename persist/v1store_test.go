@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -119,12 +121,13 @@ func storedRecords(t *testing.T, dir string) map[string]Record {
 	return out
 }
 
-// TestRestoreVersion1Store opens a store an older rlserver wrote (version-1
-// records of every kind), checks every key restores to exactly its state
-// and expiry, changes one key, flushes, and checks the changed key is now
-// stored as version 2 and restores to its new state, while the untouched
-// keys stay version 1 and readable. A version-2 record that does not decode
-// is skipped, counted and left on disk every time.
+// TestRestoreVersion1Store opens a store an older rlserver wrote (one
+// Pebble key per limiter key, version-1 records of every kind), checks
+// every key restores to exactly its state and expiry, changes one key and
+// shuts down, which rewrites the store: every key is then a version-2
+// record of the log, the per-key records are gone, and each key restores
+// to the same state (the changed one to its new state). A version-2 record
+// that does not decode is skipped and counted, and the rewrite drops it.
 func TestRestoreVersion1Store(t *testing.T) {
 	dir := t.TempDir()
 	old, err := Open(&Options{Dir: dir, Fsync: FsyncAlways})
@@ -142,8 +145,10 @@ func TestRestoreVersion1Store(t *testing.T) {
 	// A version-2 record whose payload does not decode: skipped and
 	// counted like a corrupt version-1 record.
 	broken := Record{Key: []byte("broken"), Version: FormatV2, Kind: uint8(engine.KindThrottle), ExpireAt: v1T0 + 3e9, Payload: []byte{0xff}}
-	if err := old.Apply(append(puts, broken), nil); err != nil {
-		t.Fatal(err)
+	for _, r := range append(puts, broken) {
+		if err := old.putRaw(appendKey(nil, r.Key), appendValue(nil, &r)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The values are the version-1 layout, byte for byte.
 	for _, r := range puts {
@@ -162,13 +167,13 @@ func TestRestoreVersion1Store(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	check := func(s *Saver, keys *shard.Store, skip string) {
+	check := func(s *Saver, keys *shard.Store, skip string, skipped int) {
 		t.Helper()
 		if got := s.Restored(); got != len(v1Keys) {
 			t.Fatalf("restored %d keys, want %d", got, len(v1Keys))
 		}
-		if got := s.RestoreSummary(); !strings.HasSuffix(got, "(0 expired dropped, 1 corrupt skipped)") {
-			t.Fatalf("RestoreSummary = %q, want the broken v2 record skipped", got)
+		if got, want := s.RestoreSummary(), fmt.Sprintf("(0 expired dropped, %d corrupt skipped)", skipped); !strings.HasSuffix(got, want) {
+			t.Fatalf("RestoreSummary = %q, want it to end %q", got, want)
 		}
 		for _, k := range v1Keys {
 			if k.key == skip {
@@ -185,7 +190,7 @@ func TestRestoreVersion1Store(t *testing.T) {
 	}
 
 	s, keys, clock := openV1Keyspace(t, dir)
-	check(s, keys, "")
+	check(s, keys, "", 1)
 
 	// A GCRA call on "gcra" changes it.
 	p := engine.GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}
@@ -211,29 +216,39 @@ func TestRestoreVersion1Store(t *testing.T) {
 	}
 
 	recs := storedRecords(t, dir)
-	if r, ok := recs["broken"]; !ok || r.Version != FormatV2 {
-		t.Fatalf("the broken v2 record is not left on disk: %+v", r)
+	if r, ok := recs["broken"]; ok {
+		t.Fatalf("the rewrite kept the broken record: %+v", r)
 	}
 	for _, k := range v1Keys {
 		r, ok := recs[k.key]
 		switch {
 		case !ok:
 			t.Fatalf("%q is not stored", k.key)
+		case r.Version != FormatV2:
+			t.Fatalf("%q stored as v%d after the rewrite, want v2", k.key, r.Version)
 		case k.key == "gcra":
-			if r.Version != FormatV2 || r.ExpireAt != newExp || !bytes.Equal(r.Payload, wantPayload) {
-				t.Fatalf("changed key stored as v%d exp %d payload %x, want v2 exp %d payload %x",
-					r.Version, r.ExpireAt, r.Payload, newExp, wantPayload)
-			}
-		default:
-			if r.Version != FormatV1 || r.ExpireAt != k.exp || hex.EncodeToString(r.Payload) != k.payload {
-				t.Fatalf("untouched %q stored as v%d exp %d payload %x, want its version-1 record", k.key, r.Version, r.ExpireAt, r.Payload)
+			if r.ExpireAt != newExp || !bytes.Equal(r.Payload, wantPayload) {
+				t.Fatalf("changed key stored with exp %d payload %x, want exp %d payload %x", r.ExpireAt, r.Payload, newExp, wantPayload)
 			}
 		}
 	}
+	legacy, err := Open(&Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := legacy.db.NewIter(&pebble.IterOptions{LowerBound: recordLower, UpperBound: recordUpper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.First() {
+		t.Errorf("per-key record %q still stored after the rewrite", it.Key())
+	}
+	it.Close()
+	legacy.Close()
 
 	s, keys, _ = openV1Keyspace(t, dir)
 	defer s.Shutdown(false)
-	check(s, keys, "gcra")
+	check(s, keys, "gcra", 0)
 	st, exp := getKey(t, keys, "gcra")
 	if exp != newExp {
 		t.Errorf("gcra restored with expiry %d, want %d", exp, newExp)

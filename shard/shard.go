@@ -65,12 +65,14 @@ type Shard struct {
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
-	track   bool     // record changes for persistence
-	dirty   []ref    // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	ndirty  int      // records flagged dirty
-	deleted []string // keys removed since the last DrainChanges
-	pbuf    []byte   // payload scratch
-	kbuf    []byte   // key scratch (cool)
+	track   bool        // record changes for persistence
+	dirty   []ref       // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	dhead   int         // dirty[:dhead] are drained
+	ndirty  int         // records flagged dirty
+	deleted []string    // keys removed since the last DrainChanges
+	pbuf    []byte      // payload scratch
+	spans   []drainSpan // DrainChanges scratch
+	kbuf    []byte      // key scratch (cool)
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
@@ -357,7 +359,9 @@ func (sh *Shard) removeAt(pos int, r ref, why Event) {
 	if rec[0]&flagDirty != 0 {
 		sh.ndirty-- // gone: the deletion is what a drain writes now
 	}
-	sh.record(why, key, r)
+	if why != eventUnrestore {
+		sh.record(why, key, r)
+	}
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
 		i := boxIndex(payload)
@@ -457,7 +461,7 @@ func (sh *Shard) Clear() int {
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
 	clear(sh.spare[:])
-	sh.dirty, sh.ndirty = sh.dirty[:0], 0
+	sh.dirty, sh.dhead, sh.ndirty = sh.dirty[:0], 0, 0
 	sh.mem.Store(0)
 	return n
 }
@@ -508,29 +512,44 @@ func (sh *Shard) Sweep(now int64, budget int) int {
 // Change is one record a flush must write: a live key's encoded state, or
 // a deletion (Deleted true, only Key set).
 type Change struct {
-	Key      string
+	Key      []byte // in the buf DrainChanges was given
 	Deleted  bool
 	Kind     engine.Kind
 	ExpireAt int64
 	Payload  []byte
 }
 
-// DrainChanges appends to dst every change since the previous call,
-// deletions first (so that a key deleted then created again ends up
-// present), forgets them and zeroes the shard's changes-since-save count.
-// A change's payload is the state's compact encoding with ref its ExpireAt
-// (the disk format, persist's version-2 record payload): an inline
-// record's payload is copied as is, a boxed state is encoded. Payloads go
-// into buf, which is returned grown. The caller holds the lock; no I/O
-// happens here. The error is always nil.
-func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error) {
+// DrainChanges appends to dst the changes since the previous call:
+// every deletion, then the records of up to max entries of the dirty list
+// (max <= 0: all), oldest first, and forgets them; it returns how many
+// entries the list still holds. Deletions come first, so that a key
+// deleted then created again ends up present. It zeroes the shard's
+// changes-since-save count. A change's key and payload are in buf, which
+// is returned grown; the payload is the state's compact encoding with ref
+// its ExpireAt (the disk format, persist's version-2 record payload): an
+// inline record's payload is copied as is, a boxed state is encoded. The
+// caller holds the lock; no I/O happens here. A caller draining a large
+// list takes it in pieces, unlocking in between, so that no command waits
+// for the whole of it.
+func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []byte, int) {
 	sh.changes.Store(0)
+	// Keys and payloads go into buf, and the changes point into it once
+	// it stops growing.
+	spans := sh.spans[:0]
+	first := len(dst)
 	for _, k := range sh.deleted {
-		dst = append(dst, Change{Key: k, Deleted: true})
+		start := len(buf)
+		buf = append(buf, k...)
+		spans = append(spans, drainSpan{start, len(buf), len(buf)})
+		dst = append(dst, Change{Deleted: true})
 	}
 	clear(sh.deleted)
 	sh.deleted = sh.deleted[:0]
-	for _, r := range sh.dirty {
+	end := len(sh.dirty)
+	if max > 0 {
+		end = min(end, sh.dhead+max)
+	}
+	for _, r := range sh.dirty[sh.dhead:end] {
 		// A ref may name a slot freed (and perhaps reused) since it was
 		// listed: only a record still flagged dirty is drained, once.
 		if !sh.slabs.valid(r) {
@@ -545,11 +564,71 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte) ([]Change, []byte, error
 		key, _ := recSplit(rec)
 		exp := recExp(rec)
 		start := len(buf)
+		buf = append(buf, key...)
+		p := len(buf)
 		buf = append(buf, sh.encoded(rec, exp)...)
-		dst = append(dst, Change{Key: string(key), Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[start:len(buf):len(buf)]})
+		spans = append(spans, drainSpan{start, p, len(buf)})
+		dst = append(dst, Change{Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp})
 	}
-	sh.dirty = sh.dirty[:0]
-	return dst, buf, nil
+	sh.dhead = end
+	if end == len(sh.dirty) {
+		sh.dirty, sh.dhead = sh.dirty[:0], 0
+	}
+	for i, sp := range spans {
+		c := &dst[first+i]
+		c.Key = buf[sp.k:sp.p:sp.p]
+		if !c.Deleted {
+			c.Payload = buf[sp.p:sp.end:sp.end]
+		}
+	}
+	sh.spans = spans[:0]
+	return dst, buf, len(sh.dirty) - sh.dhead
+}
+
+// drainSpan is where one change's key and payload are in DrainChanges's
+// buf.
+type drainSpan struct{ k, p, end int }
+
+// A MarkCursor is where MarkAll goes on: a slab slot (slots never move).
+type MarkCursor struct {
+	class int
+	slot  uint32
+}
+
+// MarkAll marks records live at now as changed, for a rewrite of the
+// store, visiting up to budget slots from cur on; it reports whether it
+// has visited them all. Called again and again from a zero cursor until
+// done (unlocking in between), it leaves every key live at the end either
+// marked or changed since (and so marked by its put): a record only moves
+// to another slot when it is written.
+func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
+	mark := func(r ref, rec []byte) {
+		if rec[0] != 0 && rec[0]&flagDirty == 0 && recExp(rec) > now {
+			rec[0] |= flagDirty
+			sh.ndirty++
+			sh.dirty = append(sh.dirty, r)
+		}
+	}
+	for ; cur.class < bigClass; cur.class, cur.slot = cur.class+1, 0 {
+		sl := &sh.slabs.class[cur.class]
+		size := classSize[cur.class]
+		for ; cur.slot < sl.next; cur.slot++ {
+			if budget--; budget < 0 {
+				return false
+			}
+			off := int(cur.slot%pageSlots) * size
+			mark(uint32(cur.class)<<classShift|cur.slot, sl.pages[cur.slot/pageSlots][off:off+size])
+		}
+	}
+	for ; int(cur.slot) < len(sh.slabs.big); cur.slot++ {
+		if budget--; budget < 0 {
+			return false
+		}
+		if rec := sh.slabs.big[cur.slot]; rec != nil {
+			mark(bigClass<<classShift|cur.slot, rec)
+		}
+	}
+	return true
 }
 
 // Redirty records keys as changed again (a flush that failed to write
@@ -574,6 +653,15 @@ func (sh *Shard) Redirty(keys []string) {
 func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
 	h := sh.hash.bytes(key)
 	sh.put(sh.Find(key, h), key, h, st, exp, false)
+}
+
+// Unrestore removes a key restored from disk that a later record deletes:
+// not recorded as a change either.
+func (sh *Shard) Unrestore(key []byte) {
+	h := sh.hash.bytes(key)
+	if f := sh.Find(key, h); f.OK {
+		sh.removeAt(f.pos, f.ref, eventUnrestore)
+	}
 }
 
 // Insert sets key's state, creating or replacing its record, as a change

@@ -139,23 +139,23 @@ func TestDrainChanges(t *testing.T) {
 	sh.Insert([]byte("b"), &fake{size: 2}, 10*sec)
 	sh.Insert([]byte("a"), &fake{size: 1}, 11*sec)
 	sh.Delete([]byte("b"), 0)
-	ch, _, err := sh.DrainChanges(nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	ch, _, left := sh.DrainChanges(nil, nil, 0)
+	if left != 0 {
+		t.Fatalf("DrainChanges left %d entries", left)
 	}
 	got := fmt.Sprint(ch)
-	want := fmt.Sprint([]Change{{Key: "b", Deleted: true}, {Key: "a", Kind: engine.KindTokenBucket, ExpireAt: 11 * sec, Payload: (&fake{size: 1}).AppendCompact(nil, 11*sec)}})
+	want := fmt.Sprint([]Change{{Key: []byte("b"), Deleted: true}, {Key: []byte("a"), Kind: engine.KindTokenBucket, ExpireAt: 11 * sec, Payload: (&fake{size: 1}).AppendCompact(nil, 11*sec)}})
 	if got != want {
 		t.Fatalf("changes = %s\nwant      %s", got, want)
 	}
-	if ch, _, _ := sh.DrainChanges(nil, nil); len(ch) != 0 {
+	if ch, _, _ := sh.DrainChanges(nil, nil, 0); len(ch) != 0 {
 		t.Fatalf("second drain = %v, want nothing", ch)
 	}
 	// An unchanged state with the same expiry is not a change.
 	h := s.Hash([]byte("a"))
 	f := sh.Find([]byte("a"), h)
 	sh.write(f, []byte("a"), h, sh.load(&sh.sc, f), 11*sec, false)
-	if ch, _, _ := sh.DrainChanges(nil, nil); len(ch) != 0 {
+	if ch, _, _ := sh.DrainChanges(nil, nil, 0); len(ch) != 0 {
 		t.Fatalf("drain after a no-op = %v", ch)
 	}
 }
@@ -332,9 +332,9 @@ func TestHotKey(t *testing.T) {
 	if got := remaining("b"); got != 98 {
 		t.Fatalf("b: remaining %d, want 98", got)
 	}
-	ch, _, err := sh.DrainChanges(nil, nil)
-	if err != nil || len(ch) != 2 {
-		t.Fatalf("drained %v %v, want a and b", ch, err)
+	ch, _, left := sh.DrainChanges(nil, nil, 0)
+	if left != 0 || len(ch) != 2 {
+		t.Fatalf("drained %v, %d left, want a and b", ch, left)
 	}
 	sh.Delete([]byte("a"), now)
 	sh.Delete([]byte("b"), now)
@@ -430,7 +430,7 @@ func TestPending(t *testing.T) {
 		t.Fatalf("Pending = %d with one key changed and one removed, want 2", got)
 	}
 	sh.Lock()
-	ch, _, _ := sh.DrainChanges(nil, nil)
+	ch, _, _ := sh.DrainChanges(nil, nil, 0)
 	sh.Unlock()
 	if len(ch) != 2 || s.Pending() != 0 {
 		t.Fatalf("drained %d changes, then Pending = %d; want 2 and 0", len(ch), s.Pending())
