@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,6 +267,25 @@ const minRewrite = 4 << 20
 // waits for well under a millisecond. (Variables: tests make them small.)
 var drainPiece, markPiece = 2048, 16384
 
+// batchBytes is about how much a flush collects, from one shard or
+// several, before it writes: a chunk's worth, so that one write is a short
+// piece of work too.
+const batchBytes = 64 << 10
+
+// redirty marks the keys of changes a failed write held as changed again.
+func (s *Saver) redirty(changes []shard.Change) {
+	byShard := map[*shard.Shard][]string{}
+	for _, c := range changes {
+		sh := s.keys.ShardFor(c.Key)
+		byShard[sh] = append(byShard[sh], string(c.Key))
+	}
+	for sh, keys := range byShard {
+		sh.Lock()
+		sh.Redirty(keys)
+		sh.Unlock()
+	}
+}
+
 // rewriteDue reports whether the next flush should rewrite every key: the
 // log written since the last rewrite has outgrown it, as with Redis's
 // auto-aof-rewrite-percentage 100.
@@ -302,6 +322,25 @@ func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 	var changes []shard.Change
 	var buf []byte
 	var b batch
+	// Between pieces the event loops go first: with --threads 1 they
+	// share one P with the flush.
+	yield := runtime.Gosched
+	// write applies the changes collected so far as one batch. On failure
+	// their keys are marked changed again, to be written as they are then.
+	write := func() error {
+		if len(changes) == 0 {
+			return nil
+		}
+		toBatch(changes, &b)
+		err := s.store.Apply(b.puts, b.deletes)
+		if err != nil {
+			s.redirty(changes)
+		} else {
+			wrote = true
+		}
+		changes, buf = changes[:0], buf[:0]
+		return err
+	}
 	for i := 0; i < s.keys.NumShards() && err == nil; i++ {
 		sh := s.keys.Shard(i)
 		if rewrite {
@@ -310,40 +349,29 @@ func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 				sh.Lock()
 				done = sh.MarkAll(&cur, now, markPiece)
 				sh.Unlock()
-				runtime.Gosched()
+				yield()
 			}
 		}
 		// The entries listed when the drain begins, in pieces (entries
 		// listed meanwhile may come along).
-		for todo := -1; todo != 0; {
+		for todo := -1; todo != 0 && err == nil; {
 			var left int
 			sh.Lock()
-			changes, buf, left = sh.DrainChanges(changes[:0], buf[:0], drainPiece)
+			changes, buf, left = sh.DrainChanges(changes, buf, drainPiece)
 			sh.Unlock()
-			// Between pieces the event loops go first: with --threads 1
-			// they share one P with the flush.
-			runtime.Gosched()
 			if todo < 0 {
 				todo = left
 			} else {
 				todo = max(0, min(todo-drainPiece, left))
 			}
-			if len(changes) == 0 {
-				continue
+			if len(buf) >= batchBytes {
+				err = write()
 			}
-			toBatch(changes, &b)
-			if err = s.store.Apply(b.puts, b.deletes); err != nil {
-				keys := make([]string, len(changes))
-				for j, c := range changes {
-					keys[j] = string(c.Key)
-				}
-				sh.Lock()
-				sh.Redirty(keys)
-				sh.Unlock()
-				break // the other changes wait undrained
-			}
-			wrote = true
+			yield()
 		}
+	}
+	if err == nil {
+		err = write()
 	}
 	if err == nil && rewrite {
 		if err = s.store.CommitRewrite(); err == nil {
@@ -387,31 +415,28 @@ func (b batch) size() int {
 	return n
 }
 
-// toBatch turns a shard's changes into a batch of version-2 records (a
-// change's payload is the compact encoding with ref its expiry). A key deleted and then
-// created again within one interval appears as both a deletion and a put;
-// the put is its current state, so the deletion is dropped (Store.Apply
-// applies deletions last).
+// toBatch turns changes, oldest first, into a batch of version-2 records
+// (a change's payload is the compact encoding with ref its expiry). Only
+// each key's last change counts: a key deleted and then created again
+// (within one interval, or between two pieces of a drain) is a put, one
+// put and then deleted is a deletion.
 func toBatch(changes []shard.Change, b *batch) {
 	b.puts, b.deletes = b.puts[:0], b.deletes[:0]
-	var put map[string]bool
-	for _, c := range changes {
-		if !c.Deleted {
-			b.puts = append(b.puts, Record{Key: c.Key, Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
+	var last map[string]int // only when there are deletions
+	if slices.ContainsFunc(changes, func(c shard.Change) bool { return c.Deleted }) {
+		last = make(map[string]int, len(changes))
+		for i, c := range changes {
+			last[string(c.Key)] = i
 		}
 	}
-	for _, c := range changes {
-		if !c.Deleted {
+	for i, c := range changes {
+		if last != nil && last[string(c.Key)] != i {
 			continue
 		}
-		if put == nil && len(b.puts) > 0 {
-			put = make(map[string]bool, len(b.puts))
-			for _, p := range b.puts {
-				put[string(p.Key)] = true
-			}
-		}
-		if !put[string(c.Key)] {
+		if c.Deleted {
 			b.deletes = append(b.deletes, c.Key)
+		} else {
+			b.puts = append(b.puts, Record{Key: c.Key, Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
 		}
 	}
 }

@@ -729,3 +729,35 @@ func TestPebbleWritable(t *testing.T) {
 	}
 	os.Remove(dir)
 }
+
+// TestToBatchLastChangeWins: of several changes of one key in a batch,
+// oldest first, only the last counts, whichever kind it is.
+func TestToBatchLastChangeWins(t *testing.T) {
+	put := func(k string) shard.Change {
+		return shard.Change{Key: []byte(k), Kind: engine.KindTokenBucket, Payload: []byte(k)}
+	}
+	del := func(k string) shard.Change { return shard.Change{Key: []byte(k), Deleted: true} }
+	for _, tc := range []struct {
+		changes      []shard.Change
+		puts, delete string
+	}{
+		{[]shard.Change{put("a"), put("b")}, "[a b]", "[]"},
+		{[]shard.Change{put("a"), del("a")}, "[]", "[a]"},
+		{[]shard.Change{del("a"), put("a")}, "[a]", "[]"},
+		{[]shard.Change{put("a"), del("a"), put("a"), del("b"), put("c")}, "[a c]", "[b]"},
+		{[]shard.Change{del("a"), put("a"), del("a")}, "[]", "[a]"},
+	} {
+		var b batch
+		toBatch(tc.changes, &b)
+		var puts, dels []string
+		for _, r := range b.puts {
+			puts = append(puts, string(r.Key))
+		}
+		for _, k := range b.deletes {
+			dels = append(dels, string(k))
+		}
+		if fmt.Sprint(puts) != tc.puts || fmt.Sprint(dels) != tc.delete {
+			t.Errorf("toBatch(%v): puts %v deletes %v, want %s %s", tc.changes, puts, dels, tc.puts, tc.delete)
+		}
+	}
+}
