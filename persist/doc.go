@@ -25,7 +25,7 @@
 // per-key work is spread over a chunk's records.
 //
 //	'L' | seq (8 bytes, big-endian)   a chunk: FormatLog (1 byte, 3) | records
-//	'M' "base"                        metadata: version (1) | base seq | base end seq
+//	'M' "base"                        metadata: version (1) | base seq | base end seq | keys
 //	'k' | limiter key                 a record of the older per-key layout
 //
 // A chunk's record is

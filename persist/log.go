@@ -52,23 +52,24 @@ func chunkSeq(key []byte) (uint64, bool) {
 }
 
 // meta is the store's metadata: the chunks [Base, BaseEnd) are the last
-// committed rewrite, and Load replays from Base.
+// committed rewrite, which wrote Keys keys, and Load replays from Base.
 type meta struct {
-	Base, BaseEnd uint64
+	Base, BaseEnd, Keys uint64
 }
 
 func (m meta) encode() []byte {
-	b := make([]byte, 1, 17)
+	b := make([]byte, 1, 25)
 	b[0] = 1 // metadata version
 	b = binary.BigEndian.AppendUint64(b, m.Base)
-	return binary.BigEndian.AppendUint64(b, m.BaseEnd)
+	b = binary.BigEndian.AppendUint64(b, m.BaseEnd)
+	return binary.BigEndian.AppendUint64(b, m.Keys)
 }
 
 func decodeMeta(b []byte) (meta, error) {
-	if len(b) != 17 || b[0] != 1 {
+	if len(b) != 25 || b[0] != 1 {
 		return meta{}, fmt.Errorf("%w: store metadata %x is not version 1 (written by a newer rlserver?)", ErrCorrupt, b)
 	}
-	return meta{Base: binary.BigEndian.Uint64(b[1:]), BaseEnd: binary.BigEndian.Uint64(b[9:])}, nil
+	return meta{Base: binary.BigEndian.Uint64(b[1:]), BaseEnd: binary.BigEndian.Uint64(b[9:]), Keys: binary.BigEndian.Uint64(b[17:])}, nil
 }
 
 // appendPut appends a put record to a chunk.

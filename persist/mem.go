@@ -96,6 +96,9 @@ func (s *MemStore) CommitRewrite() error {
 	return nil
 }
 
+// KeysHint implements Store.
+func (s *MemStore) KeysHint() int { return s.Len() }
+
 // Sizes implements Store.
 func (s *MemStore) Sizes() (rewrite, since int64) {
 	s.mu.RLock()

@@ -53,6 +53,7 @@ type PebbleStore struct {
 	meta        meta   // the last committed rewrite
 	rewriteFrom uint64 // the first chunk of the rewrite under way
 	rewriting   bool
+	rewriteKeys uint64        // puts applied since BeginRewrite
 	legacy      bool          // records of the per-key format are stored (until a rewrite)
 	buf         []byte        // chunk scratch
 	base, since atomic.Int64  // Sizes
@@ -280,6 +281,7 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 	}
 	s.next = seq
 	s.since.Add(written)
+	s.rewriteKeys += uint64(len(puts))
 	if s.fsync == FsyncEverySec {
 		s.dirty.Store(true)
 	}
@@ -296,7 +298,7 @@ func (s *PebbleStore) BeginRewrite() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.rewriteFrom = s.next
-	s.rewriting = true
+	s.rewriting, s.rewriteKeys = true, 0
 	s.since.Store(0)
 	return nil
 }
@@ -316,7 +318,7 @@ func (s *PebbleStore) CommitRewrite() error {
 	if !s.rewriting {
 		return errors.New("persist: CommitRewrite without BeginRewrite")
 	}
-	m := meta{Base: s.rewriteFrom, BaseEnd: s.next}
+	m := meta{Base: s.rewriteFrom, BaseEnd: s.next, Keys: s.rewriteKeys}
 	b := s.db.NewBatch()
 	defer b.Close()
 	err := b.Set(metaKey, m.encode(), nil)
@@ -339,6 +341,13 @@ func (s *PebbleStore) CommitRewrite() error {
 		s.dirty.Store(true)
 	}
 	return nil
+}
+
+// KeysHint implements Store.
+func (s *PebbleStore) KeysHint() int {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return int(min(s.meta.Keys, 1<<31))
 }
 
 // Sizes implements Store.

@@ -99,6 +99,7 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 func (s *Saver) restore() error {
 	began := time.Now()
 	now := s.clock.Now()
+	s.keys.Reserve(s.store.KeysHint())
 	st, err := s.store.Load(now, func(r Record) error {
 		if r.Deleted {
 			sh := s.keys.ShardFor(r.Key)

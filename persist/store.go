@@ -73,6 +73,9 @@ type Store interface {
 	// what was applied since BeginRewrite; older records go. Without it
 	// (a crash, a failed Apply) the rewrite's records are just newer ones.
 	CommitRewrite() error
+	// KeysHint returns about how many keys Load will restore (the last
+	// rewrite's), to size the keyspace before it.
+	KeysHint() int
 	// Sizes returns the bytes the last committed rewrite wrote and the
 	// bytes applied since (records of older formats count there): the
 	// caller rewrites when the second outgrows the first.

@@ -202,6 +202,17 @@ func (x *index) grow(s *slabs) {
 	x.groups, x.size = make([]group, size/8), size
 }
 
+// reserve sizes an empty table for n keys, so that filling it (a restore)
+// never grows it.
+func (x *index) reserve(n int) {
+	if x.n > 0 || x.old != nil {
+		return
+	}
+	if size := (n*5/4 + 16 + 7) &^ 7; size > x.size {
+		x.groups, x.size = make([]group, size/8), size
+	}
+}
+
 // put fills the empty slot i (found by find) with key's hash tag and r.
 func (x *index) put(i int, h uint64, r ref) {
 	x.set(i, tagOf(h), r)

@@ -655,6 +655,19 @@ func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
 	sh.put(sh.Find(key, h), key, h, st, exp, false)
 }
 
+// Reserve makes room for about n keys spread over the shards, before a
+// restore fills an empty keyspace: growing the index as it fills would
+// rehash each key about twice.
+func (s *Store) Reserve(n int) {
+	per := n/len(s.shards) + n/len(s.shards)/16 + 64 // room for an uneven spread
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.Lock()
+		sh.idx.reserve(per)
+		sh.Unlock()
+	}
+}
+
 // Unrestore removes a key restored from disk that a later record deletes:
 // not recorded as a change either.
 func (sh *Shard) Unrestore(key []byte) {
