@@ -54,6 +54,8 @@ type Saver struct {
 	failures atomic.Int64 // flushes and syncs that failed, ever
 	rewrites atomic.Int64 // rewrites committed
 	stale    atomic.Bool  // the store holds keys that expired while the server was down: rewrite
+	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
+	window   lossWindow
 	fault    atomic.Pointer[error]
 
 	stop chan struct{}
@@ -87,7 +89,7 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 		opts.Logger = func(string, ...any) {}
 	}
 	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval,
-		fsyncOnFlush: !opts.NoSyncOnFlush, stop: make(chan struct{}), done: make(chan struct{})}
+		fsyncOnFlush: !opts.NoSyncOnFlush, stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
 	if err := s.restore(); err != nil {
 		return nil, err
 	}
@@ -172,40 +174,83 @@ const maxBackoff = 10
 
 func (s *Saver) loop() {
 	defer close(s.done)
-	t := time.NewTicker(s.interval)
+	t := time.NewTimer(s.interval)
 	defer t.Stop()
-	skip, backoff := 0, 1 // ticks to let pass before the next try; the next wait
+	backoff := 1       // intervals to wait after a failure, doubling
+	var prev time.Time // when the last flush that worked began
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
-			if skip > 0 {
-				skip--
-				continue
-			}
-			// Sync after a flush that wrote something: Pebble holds an
-			// unsynced write-ahead log block in the process, so without it
-			// a crash (even kill -9, not only a power loss) could lose more
-			// than one save interval. The "no" policy skips it (the store
-			// policy sets NoSyncOnFlush).
-			wrote, err := s.flush(s.rewriteDue())
-			if err == nil && wrote && s.fsyncOnFlush {
-				if err = s.store.Sync(); err != nil {
-					s.failed(err)
-				}
-			}
-			if err == nil {
-				s.succeeded()
-			}
-			if err != nil {
-				// Retry with back-off, doubling up to maxBackoff intervals.
-				skip, backoff = backoff-1, min(2*backoff, maxBackoff)
-			} else {
-				backoff = 1
+		}
+		began := time.Now()
+		// Sync after a flush that wrote something: Pebble holds an
+		// unsynced write-ahead log block in the process, so without it a
+		// crash (even kill -9, not only a power loss) could lose more than
+		// one save interval. The "no" policy skips it (the store policy
+		// sets NoSyncOnFlush).
+		wrote, err := s.flush(false)
+		if err == nil && wrote && s.fsyncOnFlush {
+			if err = s.store.Sync(); err != nil {
+				s.failed(err)
 			}
 		}
+		if err != nil {
+			// Retry with back-off, doubling up to maxBackoff intervals.
+			t.Reset(time.Duration(backoff) * s.interval)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		s.succeeded()
+		backoff = 1
+		// A crash just before this flush ended would have lost what was
+		// acknowledged since the previous one began.
+		took := time.Since(began)
+		if !prev.IsZero() {
+			s.window.note(time.Since(prev))
+		}
+		prev = began
+		// The next flush begins one interval after this one began, less
+		// what this one took, so that from the beginning of one flush to
+		// the end of the next is about one interval while flushes take
+		// under half of it.
+		t.Reset(max(0, s.interval-2*took))
 	}
+}
+
+// lossWindow keeps the longest time from the beginning of a flush to the
+// end of the next over the last minute: the most a crash would have lost.
+type lossWindow struct {
+	mu   sync.Mutex
+	at   [60]int64         // per second slot: Unix s it was written in
+	max  [60]time.Duration // per second slot: the longest noted then
+	last time.Duration
+}
+
+func (w *lossWindow) note(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now().Unix()
+	i := now % int64(len(w.at))
+	if w.at[i] != now {
+		w.at[i], w.max[i] = now, 0
+	}
+	w.max[i] = max(w.max[i], d)
+	w.last = d
+}
+
+// get returns the longest window of the last minute, and the last.
+func (w *lossWindow) get() (longest, last time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now().Unix()
+	for i, at := range w.at {
+		if now-at < int64(len(w.at)) {
+			longest = max(longest, w.max[i])
+		}
+	}
+	return longest, w.last
 }
 
 // writable asks the store whether a batch of need bytes can be written now
@@ -260,8 +305,13 @@ func (s *Saver) InjectFault(err error) {
 	s.fault.Store(&err)
 }
 
-// minRewrite is the least the log must hold before a rewrite.
-const minRewrite = 4 << 20
+const (
+	// minRewrite is the least the log must hold before a rewrite.
+	minRewrite = 4 << 20
+	// rewriteSpread is over about how many flushes a rewrite is spread,
+	// so that none has to write every key on top of the changes.
+	rewriteSpread = 8
+)
 
 // A flush holds a shard's lock for at most drainPiece changes or markPiece
 // records marked for a rewrite at a time, so that a command on the shard
@@ -295,17 +345,21 @@ func (s *Saver) rewriteDue() bool {
 	return s.stale.Load() || since >= max(base, minRewrite)
 }
 
-// flush writes every change since the previous flush, one batch per shard,
-// and returns whether it wrote anything. With rewrite set it writes every
-// live key and commits a rewrite of the store. A batch that fails to
-// write is not kept: its keys are marked changed again, so the next flush
-// writes their state as it is then (never an older one over a newer).
-func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
+// flush writes every change since the previous flush, in batches, and
+// returns whether it wrote anything. A rewrite of the store, once due, is
+// spread over several flushes: each marks the keys of a few more shards
+// as changed (rewriteShards of them), and the flush that has marked the
+// last and written everything commits it; with finish set this flush
+// marks every shard left and commits. A batch that fails to write is not
+// kept: its keys are marked changed again, so the next flush writes their
+// state as it is then (never an older one over a newer).
+func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n := s.keys.NumShards()
 	need := s.keys.Pending() * 64
-	if rewrite {
-		need = int(s.keys.Stats().Memory)
+	if s.rwNext >= 0 || finish || s.rewriteDue() {
+		need += int(s.keys.Stats().Memory) / rewriteSpread
 	}
 	if err := s.writable(need); err != nil {
 		// Nothing is drained: the changes wait in the keyspace.
@@ -313,10 +367,18 @@ func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 		return false, err
 	}
 	began := time.Now()
-	if rewrite {
+	if s.rwNext < 0 && (finish || s.rewriteDue()) {
 		if err := s.store.BeginRewrite(); err != nil {
 			s.failed(err)
 			return false, err
+		}
+		s.rwNext = 0
+	}
+	markTo := s.rwNext // shards [rwNext, markTo) are marked now
+	if s.rwNext >= 0 {
+		markTo = n
+		if !finish {
+			markTo = min(n, s.rwNext+max(1, n/rewriteSpread))
 		}
 	}
 	now := s.clock.Now()
@@ -344,7 +406,7 @@ func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 	}
 	for i := 0; i < s.keys.NumShards() && err == nil; i++ {
 		sh := s.keys.Shard(i)
-		if rewrite {
+		if i >= s.rwNext && i < markTo {
 			var cur shard.MarkCursor
 			for done := false; !done; {
 				sh.Lock()
@@ -374,10 +436,13 @@ func (s *Saver) flush(rewrite bool) (wrote bool, err error) {
 	if err == nil {
 		err = write()
 	}
-	if err == nil && rewrite {
-		if err = s.store.CommitRewrite(); err == nil {
-			s.rewrites.Add(1)
-			s.stale.Store(false)
+	if err == nil && s.rwNext >= 0 {
+		if s.rwNext = markTo; s.rwNext == n {
+			if err = s.store.CommitRewrite(); err == nil {
+				s.rewrites.Add(1)
+				s.stale.Store(false)
+				s.rwNext = -1
+			}
 		}
 	}
 	s.lastDurUs.Store(time.Since(began).Microseconds())
@@ -443,10 +508,12 @@ func toBatch(changes []shard.Change, b *batch) {
 }
 
 // Save flushes every change and syncs the store (SAVE).
-func (s *Saver) Save() error { return s.save(s.rewriteDue()) }
+func (s *Saver) Save() error { return s.save(false) }
 
-func (s *Saver) save(rewrite bool) error {
-	if _, err := s.flush(rewrite); err != nil {
+// save flushes (finishing a rewrite, or doing a whole one, with finish
+// set) and syncs the store.
+func (s *Saver) save(finish bool) error {
+	if _, err := s.flush(finish); err != nil {
 		return err
 	}
 	if err := s.store.Sync(); err != nil {
@@ -494,6 +561,7 @@ func (s *Saver) Info() [][2]string {
 	if f := s.failure.Load(); f != nil {
 		failure = strings.ReplaceAll((*f).Error(), "\n", " ")
 	}
+	longest, last := s.window.get()
 	bg := "0"
 	if s.bgRunning.Load() {
 		bg = "1"
@@ -510,6 +578,9 @@ func (s *Saver) Info() [][2]string {
 		{"rl_expired_dropped_at_start", strconv.Itoa(s.expired)},
 		{"rl_last_flush_duration_us", i64(s.lastDurUs.Load())},
 		{"rl_save_interval_ms", i64(s.interval.Milliseconds())},
+		{"rl_loss_window_ms", i64(longest.Milliseconds())},
+		{"rl_last_loss_window_ms", i64(last.Milliseconds())},
+		{"rl_rewrites", i64(s.rewrites.Load())},
 		{"rl_persistence_error", failure},
 		{"rl_persistence_error_since", i64(s.failedAt.Load())},
 		{"rl_keys_pending", strconv.Itoa(s.keys.Pending())},
@@ -531,7 +602,10 @@ func (s *Saver) Shutdown(save bool) error {
 		// A rewrite when there is a log to fold, so that the next start
 		// reads each key once.
 		_, since := s.store.Sizes()
-		err = s.save(since > 0 || s.stale.Load())
+		s.mu.Lock()
+		rewriting := s.rwNext >= 0
+		s.mu.Unlock()
+		err = s.save(since > 0 || s.stale.Load() || rewriting)
 	}
 	if cerr := s.store.Close(); err == nil {
 		err = cerr

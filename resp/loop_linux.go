@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // The event loops serve connections the way Redis's ae loop does: one
@@ -59,14 +60,14 @@ func (r *fdReader) Read(p []byte) (int, error) {
 }
 
 type eventLoop struct {
-	srv    *Server
-	epfd   int
-	wakeR  int             // a pipe whose read end is in the epoll set:
-	wakeW  int             // writing to it wakes the loop
-	conns  map[int32]*Conn // by fd; the loop's goroutine only
-	evs    []syscall.EpollEvent
-	passes uint
-	dirty  []*Conn // replies to send at the end of the pass (flushLater)
+	srv     *Server
+	epfd    int
+	wakeR   int             // a pipe whose read end is in the epoll set:
+	wakeW   int             // writing to it wakes the loop
+	conns   map[int32]*Conn // by fd; the loop's goroutine only
+	evs     []syscall.EpollEvent
+	yielded time.Time // when run last yielded its P
+	dirty   []*Conn   // replies to send at the end of the pass (flushLater)
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
@@ -218,14 +219,24 @@ func (l *eventLoop) run() {
 			l.takePending()
 		}
 		// A busy loop never blocks, so it never gives up its P: yield
-		// now and then, so that other goroutines (the sweeper,
-		// persistence, another loop moved off its thread) wait for
-		// this P for a pass, not for the runtime's 10 ms preemption.
-		if l.passes++; l.passes%32 == 0 {
+		// every yieldEvery, so that other goroutines (the sweeper,
+		// another loop moved off its thread, and above all a flush of
+		// persistence, which must keep up with the changes the loop
+		// makes) wait for this P for a pass, not for the runtime's 10 ms
+		// preemption.
+		if now := time.Now(); now.Sub(l.yielded) > yieldEvery {
 			runtime.Gosched()
+			l.yielded = now
 		}
 	}
 }
+
+// yieldEvery is how long a busy loop keeps its P before it yields. With
+// --threads 1 a flush runs in the turns it gives, a piece of well under a
+// millisecond at a time, and so gets a share of the CPU that keeps it up
+// with the changes: without it, a loop creating 600,000 keys a second left
+// flushes taking seconds and falling ever further behind.
+const yieldEvery = 200 * time.Microsecond
 
 // spinPolls is how many times a loop that finds nothing ready asks again,
 // without blocking, before it blocks in epoll_wait. Under load the next
