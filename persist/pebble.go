@@ -118,10 +118,32 @@ func Open(opts *Options) (*PebbleStore, error) {
 	// Chunks are compact encodings already; compressing them cost a
 	// few percent of the server's CPU for little space.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
+	// Pebble drops an incomplete last record of the newest log silently
+	// and refuses a damaged one elsewhere; read the logs first to say which.
+	tails, _ := readWALTails(o.Dir)
+	for _, t := range tails {
+		if t.after > 0 {
+			_ = lock.Close()
+			return nil, fmt.Errorf("persist: open %s: %w: %s; refusing to start without them (restore from a CHECKPOINT copy, or move the log away to start without the batches in and after the damage)", o.Dir, ErrCorrupt, t.describe())
+		}
+	}
 	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
 		_ = lock.Close()
+		for _, t := range tails {
+			if t.torn > 0 {
+				err = fmt.Errorf("%w; %s", err, t.describe())
+			}
+		}
+		if errors.Is(err, pebble.ErrCorruption) {
+			err = fmt.Errorf("%w: %w (restore from a CHECKPOINT copy, or move the damaged log away to start without the batches in and after it)", ErrCorrupt, err)
+		}
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
+	for _, t := range tails {
+		if t.torn > 0 {
+			o.Logger("persist: %s; dropped: a write that never completed (its flush was not reported saved)", t.describe())
+		}
 	}
 	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger, resv: o.DiskReserve}
 	if s.dirID, err = idOf(o.Dir); err == nil {
