@@ -25,6 +25,17 @@
 #   MEM_KEYS=n       keys per kind for the memory part (default 1000000; 0 skips it)
 #   SKIP_THROUGHPUT=1  memory part only
 #   PERSIST=1        run rlserver with a temporary --dir (Pebble) instead of --dir ''
+#   DURABLE=0        skip the durable comparison (below)
+#   DURABLE_N=n      requests per durable run (default 2000000; 4 × fewer for Lua)
+#
+# The durable comparison (DURABLE=1, the default) is the configuration users
+# run: CL.TOKENBUCKET tb:__rand_int__ 100 1 1h on 1,000,000 random long-lived
+# keys and on a hot key, P16, on the same rlserver build with its default
+# persistence (a fresh --dir, --appendfsync everysec, --save-interval 1s)
+# and in memory (--dir ''), against Redis with appendonly yes, appendfsync
+# everysec running INCR and the token-bucket Lua script, alternating in
+# each round. It reports each server's median rate and p99 and the medians
+# of the per-round ratios.
 #   OUT=dir          keep raw results there (default: a temp dir, removed on exit)
 #   RLSERVER_BIN=path  use this binary instead of building ./cmd/rlserver
 #   RL_IO=mode       rlserver --io: epoll (default) or goroutines
@@ -158,6 +169,21 @@ launch_redis() { # port log
 	exec redis-server --bind $HOST --port "$1" --protected-mode yes \
 		--save '' --appendonly no --dir "$TMP/redis.$1" --logfile "$2" \
 		--daemonize no --io-threads 1
+}
+
+launch_redis_aof() { # port log
+	mkdir -p "$TMP/redisaof.$1"
+	exec redis-server --bind $HOST --port "$1" --protected-mode yes \
+		--save '' --appendonly yes --appendfsync everysec --dir "$TMP/redisaof.$1" --logfile "$2" \
+		--daemonize no --io-threads 1
+}
+
+launch_rl_durable() { # port log
+	exec "$RL_BIN" --bind $HOST --port "$1" --dir "$TMP/rldurable.$1" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$2" 2>&1
+}
+
+launch_rl_mem() { # port log
+	exec "$RL_BIN" --bind $HOST --port "$1" --dir '' --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$2" 2>&1
 }
 
 launch_rl() { # port log
@@ -321,6 +347,79 @@ throughput() {
 	stop "$REDIS_PID"
 }
 
+# --- durable -----------------------------------------------------------------
+# durable_run: one redis-benchmark run for the durable comparison; appends
+# "mode server round rps p99" to durable.tsv.
+durable_run() { # port pid mode server round n command...
+	local port=$1 pid=$2 mode=$3 srv=$4 round=$5 n=$6 line t0 cpu
+	shift 6
+	local -a args=("$@") rflag=(-r 1000000)
+	if [[ $mode == hot ]]; then
+		args=("${args[@]//__rand_int__/hot}")
+		rflag=()
+	fi
+	t0=$(cpu_ns "$pid")
+	line=$(redis-benchmark -h $HOST -p "$port" -c $CLIENTS -P 16 -n "$n" "${rflag[@]}" --csv "${args[@]}" 2>/dev/null | tail -1)
+	cpu=$(awk -v a="$t0" -v b="$(cpu_ns "$pid")" -v n="$n" 'BEGIN {printf "%.3f", (b - a) / 1000 / n}')
+	echo "$line" | awk -F'","' -v m="$mode" -v s="$srv" -v r="$round" -v cpu="$cpu" \
+		'{gsub(/"/, "", $8); printf "%s\t%s\t%s\t%s\t%s\t%s\n", m, s, r, $2, $7, cpu}' >>"$OUT/durable.tsv"
+	echo "$line" | awk -F'","' -v m="$mode" -v s="$srv" -v r="$round" -v cpu="$cpu" \
+		'{printf "  durable P16 %-6s %-10s round %s: %10.0f ops/s  p99 %s ms  server CPU %s µs/op\n", m, s, r, $2, $7, cpu}' >&2
+}
+
+durable() {
+	local dn=${DURABLE_N:-2000000}
+	start_server launch_rl_durable rl-durable && local DPORT=$PORT DPID=$PID
+	start_server launch_rl_mem rl-mem && local MPORT=$PORT MPID=$PID
+	start_server launch_redis_aof redis-aof && local APORT=$PORT APID=$PID
+	load_scripts "$APORT"
+	local tb="CL.TOKENBUCKET tb:__rand_int__ 100 1 1h"
+	local lua="EVALSHA $SHA_tokenbucket 2 tb:__rand_int__:t tb:__rand_int__:s 0.000277777777 100 1"
+	sanity "$DPORT" ${tb//__rand_int__/check}
+	sanity "$APORT" ${lua//__rand_int__/check}
+	log "durable: rlserver --dir on $DPORT, rlserver --dir '' on $MPORT, redis appendonly everysec on $APORT"
+	: >"$OUT/durable.tsv"
+	local round mode
+	for round in $(seq "$ROUNDS"); do
+		for mode in random hot; do
+			# shellcheck disable=SC2086
+			durable_run "$DPORT" "$DPID" $mode rl-durable "$round" "$dn" $tb
+			# shellcheck disable=SC2086
+			durable_run "$MPORT" "$MPID" $mode rl-memory "$round" "$dn" $tb
+			durable_run "$APORT" "$APID" $mode incr-aof "$round" "$dn" INCR in:__rand_int__
+			# shellcheck disable=SC2086
+			durable_run "$APORT" "$APID" $mode lua-aof "$round" $((dn / 4)) $lua
+		done
+	done
+	redis-cli -h $HOST -p "$DPORT" INFO persistence | tr -d '\r' | grep -E '^(rl_loss_window_ms|rl_last_flush_duration_us|rl_rewrites|rdb_last_bgsave_status):' | tr '\n' ' ' >"$OUT/durable.info"
+	stop "$DPID"
+	stop "$MPID"
+	stop "$APID"
+}
+
+# durable_report prints the durable comparison: per key mode, each
+# server's median rate and p99, and medians of per-round ratios.
+durable_report() {
+	echo "Durable (default persistence vs in memory vs Redis appendonly everysec), CL.TOKENBUCKET tb:__rand_int__ 100 1 1h, P16, -c $CLIENTS, median of $ROUNDS alternating rounds:"
+	awk -F'\t' '
+		function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return a[int((n + 1) / 2)] }
+		{ rps[$1, $2, $3] = $4; p99[$1, $2, $3] = $5; cpu[$1, $2, $3] = $6; rounds[$3] = 1; modes[$1] = 1 }
+		END {
+			split("rl-durable rl-memory incr-aof lua-aof", srvs, " ")
+			for (m in modes) {
+				printf "  %s keys%s\n", m, (m == "random" ? " (1,000,000)" : "")
+				for (k = 1; k <= 4; k++) {
+					s = srvs[k]; n = 0
+					for (r in rounds) { n++; a[n] = rps[m, s, r]; b[n] = p99[m, s, r]; c[n] = cpu[m, s, r] }
+					printf "    %-10s %10.0f ops/s  p99 %6.3f ms  server CPU %.3f µs/op\n", s, med(a, n), med(b, n), med(c, n)
+				}
+				n = 0; for (r in rounds) { n++; a[n] = rps[m, "rl-durable", r] / rps[m, "rl-memory", r]; b[n] = rps[m, "rl-durable", r] / rps[m, "incr-aof", r]; c[n] = rps[m, "rl-durable", r] / rps[m, "lua-aof", r] }
+				printf "    durable / in memory %.2f×, durable / Redis INCR+AOF %.2f×, durable / Redis Lua+AOF %.2f× (medians of round ratios)\n", med(a, n), med(b, n), med(c, n)
+			}
+		}' "$OUT/durable.tsv"
+	echo "  rlserver durable at the end: $(cat "$OUT/durable.info")"
+}
+
 # --- memory ------------------------------------------------------------------
 # Inline commands, one per key, for redis-cli --pipe. Keys are
 # lim:%012d (16 bytes, the length redis-benchmark's keys have); parameters
@@ -400,6 +499,9 @@ log "machine: $(nproc) cores, $(uname -sr), load average $LOAD_BEFORE; rounds $R
 if [[ ${SKIP_THROUGHPUT:-0} != 1 ]]; then
 	throughput
 fi
+if [[ ${DURABLE:-1} == 1 ]]; then
+	durable
+fi
 mem_args=()
 if [[ $MEM_KEYS -gt 0 ]]; then
 	memory
@@ -408,6 +510,10 @@ fi
 echo
 echo "$(nproc) cores, load average $LOAD_BEFORE at start and $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(redis-server --version | awk '{print $1, $3}'), redis-benchmark -c $CLIENTS, $RANDKEYS random keys, $ROUNDS alternating rounds, N1=$N1 N16=$N16 (4 × N16 for rlserver, PING and INCR)$([[ ${PERSIST:-0} == 1 ]] && echo ', rlserver with --dir (persistence on)'), rlserver --threads ${RL_THREADS:-1} --io ${RL_IO:-epoll}"
 echo
+if [[ -s $OUT/durable.tsv ]]; then
+	durable_report
+	echo
+fi
 if [[ -s $OUT/results.tsv ]] || [[ ${#mem_args[@]} -gt 0 ]]; then
 	[[ -f $OUT/results.tsv ]] || : >"$OUT/results.tsv"
 	go run ./bench/report "$OUT/results.tsv" "${mem_args[@]}"

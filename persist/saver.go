@@ -316,12 +316,12 @@ const (
 // A flush holds a shard's lock for at most drainPiece changes or markPiece
 // records marked for a rewrite at a time, so that a command on the shard
 // waits for well under a millisecond. (Variables: tests make them small.)
-var drainPiece, markPiece = 2048, 16384
+var drainPiece, markPiece = 512, 8192
 
 // batchBytes is about how much a flush collects, from one shard or
 // several, before it writes: a chunk's worth, so that one write is a short
 // piece of work too.
-const batchBytes = 64 << 10
+const batchBytes = 32 << 10
 
 // redirty marks the keys of changes a failed write held as changed again.
 func (s *Saver) redirty(changes []shard.Change) {
