@@ -395,6 +395,36 @@ durable() {
 	stop "$DPID"
 	stop "$MPID"
 	stop "$APID"
+	flush_impact
+}
+
+launch_rl_hourly() { # port log
+	exec "$RL_BIN" --bind $HOST --port "$1" --dir "$TMP/rlhourly.$1" --save-interval 1h --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$2" 2>&1
+}
+
+# flush_impact: one client's p99 (redis-benchmark -c 1, CL.TOKENBUCKET on
+# a key of its own) while the server is idle with 1M keys, and while a
+# flush of about 1M changed keys runs (BGSAVE on a server saving hourly),
+# ROUNDS times; appends "round idle_p99 flush_p99 flush_us keys" to
+# flush.tsv.
+flush_impact() {
+	start_server launch_rl_hourly rl-hourly && local FPORT=$PORT FPID=$PID
+	local round idle busy us keys probe=(CL.TOKENBUCKET probe 100 1 1h)
+	: >"$OUT/flush.tsv"
+	for round in $(seq "$ROUNDS"); do
+		redis-benchmark -h $HOST -p "$FPORT" -c $CLIENTS -P 16 -n 3000000 -r 1000000 -q CL.TOKENBUCKET tb:__rand_int__ 100 1 1h >/dev/null
+		redis-cli -h $HOST -p "$FPORT" SAVE >/dev/null
+		idle=$(redis-benchmark -h $HOST -p "$FPORT" -c 1 -n 10000 --csv "${probe[@]}" | tail -1 | awk -F'","' '{print $7}')
+		redis-benchmark -h $HOST -p "$FPORT" -c $CLIENTS -P 16 -n 3000000 -r 1000000 -q CL.TOKENBUCKET tb:__rand_int__ 100 1 1h >/dev/null
+		keys=$(redis-cli -h $HOST -p "$FPORT" INFO persistence | tr -d '\r' | awk -F: '$1 == "rl_keys_pending" {print $2}')
+		redis-cli -h $HOST -p "$FPORT" BGSAVE >/dev/null
+		busy=$(redis-benchmark -h $HOST -p "$FPORT" -c 1 -n 10000 --csv "${probe[@]}" | tail -1 | awk -F'","' '{print $7}')
+		while ! redis-cli -h $HOST -p "$FPORT" INFO persistence | grep -q 'rdb_bgsave_in_progress:0'; do sleep 0.1; done
+		us=$(redis-cli -h $HOST -p "$FPORT" INFO persistence | tr -d '\r' | awk -F: '$1 == "rl_last_flush_duration_us" {print $2}')
+		printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$idle" "$busy" "$us" "$keys" >>"$OUT/flush.tsv"
+		log "flush impact round $round: probe p99 idle $idle ms, during a flush of $keys keys ($us µs) $busy ms"
+	done
+	stop "$FPID"
 }
 
 # durable_report prints the durable comparison: per key mode, each
@@ -418,6 +448,12 @@ durable_report() {
 			}
 		}' "$OUT/durable.tsv"
 	echo "  rlserver durable at the end: $(cat "$OUT/durable.info")"
+	if [[ -s $OUT/flush.tsv ]]; then
+		awk -F'\t' '
+			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t } return a[int((n + 1) / 2)] }
+			{ n++; i[n] = $2; b[n] = $3; r[n] = $3 / $2; u[n] = $4 / 1000; k[n] = $5 }
+			END { printf "  One client'"'"'s p99 during a flush of %d changed keys (%.0f ms): %.3f ms vs %.3f idle, %.2f× (medians of %d rounds)\n", med(k, n), med(u, n), med(b, n), med(i, n), med(r, n), n }' "$OUT/flush.tsv"
+	fi
 }
 
 # --- memory ------------------------------------------------------------------

@@ -319,7 +319,7 @@ const (
 var drainPiece, markPiece = 512, 8192
 
 // batchBytes is about how much a flush collects, from one shard or
-// several, before it writes: a chunk's worth, so that one write is a short
+// several, before it writes: half a chunk, so that one write is a short
 // piece of work too.
 const batchBytes = 32 << 10
 
