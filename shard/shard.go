@@ -549,7 +549,13 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 	if max > 0 {
 		end = min(end, sh.dhead+max)
 	}
-	for _, r := range sh.dirty[sh.dhead:end] {
+	refs := sh.dirty[sh.dhead:end]
+	for i, r := range refs {
+		// The records are scattered: ask for one a few ahead, so that
+		// its cache miss overlaps the work on this one.
+		if j := i + drainAhead; j < len(refs) && sh.slabs.valid(refs[j]) {
+			prefetch(unsafe.Pointer(&sh.slabs.get(refs[j])[0]))
+		}
 		// A ref may name a slot freed (and perhaps reused) since it was
 		// listed: only a record still flagged dirty is drained, once.
 		if !sh.slabs.valid(r) {
@@ -584,6 +590,9 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 	sh.spans = spans[:0]
 	return dst, buf, len(sh.dirty) - sh.dhead
 }
+
+// drainAhead is how many records ahead DrainChanges prefetches.
+const drainAhead = 8
 
 // drainSpan is where one change's key and payload are in DrainChanges's
 // buf.
