@@ -338,13 +338,11 @@ func (s *Saver) redirty(changes []shard.Change) {
 }
 
 // rewriteDue reports whether the next flush should rewrite every key: the
-// log written since the last rewrite has grown to twice its size (Redis's
-// auto-aof-rewrite-percentage 200), so that a rewrite costs at most half
-// of what the flushes between two of them write, and a restart after a
-// crash replays at most three times the keys.
+// log written since the last rewrite has outgrown it, as with Redis's
+// auto-aof-rewrite-percentage 100.
 func (s *Saver) rewriteDue() bool {
 	base, since := s.store.Sizes()
-	return s.stale.Load() || since >= max(2*base, minRewrite)
+	return s.stale.Load() || since >= max(base, minRewrite)
 }
 
 // flush writes every change since the previous flush, in batches, and
