@@ -309,8 +309,10 @@ const (
 	// minRewrite is the least the log must hold before a rewrite.
 	minRewrite = 4 << 20
 	// rewriteSpread is over about how many flushes a rewrite is spread,
-	// so that none has to write every key on top of the changes.
-	rewriteSpread = 8
+	// so that none has to write every key on top of the changes. Not
+	// more: the changes the flushes of a rewrite write are part of it,
+	// and a restart reads them all.
+	rewriteSpread = 2
 )
 
 // A flush holds a shard's lock for at most drainPiece changes or markPiece
