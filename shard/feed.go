@@ -34,9 +34,6 @@ const (
 	EventFlush                   // every key of the shard removed (FLUSHDB, FLUSHALL); Change.Key is nil
 )
 
-// eventUnrestore removes a key without recording it (Unrestore).
-const eventUnrestore Event = 255
-
 var eventNames = [...]string{EventPut: "put", EventDelete: "delete", EventExpire: "expire", EventEvict: "evict", EventFlush: "flush"}
 
 func (e Event) String() string {

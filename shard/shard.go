@@ -65,14 +65,13 @@ type Shard struct {
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
-	track   bool        // record changes for persistence
-	dirty   []ref       // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	dhead   int         // dirty[:dhead] are drained
-	ndirty  int         // records flagged dirty
-	deleted []string    // keys removed since the last DrainChanges
-	pbuf    []byte      // payload scratch
-	spans   []drainSpan // DrainChanges scratch
-	kbuf    []byte      // key scratch (cool)
+	track   bool     // record changes for persistence
+	dirty   []ref    // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	dhead   int      // dirty[:dhead] are drained
+	ndirty  int      // records flagged dirty
+	deleted []string // keys removed since the last DrainChanges
+	pbuf    []byte   // payload scratch
+	kbuf    []byte   // key scratch (cool)
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
@@ -354,13 +353,17 @@ func (sh *Shard) freeBox(i int) {
 
 // removeAt deletes the record r in index slot pos, recording why.
 func (sh *Shard) removeAt(pos int, r ref, why Event) {
+	key, _ := recSplit(sh.slabs.get(r))
+	sh.record(why, key, r)
+	sh.drop(pos, r)
+}
+
+// drop deletes the record r in index slot pos without recording it.
+func (sh *Shard) drop(pos int, r ref) {
 	rec := sh.slabs.get(r)
-	key, payload := recSplit(rec)
+	_, payload := recSplit(rec)
 	if rec[0]&flagDirty != 0 {
 		sh.ndirty-- // gone: the deletion is what a drain writes now
-	}
-	if why != eventUnrestore {
-		sh.record(why, key, r)
 	}
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
@@ -533,15 +536,12 @@ type Change struct {
 // for the whole of it.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []byte, int) {
 	sh.changes.Store(0)
-	// Keys and payloads go into buf, and the changes point into it once
-	// it stops growing.
-	spans := sh.spans[:0]
-	first := len(dst)
+	// A change's slices stay valid when buf grows: they keep the array
+	// they were cut from, which nothing writes again.
 	for _, k := range sh.deleted {
 		start := len(buf)
 		buf = append(buf, k...)
-		spans = append(spans, drainSpan{start, len(buf), len(buf)})
-		dst = append(dst, Change{Deleted: true})
+		dst = append(dst, Change{Key: buf[start:len(buf):len(buf)], Deleted: true})
 	}
 	clear(sh.deleted)
 	sh.deleted = sh.deleted[:0]
@@ -573,30 +573,17 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 		buf = append(buf, key...)
 		p := len(buf)
 		buf = append(buf, sh.encoded(rec, exp)...)
-		spans = append(spans, drainSpan{start, p, len(buf)})
-		dst = append(dst, Change{Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp})
+		dst = append(dst, Change{Key: buf[start:p:p], Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[p:len(buf):len(buf)]})
 	}
 	sh.dhead = end
 	if end == len(sh.dirty) {
 		sh.dirty, sh.dhead = sh.dirty[:0], 0
 	}
-	for i, sp := range spans {
-		c := &dst[first+i]
-		c.Key = buf[sp.k:sp.p:sp.p]
-		if !c.Deleted {
-			c.Payload = buf[sp.p:sp.end:sp.end]
-		}
-	}
-	sh.spans = spans[:0]
 	return dst, buf, len(sh.dirty) - sh.dhead
 }
 
 // drainAhead is how many records ahead DrainChanges prefetches.
 const drainAhead = 8
-
-// drainSpan is where one change's key and payload are in DrainChanges's
-// buf.
-type drainSpan struct{ k, p, end int }
 
 // A MarkCursor is where MarkAll goes on: a slab slot (slots never move).
 type MarkCursor struct {
@@ -682,7 +669,7 @@ func (s *Store) Reserve(n int) {
 func (sh *Shard) Unrestore(key []byte) {
 	h := sh.hash.bytes(key)
 	if f := sh.Find(key, h); f.OK {
-		sh.removeAt(f.pos, f.ref, eventUnrestore)
+		sh.drop(f.pos, f.ref)
 	}
 }
 
