@@ -30,35 +30,20 @@ var (
 	recordUpper = []byte{prefixRecord + 1}
 )
 
-func encodedKeyLen(key []byte) int { return 1 + len(key) }
-
-// putKey writes the stored key of a limiter key into dst, which has
-// encodedKeyLen(key) bytes.
-func putKey(dst, key []byte) {
-	dst[0] = prefixRecord
-	copy(dst[1:], key)
-}
-
 func appendKey(dst, key []byte) []byte {
 	return append(append(dst, prefixRecord), key...)
 }
 
-func encodedValueLen(r *Record) int { return headerLen + len(r.Payload) }
-
-// putValue writes r's stored value into dst, which has encodedValueLen(r)
-// bytes.
-func putValue(dst []byte, r *Record) {
-	dst[0] = r.Version
-	dst[1] = r.Kind
-	binary.BigEndian.PutUint64(dst[2:headerLen], uint64(r.ExpireAt))
-	copy(dst[headerLen:], r.Payload)
+// appendHeader appends the fixed header of a record (version | kind |
+// expire), the same in the per-key layout and in the log's puts.
+func appendHeader(dst []byte, r *Record) []byte {
+	dst = append(dst, r.Version, r.Kind)
+	return binary.BigEndian.AppendUint64(dst, uint64(r.ExpireAt))
 }
 
+// appendValue appends r's value in the per-key layout: header | payload.
 func appendValue(dst []byte, r *Record) []byte {
-	n := len(dst)
-	dst = append(dst, make([]byte, encodedValueLen(r))...)
-	putValue(dst[n:], r)
-	return dst
+	return append(appendHeader(dst, r), r.Payload...)
 }
 
 func checkRecord(r *Record) error {
@@ -121,11 +106,17 @@ func loadStep(st *LoadStats, now int64, r Record, derr error, fn func(Record) er
 		}
 		err = fmt.Errorf("key %q: %w", r.Key, err)
 	}
+	st.skip(err)
+	return nil
+}
+
+// skip counts a record that is skipped, and says why up to MaxLoadErrors
+// times.
+func (st *LoadStats) skip(why error) {
 	st.Skipped++
 	if len(st.Errors) < MaxLoadErrors {
-		st.Errors = append(st.Errors, err)
+		st.Errors = append(st.Errors, why)
 	}
-	return nil
 }
 
 func isCorrupt(err error) bool { return errors.Is(err, ErrCorrupt) }

@@ -76,9 +76,7 @@ func decodeMeta(b []byte) (meta, error) {
 func appendPut(dst []byte, r *Record) []byte {
 	dst = append(dst, opPut)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
-	dst = append(dst, r.Key...)
-	dst = append(dst, r.Version, r.Kind)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.ExpireAt))
+	dst = appendHeader(append(dst, r.Key...), r)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Payload)))
 	return append(dst, r.Payload...)
 }
@@ -126,12 +124,12 @@ func (c *chunkReader) next() (r Record, ok bool, err error) {
 	case opDelete:
 		r.Deleted = true
 	case opPut:
-		if len(b)-p < 10 {
+		if len(b)-p < headerLen {
 			return bad("truncated header")
 		}
 		r.Version, r.Kind = b[p], b[p+1]
 		r.ExpireAt = int64(binary.BigEndian.Uint64(b[p+2:]))
-		p += 10
+		p += headerLen
 		pl, n := binary.Uvarint(b[p:])
 		if n <= 0 || pl > uint64(len(b)-p-n) {
 			return bad("bad payload length")
@@ -148,4 +146,25 @@ func (c *chunkReader) next() (r Record, ok bool, err error) {
 	}
 	c.off += p
 	return r, true, nil
+}
+
+// loadChunk replays one chunk into fn through loadStep. A record that does
+// not decode is skipped alone; a chunk that stops parsing loses the rest,
+// counted as one skipped record.
+func loadChunk(st *LoadStats, now int64, seq uint64, v []byte, fn func(Record) error) error {
+	c, err := newChunkReader(v)
+	for err == nil {
+		r, ok, rerr := c.next()
+		if !ok {
+			err = rerr
+			break
+		}
+		if err := loadStep(st, now, r, rerr, fn); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		st.skip(fmt.Errorf("log chunk %d: %w", seq, err))
+	}
+	return nil
 }

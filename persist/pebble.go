@@ -244,6 +244,26 @@ func checkManifestMarker(dir string) error {
 	return nil
 }
 
+// use holds the store open for one operation: it fails with ErrClosed
+// once Close has begun, and otherwise returns what ends the hold.
+func (s *PebbleStore) use() (release func(), err error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+// useLog is use that also holds wmu, which orders the log's writers.
+func (s *PebbleStore) useLog() (release func(), err error) {
+	if _, err := s.use(); err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	return func() { s.wmu.Unlock(); s.mu.RUnlock() }, nil
+}
+
 // Dir returns the store's directory.
 func (s *PebbleStore) Dir() string { return s.dir }
 
@@ -256,16 +276,14 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 			return err
 		}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.useLog()
+	if err != nil {
+		return err
 	}
+	defer release()
 	if len(puts) == 0 && len(deletes) == 0 {
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	seq, written := s.next, int64(0)
@@ -312,13 +330,11 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 
 // BeginRewrite implements Store.
 func (s *PebbleStore) BeginRewrite() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.useLog()
+	if err != nil {
+		return err
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	defer release()
 	s.rewriteFrom = s.next
 	s.rewriting, s.rewriteKeys = true, 0
 	s.since.Store(0)
@@ -330,20 +346,18 @@ func (s *PebbleStore) BeginRewrite() error {
 // of the older per-key format. Pebble drops the deleted tables in
 // compactions that read nothing.
 func (s *PebbleStore) CommitRewrite() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.useLog()
+	if err != nil {
+		return err
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	defer release()
 	if !s.rewriting {
 		return errors.New("persist: CommitRewrite without BeginRewrite")
 	}
 	m := meta{Base: s.rewriteFrom, BaseEnd: s.next, Keys: s.rewriteKeys}
 	b := s.db.NewBatch()
 	defer b.Close()
-	err := b.Set(metaKey, m.encode(), nil)
+	err = b.Set(metaKey, m.encode(), nil)
 	if err == nil {
 		err = b.DeleteRange(chunkKey(0), chunkKey(m.Base), nil)
 	}
@@ -382,11 +396,11 @@ func (s *PebbleStore) Sizes() (rewrite, since int64) {
 // ours to write) and asks the file system for twice need plus
 // Options.DiskReserve bytes free.
 func (s *PebbleStore) Writable(need int) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.use()
+	if err != nil {
+		return err
 	}
+	defer release()
 	probe := filepath.Join(s.dir, ".rlserver-probe")
 	f, err := os.OpenFile(probe, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err == nil {
@@ -418,11 +432,11 @@ func (s *PebbleStore) Writable(need int) error {
 
 // Sync implements Store: it fsyncs the WAL, whatever the fsync policy.
 func (s *PebbleStore) Sync() error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.use()
+	if err != nil {
+		return err
 	}
+	defer release()
 	return s.syncWAL()
 }
 
@@ -475,13 +489,11 @@ func (s *PebbleStore) syncLoop(interval time.Duration) {
 // (a store an older release wrote, until its first rewrite), then the log
 // from the last rewrite on, in order.
 func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return st, ErrClosed
+	release, err := s.useLog()
+	if err != nil {
+		return st, err
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	defer release()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordLower, UpperBound: recordUpper})
 	if err != nil {
 		return st, fmt.Errorf("persist: load: %w", err)
@@ -525,25 +537,8 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 		} else {
 			since += int64(len(value))
 		}
-		c, cerr := newChunkReader(value)
-		for cerr == nil {
-			var r Record
-			var ok bool
-			r, ok, cerr = c.next()
-			if !ok {
-				break
-			}
-			if err := loadStep(&st, now, r, cerr, fn); err != nil {
-				return st, err
-			}
-			cerr = nil
-		}
-		if cerr != nil { // the rest of the chunk is unreadable
-			cerr = fmt.Errorf("log chunk %d: %w", seq, cerr)
-			st.Skipped++
-			if len(st.Errors) < MaxLoadErrors {
-				st.Errors = append(st.Errors, cerr)
-			}
+		if err := loadChunk(&st, now, seq, value, fn); err != nil {
+			return st, err
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -558,11 +553,11 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 // hard-linked where the filesystem allows, so it is cheap, and the WAL is
 // fsynced first so that the copy includes every applied batch.
 func (s *PebbleStore) Checkpoint(dir string) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.use()
+	if err != nil {
+		return err
 	}
+	defer release()
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return fmt.Errorf("persist: checkpoint: %w", err)
 	}
@@ -618,10 +613,10 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // Checkpoint uses it to copy values it can't decode; tests use it to plant
 // corrupt values.
 func (s *PebbleStore) putRaw(key, value []byte) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	release, err := s.use()
+	if err != nil {
+		return err
 	}
+	defer release()
 	return s.db.Set(key, value, s.wo)
 }

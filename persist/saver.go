@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -62,6 +63,7 @@ type Saver struct {
 	done chan struct{}
 }
 
+// batch is the records one Apply writes.
 type batch struct {
 	puts    []Record
 	deletes [][]byte
@@ -349,18 +351,19 @@ func (s *Saver) rewriteDue() bool {
 
 // flush writes every change since the previous flush, in batches, and
 // returns whether it wrote anything. A rewrite of the store, once due, is
-// spread over several flushes: each marks the keys of a few more shards
-// as changed (rewriteShards of them), and the flush that has marked the
-// last and written everything commits it; with finish set this flush
-// marks every shard left and commits. A batch that fails to write is not
+// spread over rewriteSpread flushes: each marks the keys of its share of
+// the shards as changed, and the flush that has marked the last and
+// written everything commits it; with finish set this flush marks every
+// shard left and commits. A batch that fails to write is not
 // kept: its keys are marked changed again, so the next flush writes their
 // state as it is then (never an older one over a newer).
 func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.keys.NumShards()
+	rewrite := s.rwNext >= 0 || finish || s.rewriteDue()
 	need := s.keys.Pending() * 64
-	if s.rwNext >= 0 || finish || s.rewriteDue() {
+	if rewrite {
 		need += int(s.keys.Stats().Memory) / rewriteSpread
 	}
 	if err := s.writable(need); err != nil {
@@ -369,7 +372,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		return false, err
 	}
 	began := time.Now()
-	if s.rwNext < 0 && (finish || s.rewriteDue()) {
+	if rewrite && s.rwNext < 0 {
 		if err := s.store.BeginRewrite(); err != nil {
 			s.failed(err)
 			return false, err
@@ -377,7 +380,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		s.rwNext = 0
 	}
 	markTo := s.rwNext // shards [rwNext, markTo) are marked now
-	if s.rwNext >= 0 {
+	if rewrite {
 		markTo = n
 		if !finish {
 			markTo = min(n, s.rwNext+max(1, n/rewriteSpread))
@@ -387,9 +390,6 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	var changes []shard.Change
 	var buf []byte
 	var b batch
-	// Between pieces the event loops go first: with --threads 1 they
-	// share one P with the flush.
-	yield := runtime.Gosched
 	// write applies the changes collected so far as one batch. On failure
 	// their keys are marked changed again, to be written as they are then.
 	write := func() error {
@@ -406,7 +406,9 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		changes, buf = changes[:0], buf[:0]
 		return err
 	}
-	for i := 0; i < s.keys.NumShards() && err == nil; i++ {
+	// Between pieces the event loops go first (runtime.Gosched): with
+	// --threads 1 they share one P with the flush.
+	for i := 0; i < n && err == nil; i++ {
 		sh := s.keys.Shard(i)
 		if i >= s.rwNext && i < markTo {
 			var cur shard.MarkCursor
@@ -414,25 +416,21 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 				sh.Lock()
 				done = sh.MarkAll(&cur, now, markPiece)
 				sh.Unlock()
-				yield()
+				runtime.Gosched()
 			}
 		}
 		// The entries listed when the drain begins, in pieces (entries
-		// listed meanwhile may come along).
-		for todo := -1; todo != 0 && err == nil; {
+		// listed meanwhile may come along, but the drain ends).
+		for todo := math.MaxInt; todo > 0 && err == nil; {
 			var left int
 			sh.Lock()
 			changes, buf, left = sh.DrainChanges(changes, buf, drainPiece)
 			sh.Unlock()
-			if todo < 0 {
-				todo = left
-			} else {
-				todo = max(0, min(todo-drainPiece, left))
-			}
+			todo = min(left, todo-drainPiece)
 			if len(buf) >= batchBytes {
 				err = write()
 			}
-			yield()
+			runtime.Gosched()
 		}
 	}
 	if err == nil {
@@ -462,25 +460,6 @@ func (s *Saver) succeeded() {
 	s.lastStatus.Store(false)
 	s.lastSave.Store(time.Now().Unix())
 	s.recovered()
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-// size returns about how many bytes the batch takes in the store.
-func (b batch) size() int {
-	n := 0
-	for i := range b.puts {
-		n += 16 + len(b.puts[i].Key) + len(b.puts[i].Payload)
-	}
-	for _, k := range b.deletes {
-		n += 8 + len(k)
-	}
-	return n
 }
 
 // toBatch turns changes, oldest first, into a batch of version-2 records

@@ -512,25 +512,25 @@ func TestSaverBGSave(t *testing.T) {
 	wantStored(t, f.mem, saverT0, map[string]int64{"a": 90})
 }
 
-// TestSaverConcurrentWrites: commands keep writing while flushes run (run
-// with -race); after the writers stop, one more flush leaves the store
-// equal to the keyspace.
-func TestSaverConcurrentWrites(t *testing.T) {
-	f := newSaverFixture(t, nil)
-	const writers, perWriter = 4, 50
+// writeWhile runs writers goroutines that each make perWriter calls on the
+// keys key(w, i) names, as commands would (take a token; every delEvery-th
+// call deletes the key instead if it exists), and calls flush(n), n
+// counting up, until they are done, and once after.
+func (f *saverFixture) writeWhile(writers, perWriter, delEvery int, key func(w, i int) string, flush func(n int) error) {
+	f.t.Helper()
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perWriter; i++ {
-				key := fmt.Sprintf("k%d", (w*perWriter+i)%16)
-				sh := f.keys.ShardFor([]byte(key))
+				k := []byte(key(w, i))
+				sh := f.keys.ShardFor(k)
 				sh.Lock()
 				now := f.clock.Now()
-				got, _, ok := sh.Get([]byte(key), now)
-				if ok && i%7 == 0 {
-					sh.Delete([]byte(key), now)
+				got, _, ok := sh.Get(k, now)
+				if ok && i%delEvery == 0 {
+					sh.Delete(k, now)
 					sh.Unlock()
 					continue
 				}
@@ -538,9 +538,8 @@ func TestSaverConcurrentWrites(t *testing.T) {
 				if ok {
 					st = got.(*engine.TokenBucket)
 				}
-				d := st.Take(now, saverParams, 1)
-				if d.Allowed {
-					sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
+				if d := st.Take(now, saverParams, 1); d.Allowed {
+					sh.Insert(k, st, now+int64(d.ResetAfter))
 				}
 				sh.Unlock()
 			}
@@ -548,16 +547,24 @@ func TestSaverConcurrentWrites(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	for flushing := true; flushing; {
+	for n, writing := 0, true; writing; n++ {
 		select {
 		case <-done:
-			flushing = false
+			writing = false
 		default:
-			if err := f.s.Save(); err != nil {
-				t.Fatal(err)
-			}
+		}
+		if err := flush(n); err != nil {
+			f.t.Fatal(err)
 		}
 	}
+}
+
+// TestSaverConcurrentWrites: commands keep writing while flushes run (run
+// with -race); after the writers stop, one more flush leaves the store
+// equal to the keyspace.
+func TestSaverConcurrentWrites(t *testing.T) {
+	f := newSaverFixture(t, nil)
+	f.writeWhile(4, 50, 7, func(w, i int) string { return fmt.Sprintf("k%d", (w*50+i)%16) }, func(int) error { return f.s.Save() })
 	f.save()
 	want := restoredRemaining(f, saverT0)
 	wantStored(t, f.mem, saverT0, want)
@@ -575,47 +582,9 @@ func TestSaverRewriteConcurrentWrites(t *testing.T) {
 	dir := t.TempDir()
 	store := openPebble(t, dir)
 	f := newSaverFixture(t, store)
-	const writers, perWriter, keys = 4, 3000, 400
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perWriter; i++ {
-				key := fmt.Sprintf("k%d", (w*7919+i*31)%keys)
-				sh := f.keys.ShardFor([]byte(key))
-				sh.Lock()
-				now := f.clock.Now()
-				got, _, ok := sh.Get([]byte(key), now)
-				if ok && i%5 == 0 {
-					sh.Delete([]byte(key), now)
-					sh.Unlock()
-					continue
-				}
-				st := &engine.TokenBucket{}
-				if ok {
-					st = got.(*engine.TokenBucket)
-				}
-				if d := st.Take(now, saverParams, 1); d.Allowed {
-					sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
-				}
-				sh.Unlock()
-			}
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	rewrites := 0
-	for flushing := true; flushing; rewrites++ {
-		select {
-		case <-done:
-			flushing = false
-		default:
-		}
-		if err := f.s.save(rewrites%2 == 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Every other flush finishes a whole rewrite.
+	f.writeWhile(4, 3000, 5, func(w, i int) string { return fmt.Sprintf("k%d", (w*7919+i*31)%400) },
+		func(n int) error { return f.s.save(n%2 == 0) })
 	f.save()
 	want := restoredRemaining(f, saverT0)
 	if len(want) == 0 {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -61,8 +60,7 @@ func readWALTails(dir string) ([]walTail, error) {
 		}
 		tails = append(tails, readWALTail(name, num, data))
 	}
-	sort.Slice(tails, func(i, j int) bool { return tails[i].file < tails[j].file })
-	return tails, nil
+	return tails, nil // ReadDir sorts by name: oldest log first
 }
 
 func readWALTail(name string, num uint64, data []byte) walTail {
