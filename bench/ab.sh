@@ -8,6 +8,7 @@
 # Environment:
 #   ROUNDS=n    alternating rounds (default 3)
 #   N=n         requests per run (default 800000)
+#   KEYS=n      random keys (redis-benchmark -r; default 100000)
 #   PERSIST=1   run both with a fresh --dir (Pebble, the default config)
 #               instead of --dir ''
 #   WORKLOADS   subset of: throttle tokenbucket window all3 acquire ping
@@ -52,7 +53,7 @@ run_one() { # bin workload -> "cpu_us_per_req ops_per_s"
 	before=$(cpu_ns $pid)
 	start=$(date +%s%N)
 	# shellcheck disable=SC2046
-	redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r 100000 -q $(cmd_of "$w") >/dev/null
+	redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q $(cmd_of "$w") >/dev/null
 	end=$(date +%s%N)
 	after=$(cpu_ns $pid)
 	kill $pid

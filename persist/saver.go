@@ -54,6 +54,7 @@ type Saver struct {
 	failedAt atomic.Int64
 	failures atomic.Int64 // flushes and syncs that failed, ever
 	rewrites atomic.Int64 // rewrites committed
+	flushing atomic.Bool  // a flush is under way (Flushing)
 	stale    atomic.Bool  // the store holds keys that expired while the server was down: rewrite
 	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
 	window   lossWindow
@@ -360,6 +361,8 @@ func (s *Saver) rewriteDue() bool {
 func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushing.Store(true)
+	defer s.flushing.Store(false)
 	n := s.keys.NumShards()
 	rewrite := s.rwNext >= 0 || finish || s.rewriteDue()
 	need := s.keys.Pending() * 64
@@ -452,6 +455,10 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	}
 	return wrote, nil
 }
+
+// Flushing reports whether a flush is under way: the event loops then
+// yield their P more often, so that it keeps up (resp.Config.Background).
+func (s *Saver) Flushing() bool { return s.flushing.Load() }
 
 // succeeded notes a flush whose writes are as durable as the fsync policy
 // makes them (synced, unless the policy is "no"): only then is the status

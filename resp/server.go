@@ -25,6 +25,10 @@ type Config struct {
 	// loop_linux.go); 0 means a goroutine per connection, the only mode
 	// outside Linux.
 	EventLoops int
+	// Background, if set, reports whether background work that must keep
+	// up with the loops (a flush of persistence) is under way: a busy
+	// loop then yields its P every 200 µs instead of every 32 passes.
+	Background func() bool
 }
 
 // Server serves the Redis protocol, running requests through its Handler.

@@ -201,7 +201,11 @@ func run(args []string) int {
 	}
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
-	srv := resp.New(resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o)}, commands)
+	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o)}
+	if p != nil {
+		rcfg.Background = p.Flushing
+	}
+	srv := resp.New(rcfg, commands)
 	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {
