@@ -367,6 +367,28 @@ durable_run() { # port pid mode server round n command...
 		'{printf "  durable P16 %-6s %-10s round %s: %10.0f ops/s  p99 %s ms  server CPU %s µs/op\n", m, s, r, $2, $7, cpu}' >&2
 }
 
+# settle waits (up to 60 s) until the last run's aftermath is over, so that
+# a run never pays for the one before it: Redis's AOF rewrite (its child
+# rewrites the whole dataset after a big run), rlserver's flushes and
+# rewrites, the kernel's write-back. It polls until Redis reports no
+# rewrite and the machine was under 10% busy for 300 ms.
+settle() { # redis-port
+	local deadline=$((SECONDS + 60)) a b
+	while ((SECONDS < deadline)); do
+		if redis-cli -h $HOST -p "$1" INFO persistence | tr -d '\r' | grep -qE '^aof_rewrite_(in_progress|scheduled):1'; then
+			sleep 0.1
+			continue
+		fi
+		a=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+		sleep 0.3
+		b=$(awk '/^cpu /{print $2+$3+$4+$6+$7+$8, $5}' /proc/stat)
+		if awk -v a="$a" -v b="$b" 'BEGIN {split(a, x); split(b, y); busy = y[1] - x[1]; idle = y[2] - x[2]; exit !(busy < 0.1 * (busy + idle))}'; then
+			return
+		fi
+	done
+	log "settle: the machine did not go idle within 60 s"
+}
+
 durable() {
 	local dn=${DURABLE_N:-2000000}
 	start_server launch_rl_durable rl-durable && local DPORT=$PORT DPID=$PID
@@ -382,11 +404,15 @@ durable() {
 	local round mode
 	for round in $(seq "$ROUNDS"); do
 		for mode in random hot; do
+			settle "$APORT"
 			# shellcheck disable=SC2086
 			durable_run "$DPORT" "$DPID" $mode rl-durable "$round" "$dn" $tb
+			settle "$APORT"
 			# shellcheck disable=SC2086
 			durable_run "$MPORT" "$MPID" $mode rl-memory "$round" "$dn" $tb
+			settle "$APORT"
 			durable_run "$APORT" "$APID" $mode incr-aof "$round" "$dn" INCR in:__rand_int__
+			settle "$APORT"
 			# shellcheck disable=SC2086
 			durable_run "$APORT" "$APID" $mode lua-aof "$round" $((dn / 4)) $lua
 		done
