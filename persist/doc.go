@@ -19,10 +19,9 @@
 // starts a new base and drops every chunk before it, as Redis rewrites its
 // append-only file; the saver rewrites when the log written since the last
 // rewrite has outgrown it, and at a clean shutdown. Load replays the chunks
-// from the base on, in order. Appending at the end of the keyspace is
-// Pebble's cheapest path: memtable flushes make tables that do not
-// overlap, which compactions move rather than rewrite, and Pebble's
-// per-key work is spread over a chunk's records.
+// from the base on, in order. Appending at the end of the keyspace lets
+// each Sync hand Pebble a whole table that overlaps no other (see
+// Durability), and Pebble's per-key work is spread over a chunk's records.
 //
 //	'L' | seq (8 bytes, big-endian)   a chunk: FormatLog (1 byte, 3) | records
 //	'M' "base"                        metadata: version (1) | base seq | base end seq | keys
@@ -73,18 +72,16 @@
 //
 // # Durability
 //
-// The Fsync option mirrors Redis's appendfsync. FsyncAlways commits every
-// Apply with a WAL fsync. FsyncEverySec (the default) commits without fsync
-// and a goroutine inside PebbleStore fsyncs the WAL once per SyncInterval
-// (default 1s) if anything was written since the last sync; callers don't run
-// a ticker. FsyncNo never fsyncs on its own. With every policy Sync (used by
-// SAVE) fsyncs on demand, and Close fsyncs the WAL before closing, so a clean
-// shutdown loses nothing.
-//
-// A crash loses at most the writes since the last fsync: none with
-// FsyncAlways, about one SyncInterval with FsyncEverySec, whatever the OS had
-// not written back with FsyncNo. (A process crash, not only a machine crash,
-// can lose unsynced writes: Pebble buffers the WAL briefly in memory.)
-// Recovery replays the WAL up to the first torn record, so each Apply batch
-// is restored whole or not at all.
+// Apply writes chunks to a stage, an sstable file in the store's staging
+// directory; Sync finishes it and has Pebble ingest it (a hard link and a
+// manifest edit), so that the log's chunks never pass through Pebble's
+// write-ahead log, memtable or compactions: their keys are above every
+// other chunk's, so their tables go to the bottom level, and a rewrite
+// excises the tables before it whole. The saver calls Sync at the end of
+// each flush, so a crash loses at most the flush under way and what was
+// acknowledged since it began: a stage left by a crash is deleted at the
+// next Open. FsyncEverySec (the default) and FsyncAlways fsync each table
+// before ingesting it; FsyncNo does not (the OS writes it back). Only the
+// metadata (written with each rewrite, synced) goes through Pebble's
+// write-ahead log.
 package persist

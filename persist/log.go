@@ -7,10 +7,9 @@ import (
 
 // The log: PebbleStore appends each Apply as chunks, values that hold many
 // records each under sequential keys, instead of one Pebble key per limiter
-// key. Writing in key order at the end of the keyspace is Pebble's cheapest
-// path (memtable flushes make non-overlapping tables that compactions only
-// move), and one value per few hundred records spreads Pebble's per-key
-// work over them. A rewrite (Store.BeginRewrite, CommitRewrite) writes every
+// key. Writing in key order at the end of the keyspace lets each Sync
+// ingest one table that overlaps no other (pebble.go), and one value per
+// few hundred records spreads Pebble's per-key work over them. A rewrite (Store.BeginRewrite, CommitRewrite) writes every
 // live key again and then drops the chunks before it, as Redis rewrites its
 // append-only file; see the package documentation for the layout.
 

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,9 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -34,17 +36,22 @@ const (
 
 // PebbleStore is a Store backed by a Pebble directory. It is safe for
 // concurrent use. The caller must Close it to release the directory lock
-// and fsync the last writes.
+// and write what was applied since the last Sync.
 type PebbleStore struct {
 	db    *pebble.DB
 	lock  *pebble.Lock
 	dir   string
 	fsync FsyncPolicy
-	wo    *pebble.WriteOptions // pebble.Sync for FsyncAlways, else pebble.NoSync
 	logf  func(format string, args ...any)
-	resv  int64       // Options.DiskReserve
-	dirID fileID      // the directory opened, to notice it replaced
-	dirty atomic.Bool // FsyncEverySec: written since the last fsync
+	resv  int64  // Options.DiskReserve
+	dirID fileID // the directory opened, to notice it replaced
+
+	// The stage (Apply writes chunks to it, Sync ingests it), under wmu.
+	stage    *sstable.Writer
+	stageAt  string // its path
+	stageN   int    // stages made, to name the next
+	stageDir string
+	wopts    sstable.WriterOptions
 
 	// The log (log.go). wmu orders writers: chunk numbers are handed out
 	// and committed in one order.
@@ -53,14 +60,12 @@ type PebbleStore struct {
 	meta        meta   // the last committed rewrite
 	rewriteFrom uint64 // the first chunk of the rewrite under way
 	rewriting   bool
-	rewriteKeys uint64        // puts applied since BeginRewrite
-	legacy      bool          // records of the per-key format are stored (until a rewrite)
-	buf         []byte        // chunk scratch
-	base, since atomic.Int64  // Sizes
-	stop        chan struct{} // closed by Close to stop the syncer (nil without one)
-	done        chan struct{} // closed by the syncer when it exits
-	mu          sync.RWMutex  // held shared by every operation, exclusively by Close
-	closed      bool          // guarded by mu
+	rewriteKeys uint64       // puts applied since BeginRewrite
+	legacy      bool         // records of the per-key format are stored (until a rewrite)
+	buf         []byte       // chunk scratch
+	base, since atomic.Int64 // Sizes
+	mu          sync.RWMutex // held shared by every operation, exclusively by Close
+	closed      bool         // guarded by mu
 }
 
 var _ Store = (*PebbleStore)(nil)
@@ -142,27 +147,31 @@ func Open(opts *Options) (*PebbleStore, error) {
 	}
 	for _, t := range tails {
 		if t.torn > 0 {
-			o.Logger("persist: %s; dropped: a write that never completed (its flush was not reported saved)", t.describe())
+			o.Logger("persist: %s; dropped it (a crash in the middle of a write leaves such a tail)", t.describe())
 		}
 	}
-	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, wo: pebble.NoSync, logf: o.Logger, resv: o.DiskReserve}
+	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, logf: o.Logger, resv: o.DiskReserve,
+		stageDir: filepath.Join(o.Dir, stageDirName), wopts: po.MakeWriterOptions(6, db.TableFormat())}
 	if s.dirID, err = idOf(o.Dir); err == nil {
 		err = s.openLog()
 	}
+	if err == nil {
+		// A stage left by a crash was never ingested: nothing refers to it.
+		if err = os.RemoveAll(s.stageDir); err == nil {
+			err = os.Mkdir(s.stageDir, 0o755)
+		}
+	}
 	if err != nil {
 		_ = db.Close()
+		_ = lock.Close()
 		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
-	}
-	switch o.Fsync {
-	case FsyncAlways:
-		s.wo = pebble.Sync
-	case FsyncEverySec:
-		s.stop = make(chan struct{})
-		s.done = make(chan struct{})
-		go s.syncLoop(o.SyncInterval)
 	}
 	return s, nil
 }
+
+// stageDirName is the directory, inside the store's, where stages are
+// written before Pebble ingests them (a hard link: the same file system).
+const stageDirName = "staging"
 
 // openLog reads the metadata and finds the number of the next chunk.
 func (s *PebbleStore) openLog() error {
@@ -267,9 +276,12 @@ func (s *PebbleStore) useLog() (release func(), err error) {
 // Dir returns the store's directory.
 func (s *PebbleStore) Dir() string { return s.dir }
 
-// Apply implements Store: the records go to the log as chunks, in one
-// Pebble batch. With FsyncAlways it returns after the WAL is fsynced;
-// otherwise after the batch is in the WAL buffer and memtable.
+// Apply implements Store: the records go to the log as chunks, written to
+// the stage, a table that the next Sync hands to Pebble whole. Chunks never
+// pass through Pebble's write-ahead log and memtable, and their tables
+// (their keys are above every other chunk's) go to the bottom level, where
+// no compaction rewrites them. A failed write drops the stage: what was
+// applied since the last Sync is lost, as the Store contract allows.
 func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 	for i := range puts {
 		if err := checkRecord(&puts[i]); err != nil {
@@ -284,47 +296,98 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 	if len(puts) == 0 && len(deletes) == 0 {
 		return nil
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
+	if s.stage == nil {
+		if err := s.newStage(); err != nil {
+			return fmt.Errorf("persist: apply: %w", err)
+		}
+	}
 	seq, written := s.next, int64(0)
 	buf := append(s.buf[:0], FormatLog)
-	cut := func() error {
-		if len(buf) <= 1 {
-			return nil
+	cut := func() {
+		if len(buf) > 1 && err == nil {
+			written += int64(len(buf))
+			err = s.stage.Set(chunkKey(seq), buf)
+			seq++
 		}
-		written += int64(len(buf))
-		err := b.Set(chunkKey(seq), buf, nil)
-		seq++
 		buf = append(buf[:0], FormatLog)
-		return err
 	}
 	for i := range puts {
 		if buf = appendPut(buf, &puts[i]); len(buf) >= chunkTarget {
-			if err := cut(); err != nil {
-				return fmt.Errorf("persist: apply: %w", err)
-			}
+			cut()
 		}
 	}
 	for _, k := range deletes {
 		if buf = appendDelete(buf, k); len(buf) >= chunkTarget {
-			if err := cut(); err != nil {
-				return fmt.Errorf("persist: apply: %w", err)
-			}
+			cut()
 		}
 	}
-	if err := cut(); err != nil {
-		return fmt.Errorf("persist: apply: %w", err)
-	}
+	cut()
 	s.buf = buf
-	if err := b.Commit(s.wo); err != nil {
+	if err != nil {
+		s.dropStage()
 		return fmt.Errorf("persist: apply: %w", err)
 	}
 	s.next = seq
 	s.since.Add(written)
 	s.rewriteKeys += uint64(len(puts))
-	if s.fsync == FsyncEverySec {
-		s.dirty.Store(true)
+	return nil
+}
+
+// newStage starts a stage. With FsyncNo its file is never fsynced (the
+// OS writes it back when it will).
+func (s *PebbleStore) newStage() error {
+	s.stageN++
+	path := filepath.Join(s.stageDir, fmt.Sprintf("%06d.sst", s.stageN))
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
 	}
+	if s.fsync == FsyncNo {
+		f = noSyncFile{f}
+	}
+	s.stage, s.stageAt = sstable.NewWriter(objstorageprovider.NewFileWritable(f), s.wopts), path
+	return nil
+}
+
+type noSyncFile struct{ vfs.File }
+
+func (noSyncFile) Sync() error     { return nil }
+func (noSyncFile) SyncData() error { return nil }
+
+// dropStage abandons the stage and its file.
+func (s *PebbleStore) dropStage() {
+	if s.stage != nil {
+		_ = s.stage.Close()
+		_ = os.Remove(s.stageAt)
+		s.stage = nil
+	}
+}
+
+// stageCost is what Sizes counts for each table ingested on top of its
+// chunks, so that many small flushes lead to a rewrite too, which folds
+// their tables into a few.
+const stageCost = 16 << 10
+
+// commitStage finishes the stage (fsyncing it unless FsyncNo) and has
+// Pebble ingest it. The caller holds wmu. On failure the stage is gone.
+func (s *PebbleStore) commitStage() error {
+	if s.stage == nil {
+		return nil
+	}
+	w, path := s.stage, s.stageAt
+	s.stage = nil
+	err := w.Close()
+	if err == nil {
+		err = s.db.Ingest(context.Background(), []string{path})
+	}
+	// Pebble holds a hard link to an ingested table.
+	if rerr := os.Remove(path); err == nil && rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		s.logf("persist: removing %s: %v", path, rerr)
+	}
+	if err != nil {
+		return err
+	}
+	s.since.Add(stageCost)
 	return nil
 }
 
@@ -341,10 +404,11 @@ func (s *PebbleStore) BeginRewrite() error {
 	return nil
 }
 
-// CommitRewrite implements Store: one batch points the metadata at the
-// rewrite's first chunk and deletes every chunk before it and every record
-// of the older per-key format. Pebble drops the deleted tables in
-// compactions that read nothing.
+// CommitRewrite implements Store: it ingests the stage, points the
+// metadata (a synced write) at the rewrite's first chunk, and then excises
+// every chunk before it and every record of the older per-key format:
+// Pebble drops their tables whole. A crash between the two leaves chunks
+// that Load no longer reads, for the next rewrite to drop.
 func (s *PebbleStore) CommitRewrite() error {
 	release, err := s.useLog()
 	if err != nil {
@@ -354,27 +418,25 @@ func (s *PebbleStore) CommitRewrite() error {
 	if !s.rewriting {
 		return errors.New("persist: CommitRewrite without BeginRewrite")
 	}
-	m := meta{Base: s.rewriteFrom, BaseEnd: s.next, Keys: s.rewriteKeys}
-	b := s.db.NewBatch()
-	defer b.Close()
-	err = b.Set(metaKey, m.encode(), nil)
-	if err == nil {
-		err = b.DeleteRange(chunkKey(0), chunkKey(m.Base), nil)
-	}
-	if err == nil && s.legacy {
-		err = b.DeleteRange(recordLower, recordUpper, nil)
-	}
-	if err == nil {
-		err = b.Commit(s.wo)
-	}
-	if err != nil {
+	if err := s.commitStage(); err != nil {
 		return fmt.Errorf("persist: commit rewrite: %w", err)
 	}
-	s.rewriting, s.legacy = false, false
+	m := meta{Base: s.rewriteFrom, BaseEnd: s.next, Keys: s.rewriteKeys}
+	if err := s.db.Set(metaKey, m.encode(), pebble.Sync); err != nil {
+		return fmt.Errorf("persist: commit rewrite: %w", err)
+	}
+	s.rewriting = false
 	s.meta = m
 	s.base.Store(s.since.Swap(0))
-	if s.fsync == FsyncEverySec {
-		s.dirty.Store(true)
+	ctx := context.Background()
+	err = s.db.Excise(ctx, pebble.KeyRange{Start: chunkKey(0), End: chunkKey(m.Base)})
+	if err == nil && s.legacy {
+		if err = s.db.Excise(ctx, pebble.KeyRange{Start: recordLower, End: recordUpper}); err == nil {
+			s.legacy = false
+		}
+	}
+	if err != nil {
+		s.logf("persist: dropping the log before the rewrite (the next rewrite tries again): %v", err)
 	}
 	return nil
 }
@@ -430,59 +492,18 @@ func (s *PebbleStore) Writable(need int) error {
 	return nil
 }
 
-// Sync implements Store: it fsyncs the WAL, whatever the fsync policy.
+// Sync implements Store: it ingests the stage, fsynced unless the policy
+// is FsyncNo.
 func (s *PebbleStore) Sync() error {
-	release, err := s.use()
+	release, err := s.useLog()
 	if err != nil {
 		return err
 	}
 	defer release()
-	return s.syncWAL()
-}
-
-// syncWAL fsyncs the WAL, which holds every committed batch. The caller
-// ensures the DB is open.
-func (s *PebbleStore) syncWAL() error {
-	// Clear first: a write racing with the fsync sets it again.
-	s.dirty.Store(false)
-	// An empty log-data record with Sync waits for everything committed
-	// before it to be fsynced (the same trick Pebble's Checkpoint uses).
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		s.dirty.Store(true)
+	if err := s.commitStage(); err != nil {
 		return fmt.Errorf("persist: sync: %w", err)
 	}
 	return nil
-}
-
-// syncLoop is the FsyncEverySec syncer. It skips the fsync when nothing was
-// written, so an idle server doesn't touch the disk. Close stops it before
-// closing the DB, so it needs no lock.
-func (s *PebbleStore) syncLoop(interval time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	failing := "" // the error logged last, until a sync works again
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			if !s.dirty.Load() {
-				continue
-			}
-			// A failing fsync is logged once, not every interval (the
-			// saver's own sync reports it in INFO persistence).
-			if err := s.syncWAL(); err != nil {
-				if err.Error() != failing {
-					s.logf("persist: background fsync failed: %v", err)
-					failing = err.Error()
-				}
-			} else if failing != "" {
-				s.logf("persist: background fsync works again")
-				failing = ""
-			}
-		}
-	}
 }
 
 // Load implements Store: the records of the older per-key format first
@@ -553,11 +574,14 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 // hard-linked where the filesystem allows, so it is cheap, and the WAL is
 // fsynced first so that the copy includes every applied batch.
 func (s *PebbleStore) Checkpoint(dir string) error {
-	release, err := s.use()
+	release, err := s.useLog()
 	if err != nil {
 		return err
 	}
 	defer release()
+	if err := s.commitStage(); err != nil {
+		return fmt.Errorf("persist: checkpoint: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return fmt.Errorf("persist: checkpoint: %w", err)
 	}
@@ -567,8 +591,8 @@ func (s *PebbleStore) Checkpoint(dir string) error {
 	return nil
 }
 
-// Close implements Store: it stops the syncer, fsyncs the WAL, closes Pebble
-// and releases the directory lock. It waits for operations in flight.
+// Close implements Store: it ingests the stage, closes Pebble and releases
+// the directory lock. It waits for operations in flight.
 func (s *PebbleStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -576,11 +600,10 @@ func (s *PebbleStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.stop != nil {
-		close(s.stop)
-		<-s.done
+	err := s.commitStage()
+	if err != nil {
+		err = fmt.Errorf("persist: close: %w", err)
 	}
-	err := s.syncWAL()
 	if cerr := s.db.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("persist: close: %w", cerr))
 	}
@@ -605,7 +628,13 @@ func (l pebbleLogger) Errorf(format string, args ...any) { l.logf("pebble: error
 // and on writes it cannot recover from, where going on could corrupt the
 // store. What was flushed before is on disk; a restart restores it.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.logf("fatal: pebble: "+format, args...)
+	// Pebble's errors print with their stack traces: keep the first line,
+	// which says what and where.
+	msg, _, _ := strings.Cut(fmt.Sprintf(format, args...), "\n")
+	if strings.Contains(msg, "corruption") {
+		msg += " (restore from a CHECKPOINT copy)"
+	}
+	l.logf("fatal: pebble: %s", msg)
 	os.Exit(1)
 }
 
@@ -618,5 +647,5 @@ func (s *PebbleStore) putRaw(key, value []byte) error {
 		return err
 	}
 	defer release()
-	return s.db.Set(key, value, s.wo)
+	return s.db.Set(key, value, pebble.Sync)
 }

@@ -44,8 +44,6 @@ type Saver struct {
 	expired    int
 	restoreDur time.Duration
 
-	fsyncOnFlush bool
-
 	// Persistence failing (a disk fault): decisions go on from memory and
 	// changes wait in the keyspace. failure is the error (nil: none),
 	// failedAt when it began (Unix s); fault is an error injected by tests
@@ -55,7 +53,8 @@ type Saver struct {
 	failures atomic.Int64 // flushes and syncs that failed, ever
 	rewrites atomic.Int64 // rewrites committed
 	flushing atomic.Bool  // a flush is under way (Flushing)
-	stale    atomic.Bool  // the store holds keys that expired while the server was down: rewrite
+	stale    atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
+	lost     atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
 	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
 	window   lossWindow
 	fault    atomic.Pointer[error]
@@ -76,9 +75,6 @@ type SaverOptions struct {
 	Interval time.Duration
 	// Logger receives log lines. Default: discard.
 	Logger func(format string, args ...any)
-	// NoSyncOnFlush skips the sync after each periodic flush (appendfsync
-	// no): then a crash can lose what Pebble still buffers in the process.
-	NoSyncOnFlush bool
 }
 
 // NewSaver restores every record of store that has not expired into keys
@@ -92,7 +88,7 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 		opts.Logger = func(string, ...any) {}
 	}
 	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval,
-		fsyncOnFlush: !opts.NoSyncOnFlush, stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
+		stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
 	if err := s.restore(); err != nil {
 		return nil, err
 	}
@@ -188,15 +184,12 @@ func (s *Saver) loop() {
 		case <-t.C:
 		}
 		began := time.Now()
-		// Sync after a flush that wrote something: Pebble holds an
-		// unsynced write-ahead log block in the process, so without it a
-		// crash (even kill -9, not only a power loss) could lose more than
-		// one save interval. The "no" policy skips it (the store policy
-		// sets NoSyncOnFlush).
+		// A flush is written (and fsynced, unless appendfsync is no) by
+		// the Sync that ends it.
 		wrote, err := s.flush(false)
-		if err == nil && wrote && s.fsyncOnFlush {
+		if err == nil && wrote {
 			if err = s.store.Sync(); err != nil {
-				s.failed(err)
+				s.lose(err)
 			}
 		}
 		if err != nil {
@@ -290,6 +283,14 @@ func sameCause(a, b error) bool {
 	return a.Error() == b.Error()
 }
 
+// lose notes a failed write to the store, which may have lost what was
+// applied since the last Sync: the next flush rewrites every key, which
+// writes them all again (and leaves out keys deleted meanwhile).
+func (s *Saver) lose(err error) {
+	s.lost.Store(true)
+	s.failed(err)
+}
+
 // recovered notes a flush that wrote every waiting change.
 func (s *Saver) recovered() {
 	if prev := s.failure.Swap(nil); prev != nil {
@@ -364,6 +365,10 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.flushing.Store(true)
 	defer s.flushing.Store(false)
 	n := s.keys.NumShards()
+	if s.lost.Swap(false) {
+		s.rwNext = -1 // a rewrite under way lost its writes too: start over
+		s.stale.Store(true)
+	}
 	rewrite := s.rwNext >= 0 || finish || s.rewriteDue()
 	need := s.keys.Pending() * 64
 	if rewrite {
@@ -403,6 +408,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		err := s.store.Apply(b.puts, b.deletes)
 		if err != nil {
 			s.redirty(changes)
+			s.lost.Store(true)
 		} else {
 			wrote = true
 		}
@@ -445,6 +451,8 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 				s.rewrites.Add(1)
 				s.stale.Store(false)
 				s.rwNext = -1
+			} else {
+				s.lost.Store(true)
 			}
 		}
 	}
@@ -505,7 +513,7 @@ func (s *Saver) save(finish bool) error {
 		return err
 	}
 	if err := s.store.Sync(); err != nil {
-		s.failed(err)
+		s.lose(err)
 		return err
 	}
 	s.succeeded()

@@ -730,3 +730,46 @@ func TestToBatchLastChangeWins(t *testing.T) {
 		}
 	}
 }
+
+// syncHookStore runs hook before each Sync.
+type syncHookStore struct {
+	Store
+	hook func()
+}
+
+func (s *syncHookStore) Sync() error {
+	if s.hook != nil {
+		s.hook()
+	}
+	return s.Store.Sync()
+}
+
+// TestSaverRewritesAfterLostWrites: a Sync that fails loses what its flush
+// applied (here the stage's file is removed before Pebble ingests it), and
+// those keys are no longer marked changed; the next flush rewrites every
+// key (over the two flushes a rewrite takes), so none stays unwritten.
+func TestSaverRewritesAfterLostWrites(t *testing.T) {
+	ps := openPebble(t, t.TempDir())
+	st := &syncHookStore{Store: ps}
+	f := newSaverFixture(t, st)
+	f.take("a", 10)
+	f.take("b", 20)
+	st.hook = func() {
+		if err := os.RemoveAll(ps.stageDir); err != nil {
+			t.Error(err)
+		}
+		if err := os.Mkdir(ps.stageDir, 0o755); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := f.s.Save(); err == nil {
+		t.Fatal("Save succeeded with its stage removed before the sync")
+	}
+	st.hook = nil
+	f.save() // a rewrite is spread over two flushes
+	f.save()
+	wantStored(t, ps, saverT0, map[string]int64{"a": 90, "b": 80})
+	if got := f.info("rl_rewrites"); got != "1" {
+		t.Fatalf("rl_rewrites = %s, want 1 (the flush after the lost one rewrites)", got)
+	}
+}

@@ -3,7 +3,6 @@ package persist
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 // Record is one limiter key as stored on disk.
@@ -44,14 +43,16 @@ const MaxLoadErrors = 100
 // Store is durable storage for limiter records. Implementations are safe for
 // concurrent use. Once Close has begun, the other methods return ErrClosed.
 type Store interface {
-	// Apply writes puts and deletes in one atomic batch (one call per flush
-	// of a shard's worth). Deletes are applied after puts, so a key in both
-	// ends up deleted. A record with Kind 0 or a Version other than
-	// FormatV1 and FormatV2 is rejected (with ErrInvalid) before anything
-	// is written. Apply does not retain the slices.
+	// Apply writes puts and deletes as one batch. Deletes are applied
+	// after puts, so a key in both ends up deleted. A record with Kind 0
+	// or a Version other than FormatV1 and FormatV2 is rejected (with
+	// ErrInvalid) before anything is written. Apply does not retain the
+	// slices. What is applied may reach the store (and Load) only at the
+	// next Sync; an Apply or Sync that fails may lose everything applied
+	// since the last Sync that worked, which the caller must write again.
 	Apply(puts []Record, deletes [][]byte) error
-	// Sync makes everything applied so far durable (used by the everysec
-	// policy and SAVE).
+	// Sync writes everything applied so far, as a whole, durably (fsynced
+	// unless the policy is FsyncNo). The saver calls it after each flush.
 	Sync() error
 	// Load replays the store into fn, oldest first: a key may come more
 	// than once, and a later record replaces an earlier one; a record with
@@ -87,10 +88,11 @@ type Store interface {
 	// Writable reports whether a write of about need bytes can be made now,
 	// with an error saying why not (wrapping the OS error: no space left,
 	// permission denied, a directory gone). The saver asks before writing:
-	// Pebble treats a failed write-ahead-log write as fatal, so a write
-	// the disk cannot take must never reach it.
+	// Pebble treats some failed writes (its manifest, its write-ahead log)
+	// as fatal, so a write the disk cannot take must never reach it.
 	Writable(need int) error
-	// Close flushes and releases the store. Close is idempotent.
+	// Close writes what was applied since the last Sync and releases the
+	// store. Close is idempotent.
 	Close() error
 }
 
@@ -110,18 +112,20 @@ var (
 	ErrInvalid = errors.New("persist: invalid record")
 )
 
-// FsyncPolicy says when PebbleStore fsyncs its write-ahead log, like Redis's
+// FsyncPolicy says whether PebbleStore fsyncs what it writes, like Redis's
 // appendfsync. The zero value is FsyncEverySec.
 type FsyncPolicy uint8
 
-// The fsync policies.
+// The fsync policies. The store writes at Sync only, which the saver calls
+// once per flush (once per --save-interval): FsyncEverySec and FsyncAlways
+// both fsync then, so each completed flush is on disk.
 const (
-	// FsyncEverySec commits without fsync and fsyncs once per
-	// Options.SyncInterval from a goroutine inside the store (the default).
+	// FsyncEverySec fsyncs at every Sync (the default).
 	FsyncEverySec FsyncPolicy = iota
-	// FsyncAlways fsyncs every Apply before it returns.
+	// FsyncAlways fsyncs at every Sync, as FsyncEverySec does.
 	FsyncAlways
-	// FsyncNo never fsyncs on its own; Sync and Close still do.
+	// FsyncNo never fsyncs the log's tables: the OS writes them back when
+	// it will (Pebble still fsyncs its own metadata).
 	FsyncNo
 )
 
@@ -146,9 +150,6 @@ func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
 	return 0, fmt.Errorf("persist: unknown fsync policy %q (want always, everysec or no)", s)
 }
 
-// DefaultSyncInterval is the default Options.SyncInterval.
-const DefaultSyncInterval = time.Second
-
 // Options configures Open. A nil *Options, or a zero field, means the
 // default stated on the field.
 type Options struct {
@@ -156,15 +157,13 @@ type Options struct {
 	Dir string
 	// Fsync is the fsync policy. Default FsyncEverySec.
 	Fsync FsyncPolicy
-	// SyncInterval is how often FsyncEverySec fsyncs. Default 1s.
-	SyncInterval time.Duration
 	// DiskReserve is the free space, in bytes, Writable keeps on the
 	// store's file system beyond twice the write asked for: room for
 	// Pebble's memtable flushes, compactions and a new log file. Default
 	// DefaultDiskReserve.
 	DiskReserve int64
 	// Logger receives the store's and Pebble's error lines (one line per
-	// call, without a trailing newline), such as a failed background fsync.
+	// call, without a trailing newline).
 	// Default: discard. It must be safe for concurrent use.
 	Logger func(format string, args ...any)
 }
@@ -176,9 +175,6 @@ const DefaultDiskReserve = 64 << 20
 func (o *Options) EnsureDefaults() {
 	if o.DiskReserve <= 0 {
 		o.DiskReserve = DefaultDiskReserve
-	}
-	if o.SyncInterval <= 0 {
-		o.SyncInterval = DefaultSyncInterval
 	}
 	if o.Logger == nil {
 		o.Logger = func(string, ...any) {}

@@ -148,6 +148,7 @@ func loadAll(t *testing.T, s Store, now int64) ([]Record, LoadStats) {
 	return got, st
 }
 
+// apply writes one batch as a flush does: Apply, then Sync.
 func apply(t *testing.T, s Store, puts []Record, deletes ...string) {
 	t.Helper()
 	var dels [][]byte
@@ -156,6 +157,9 @@ func apply(t *testing.T, s Store, puts []Record, deletes ...string) {
 	}
 	if err := s.Apply(puts, dels); err != nil {
 		t.Fatalf("Apply: %v", err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatalf("Sync: %v", err)
 	}
 }
 

@@ -29,7 +29,7 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
 	}
 	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
-		Interval: o.saveInterval, Logger: log.Printf, NoSyncOnFlush: policy == persist.FsyncNo,
+		Interval: o.saveInterval, Logger: log.Printf,
 	})
 	if err != nil {
 		db.Close()
