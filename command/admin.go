@@ -58,6 +58,26 @@ var configParams = map[string]configParam{
 			return ok
 		},
 	},
+	"maxclients": {
+		get: func(c *Ctx) string { return strconv.FormatInt(c.srv.MaxClients(), 10) },
+		set: func(c *Ctx, v []byte) bool {
+			n, ok := parsePositive(v)
+			if ok {
+				c.srv.SetMaxClients(n)
+			}
+			return ok
+		},
+	},
+	"timeout": {
+		get: func(c *Ctx) string { return strconv.FormatInt(int64(c.srv.IdleTimeout()/time.Second), 10) },
+		set: func(c *Ctx, v []byte) bool {
+			n, ok := parseCost(v)
+			if ok {
+				c.srv.SetIdleTimeout(time.Duration(n) * time.Second)
+			}
+			return ok
+		},
+	},
 	"databases":  {get: func(*Ctx) string { return "1" }},
 	"appendonly": {get: func(*Ctx) string { return "no" }},
 	"save":       {get: func(*Ctx) string { return "" }},
@@ -167,9 +187,12 @@ func validConfigValue(name string, v []byte) bool {
 	case "proto-max-bulk-len":
 		n, ok := ParseMemory(v)
 		return ok && n >= 1024 && n <= 512<<20
-	case "log-max-limit":
+	case "log-max-limit", "maxclients":
 		_, ok := parsePositive(v)
 		return ok
+	case "timeout":
+		n, ok := parseCost(v)
+		return ok && n <= 1<<31
 	}
 	return true
 }
@@ -291,6 +314,7 @@ func (c *Ctx) infoSections() []infoSection {
 		}},
 		{"Clients", [][2]string{
 			{"connected_clients", strconv.Itoa(c.srv.NumConns())},
+			{"maxclients", strconv.FormatInt(c.srv.MaxClients(), 10)},
 			{"blocked_clients", "0"},
 		}},
 		{"Memory", [][2]string{
@@ -318,7 +342,7 @@ func (c *Ctx) infoSections() []infoSection {
 	secs = append(secs, infoSection{"Stats", [][2]string{
 		{"total_connections_received", i64(srv.ConnectionsReceived)},
 		{"total_commands_processed", i64(c.totalCommands())},
-		{"rejected_connections", "0"},
+		{"rejected_connections", i64(srv.RejectedConnections)},
 		{"protocol_errors", i64(srv.ProtocolErrors)},
 		{"expired_keys", i64(st.Expired)},
 		{"evicted_keys", i64(st.Evicted)},

@@ -112,7 +112,13 @@ func tryStartOpts(t *testing.T, dir string, debug bool, args ...string) (*server
 		full = append(full, "--enable-debug-command")
 	}
 	full = append(full, args...)
-	cmd := serverCommand(full...)
+	return startCmd(t, dir, serverCommand(full...))
+}
+
+// startCmd starts cmd, a server command (serverCommand, maybe wrapped),
+// and waits for its ready line.
+func startCmd(t *testing.T, dir string, cmd *exec.Cmd) (*server, error) {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err

@@ -34,6 +34,14 @@ const (
 	pebbleFormat = pebble.FormatValueSeparation
 )
 
+// MaxOpenFiles bounds the files the store keeps open (Pebble's table
+// cache, plus its log, manifest and directory): the server reserves them
+// out of its file-descriptor limit before sizing --maxclients.
+const MaxOpenFiles = 256
+
+// pebbleTableCache is what of MaxOpenFiles Pebble's table cache may use.
+const pebbleTableCache = MaxOpenFiles - 32
+
 // PebbleStore is a Store backed by a Pebble directory. It is safe for
 // concurrent use. The caller must Close it to release the directory lock
 // and write what was applied since the last Sync.
@@ -117,6 +125,7 @@ func Open(opts *Options) (*PebbleStore, error) {
 		MemTableSize:                pebbleMemTableSize,
 		MemTableStopWritesThreshold: pebbleMemTableStopWrites,
 		FormatMajorVersion:          pebbleFormat,
+		MaxOpenFiles:                pebbleTableCache,
 		Logger:                      pebbleLogger{o.Logger},
 		Lock:                        lock,
 	}

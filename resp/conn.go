@@ -3,6 +3,7 @@ package resp
 import (
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,8 +24,11 @@ type Conn struct {
 	// that they wait for the end of the loop's pass (see flushLater).
 	fd      int
 	fdr     *fdReader
+	loop    *eventLoop
 	writing bool
 	queued  bool
+
+	active atomic.Int64 // the server's tick when a request was last read (idle.go)
 }
 
 // newConn returns the state of the accepted connection nc, whose requests
@@ -46,6 +50,7 @@ func (s *Server) newConn(nc net.Conn, src io.Reader, fd int) *Conn {
 		},
 	}
 	c.rd.EnableBatch()
+	c.active.Store(s.tick.Load())
 	c.sess = s.handler.NewSession(s, c.info, &c.w)
 	return c
 }

@@ -32,6 +32,7 @@ const (
 	ErrPersistenceOff   = "ERR persistence is off (--dir '')"
 	ErrLogLimit         = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
 	ErrAllDistinctKeys  = "ERR CL.ALL rules must name distinct keys"
+	ErrMaxClients       = "ERR max number of clients reached"
 	errProtocolPrefix   = "ERR Protocol error: "
 	protoMultibulkLen   = "invalid multibulk length"
 	protoBulkLen        = "invalid bulk length"

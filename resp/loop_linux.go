@@ -72,6 +72,7 @@ type eventLoop struct {
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
+	killed  []*Conn // to close (Conn.kill), from other goroutines
 	closed  bool    // release has run: add closes what it is handed
 	npend   atomic.Int32
 	stop    atomic.Bool
@@ -146,7 +147,7 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 	fdr := &fdReader{fd: fd}
 	c := l.srv.newConn(nc, fdr, fd) // reads nc's addresses: before closing it
 	nc.Close()
-	c.nc, c.fd, c.fdr = nil, fd, fdr
+	c.nc, c.fd, c.fdr, c.loop = nil, fd, fdr, l
 	return c, nil
 }
 
@@ -269,15 +270,31 @@ func (l *eventLoop) wait() (int, error) {
 	return syscall.EpollWait(l.epfd, l.evs, -1)
 }
 
-// takePending registers the connections the acceptor handed over. A
-// connection's bytes may already be waiting: level-triggered epoll reports
-// them on the next poll.
+// kill has the loop close c (from another goroutine).
+func (l *eventLoop) kill(c *Conn) {
+	l.mu.Lock()
+	l.killed = append(l.killed, c)
+	l.npend.Add(1)
+	l.mu.Unlock()
+	l.wake()
+}
+
+// takePending registers the connections the acceptor handed over, and
+// closes those kill was given. A connection's bytes may already be
+// waiting: level-triggered epoll reports them on the next poll.
 func (l *eventLoop) takePending() {
 	l.mu.Lock()
-	pend := l.pending
-	l.pending = nil
+	pend, killed := l.pending, l.killed
+	l.pending, l.killed = nil, nil
 	l.npend.Store(0)
 	l.mu.Unlock()
+	defer func() {
+		for _, c := range killed {
+			if c.fd >= 0 && l.conns[int32(c.fd)] == c { // not closed meanwhile
+				l.close(c)
+			}
+		}
+	}()
 	for _, c := range pend {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {

@@ -20,4 +20,5 @@ func (s *Server) startLoops(n int) error {
 func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) { panic("unreachable") }
 func (l *eventLoop) add(c *Conn)                      {}
 func (l *eventLoop) shutdown()                        {}
+func (l *eventLoop) kill(c *Conn)                     {}
 func closeFD(fd int)                                  {}

@@ -54,6 +54,7 @@ func (c *Conn) serve(out replySender) {
 			}
 			return
 		}
+		c.active.Store(c.srv.tick.Load())
 		if queue, counts := c.rd.Batch(); len(counts) > 1 {
 			c.sess.Prefetch(queue, counts) // one request runs at once: nothing to overlap
 		}

@@ -5,7 +5,7 @@
 package resp
 
 import (
-	"errors"
+	"context"
 	"log"
 	"net"
 	"slices"
@@ -29,6 +29,15 @@ type Config struct {
 	// up with the loops (a flush of persistence) is under way: a busy
 	// loop then yields its P every 200 µs instead of every 32 passes.
 	Background func() bool
+	// MaxClients bounds the connections served at once: one more is
+	// answered ErrMaxClients and closed. Default 10000.
+	MaxClients int
+	// IdleTimeout closes a connection that sent nothing for that long
+	// (Redis's timeout); 0 never does.
+	IdleTimeout time.Duration
+	// TCPKeepAlive is the keep-alive period of accepted connections;
+	// negative turns keep-alives off. 0 means 300 s, as Redis.
+	TCPKeepAlive time.Duration
 }
 
 // Server serves the Redis protocol, running requests through its Handler.
@@ -47,6 +56,11 @@ type Server struct {
 	wg       sync.WaitGroup
 	totConns atomic.Int64
 	rejected atomic.Int64 // connections dropped for protocol errors
+	refused  atomic.Int64 // connections refused over MaxClients
+	maxConns atomic.Int64
+	idle     atomic.Int64 // IdleTimeout in ns
+	tick     atomic.Int64 // Unix s, kept by the reaper (idle.go) while a timeout is set
+	reaping  sync.Once
 }
 
 // New returns a server whose connections run their requests through h.
@@ -57,15 +71,25 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = log.Default()
 	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = 10000
+	}
+	if cfg.TCPKeepAlive == 0 {
+		cfg.TCPKeepAlive = 300 * time.Second
+	}
 	s := &Server{handler: h, cfg: cfg, conns: make(map[*Conn]struct{})}
 	s.maxBulk.Store(int64(cfg.ProtoMaxBulkLen))
+	s.maxConns.Store(int64(cfg.MaxClients))
+	s.tick.Store(time.Now().Unix())
+	s.SetIdleTimeout(cfg.IdleTimeout)
 	return s
 }
 
 // Listen binds the listening socket on addr ("127.0.0.1:0" picks a port)
 // and starts the event loops, if any, that Serve will hand connections to.
 func (s *Server) Listen(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -87,8 +111,21 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Serve accepts connections until Close. It returns nil after Close.
+// Serve accepts connections until Close, and returns nil then. An accept
+// error (file descriptors exhausted, a connection reset in the backlog)
+// never stops it: the connections it has go on being served, and it
+// accepts again after a back-off.
 func (s *Server) Serve() error {
+	var backoff time.Duration
+	var failing string // the accept error logged last
+	failed := func(err error) {
+		if err.Error() != failing {
+			failing = err.Error()
+			s.logf("accept: %v; serving the %d connections open and accepting again after a back-off", err, s.NumConns())
+		}
+		backoff = min(max(5*time.Millisecond, 2*backoff), time.Second)
+		time.Sleep(backoff)
+	}
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -98,12 +135,12 @@ func (s *Server) Serve() error {
 			if closing {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			return err
+			failed(err)
+			continue
+		}
+		if int64(s.NumConns()) >= s.maxConns.Load() {
+			s.refuse(nc)
+			continue
 		}
 		var c *Conn
 		var l *eventLoop
@@ -111,8 +148,8 @@ func (s *Server) Serve() error {
 			l = s.loops[s.nextLoop%len(s.loops)]
 			s.nextLoop++
 			if c, err = l.adopt(nc); err != nil {
-				s.logf("accept: %v", err)
 				nc.Close()
+				failed(err)
 				continue
 			}
 		} else {
@@ -129,6 +166,10 @@ func (s *Server) Serve() error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		s.totConns.Add(1)
+		if failing != "" {
+			s.logf("accept works again")
+			failing, backoff = "", 0
+		}
 		if l != nil {
 			l.add(c)
 		} else {
@@ -136,6 +177,21 @@ func (s *Server) Serve() error {
 		}
 	}
 }
+
+// refuse answers a connection over MaxClients and closes it, as Redis
+// does.
+func (s *Server) refuse(nc net.Conn) {
+	s.refused.Add(1)
+	nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	nc.Write([]byte("-" + ErrMaxClients + "\r\n"))
+	nc.Close()
+}
+
+// MaxClients returns the most connections served at once.
+func (s *Server) MaxClients() int64 { return s.maxConns.Load() }
+
+// SetMaxClients changes it; connections over it stay open.
+func (s *Server) SetMaxClients(n int64) { s.maxConns.Store(n) }
 
 // forget drops a closed connection from the server's books.
 func (s *Server) forget(c *Conn) {
@@ -211,16 +267,18 @@ func (s *Server) NumConns() int {
 type Stats struct {
 	ConnectionsReceived int64
 	ProtocolErrors      int64 // connections closed for a malformed request
+	RejectedConnections int64 // refused over MaxClients
 }
 
 func (s *Server) Stats() Stats {
-	return Stats{ConnectionsReceived: s.totConns.Load(), ProtocolErrors: s.rejected.Load()}
+	return Stats{ConnectionsReceived: s.totConns.Load(), ProtocolErrors: s.rejected.Load(), RejectedConnections: s.refused.Load()}
 }
 
 // ResetStats zeroes the counters (CONFIG RESETSTAT).
 func (s *Server) ResetStats() {
 	s.totConns.Store(0)
 	s.rejected.Store(0)
+	s.refused.Store(0)
 }
 
 // MaxBulkLen is proto-max-bulk-len, the largest request argument the

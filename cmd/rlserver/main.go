@@ -40,6 +40,9 @@ type options struct {
 	cpuProfile   string
 	threads      int
 	io           string
+	maxclients   int
+	timeout      int
+	tcpKeepalive int
 }
 
 func main() {
@@ -65,6 +68,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
 	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
+	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
+	fs.IntVar(&o.timeout, "timeout", 0, "close a connection idle for this many seconds (0: never)")
+	fs.IntVar(&o.tcpKeepalive, "tcp-keepalive", 300, "TCP keep-alive period of client connections, in seconds (0: off)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -102,6 +108,15 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
+	}
+	if o.maxclients < 1 {
+		return nil, fmt.Errorf("--maxclients must be at least 1")
+	}
+	if o.timeout < 0 {
+		return nil, fmt.Errorf("--timeout must be 0 (never) or a number of seconds")
+	}
+	if o.tcpKeepalive < 0 {
+		return nil, fmt.Errorf("--tcp-keepalive must be 0 (off) or a number of seconds")
 	}
 	switch o.appendfsync {
 	case "always", "everysec", "no":
@@ -188,6 +203,7 @@ func run(args []string) int {
 			"enable-debug-command": strconv.FormatBool(o.enableDebug),
 			"io":                   o.io,
 			"threads":              strconv.Itoa(o.threads),
+			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
 		},
 		OnShutdown: func(save bool) {
 			select {
@@ -201,7 +217,20 @@ func run(args []string) int {
 	}
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
-	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o)}
+	maxclients, err := fitMaxClients(o)
+	if err != nil {
+		log.Printf("error: %v", err)
+		if p != nil {
+			p.Shutdown(false)
+		}
+		return 1
+	}
+	keepalive := time.Duration(o.tcpKeepalive) * time.Second
+	if keepalive == 0 {
+		keepalive = -1 // off
+	}
+	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o), MaxClients: maxclients,
+		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive}
 	if p != nil {
 		rcfg.Background = p.Flushing
 	}

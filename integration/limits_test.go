@@ -1,0 +1,251 @@
+package integration
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// dialRaw opens a plain TCP connection to s.
+func dialRaw(t *testing.T, s *server) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+// roundTrip sends one inline command on nc and returns the reply's first
+// line (an error: the connection's error, io.EOF when the server closed
+// it).
+func roundTrip(nc net.Conn, cmd string) (string, error) {
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+// TestMaxClients: over --maxclients a connection is answered Redis's
+// error and closed, counted in INFO; once a client leaves, a new one is
+// served; CONFIG SET maxclients moves the bound.
+func TestMaxClients(t *testing.T) {
+	t.Parallel()
+	for _, io := range []string{"epoll", "goroutines"} {
+		t.Run(io, func(t *testing.T) {
+			s := startIn(t, "", "--maxclients", "3", "--io", io)
+			var open []net.Conn
+			for range 3 {
+				nc := dialRaw(t, s)
+				if got, err := roundTrip(nc, "PING"); got != "+PONG" {
+					t.Fatalf("PING = %q, %v", got, err)
+				}
+				open = append(open, nc)
+			}
+			extra := dialRaw(t, s)
+			got, _ := bufio.NewReader(extra).ReadString('\n')
+			if got != "-ERR max number of clients reached\r\n" {
+				t.Fatalf("connection over maxclients got %q", got)
+			}
+			if _, err := bufio.NewReader(extra).ReadString('\n'); err == nil {
+				t.Fatal("connection over maxclients not closed")
+			}
+			if got, err := roundTrip(open[0], "INFO stats"); err != nil || !strings.HasPrefix(got, "$") {
+				t.Fatalf("INFO = %q, %v", got, err)
+			}
+			open[1].Close()
+			c := s.client(t, 2)
+			eventually(t, "a client served after one left", func() bool { return c.Ping(ctx).Err() == nil })
+			info := c.Info(ctx, "stats", "clients").Val()
+			if !strings.Contains(info, "rejected_connections:1\r\n") || !strings.Contains(info, "maxclients:3\r\n") {
+				t.Fatalf("INFO stats, clients: want rejected_connections:1 and maxclients:3:\n%s", info)
+			}
+			if got := c.ConfigGet(ctx, "maxclients").Val()["maxclients"]; got != "3" {
+				t.Fatalf("CONFIG GET maxclients = %q", got)
+			}
+			if err := c.ConfigSet(ctx, "maxclients", "10").Err(); err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				if got, err := roundTrip(dialRaw(t, s), "PING"); got != "+PONG" {
+					t.Fatalf("PING after CONFIG SET maxclients 10 = %q, %v", got, err)
+				}
+			}
+			if err := c.ConfigSet(ctx, "maxclients", "0").Err(); err == nil || !strings.Contains(err.Error(), "maxclients") {
+				t.Fatalf("CONFIG SET maxclients 0 = %v, want an error naming it", err)
+			}
+		})
+	}
+}
+
+// startLimited starts a server whose file-descriptor limit is nofile.
+func startLimited(t *testing.T, nofile int, dir string, args ...string) (*server, error) {
+	t.Helper()
+	inner := serverCommand(append([]string{"--port", "0", "--dir", dir}, args...)...)
+	cmd := exec.Command("sh", append([]string{"-c", `ulimit -n ` + strconv.Itoa(nofile) + ` && exec "$0" "$@"`, inner.Path}, inner.Args[1:]...)...)
+	cmd.Env = inner.Env
+	return startCmd(t, dir, cmd)
+}
+
+// TestLowFileLimit: under a low ulimit -n the server lowers maxclients to
+// what the limit holds (logging it), and the connections beyond are
+// refused with the error while the others are served; with a store and a
+// limit too low for it, it refuses to start, exit 1.
+func TestLowFileLimit(t *testing.T) {
+	t.Parallel()
+	s, err := startLimited(t, 64, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.logs.String(), "maxclients lowered to 32") {
+		t.Fatalf("want a line saying maxclients was lowered to 32:\n%s", s.logs)
+	}
+	served, refused := 0, 0
+	var conns []net.Conn
+	for range 50 {
+		nc := dialRaw(t, s)
+		conns = append(conns, nc)
+		switch got, _ := roundTrip(nc, "PING"); got {
+		case "+PONG":
+			served++
+		case "-ERR max number of clients reached":
+			refused++
+		default:
+			t.Fatalf("connection %d: got %q", len(conns), got)
+		}
+	}
+	if served != 32 || refused != 18 {
+		t.Fatalf("%d served, %d refused; want 32 and 18", served, refused)
+	}
+	if got, err := roundTrip(conns[0], "PING"); got != "+PONG" {
+		t.Fatalf("first client after the refusals: %q, %v", got, err)
+	}
+
+	dir := t.TempDir()
+	_, err = startLimited(t, 200, dir)
+	if err == nil || !strings.Contains(err.Error(), "too low") {
+		t.Fatalf("start with a store under ulimit -n 200: %v, want a refusal saying the limit is too low", err)
+	}
+}
+
+// TestAcceptErrorsNeverStop: with its file descriptors exhausted (the
+// limit lowered under the running server), accept fails; the server logs
+// it, goes on serving its clients, and accepts again once descriptors are
+// free.
+func TestAcceptErrorsNeverStop(t *testing.T) {
+	t.Parallel()
+	for _, io := range []string{"epoll", "goroutines"} {
+		t.Run(io, func(t *testing.T) {
+			s := startIn(t, "", "--io", io)
+			c := s.client(t, 2)
+			if err := c.Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var old unix.Rlimit
+			if err := unix.Prlimit(s.cmd.Process.Pid, unix.RLIMIT_NOFILE, nil, &old); err != nil {
+				t.Fatal(err)
+			}
+			lim := unix.Rlimit{Cur: 40, Max: old.Max}
+			if err := unix.Prlimit(s.cmd.Process.Pid, unix.RLIMIT_NOFILE, &lim, nil); err != nil {
+				t.Fatal(err)
+			}
+			var extra []net.Conn
+			for range 60 {
+				extra = append(extra, dialRaw(t, s))
+			}
+			eventually(t, "an accept error logged", func() bool { return strings.Contains(s.logs.String(), "too many open files") })
+			if err := c.Ping(ctx).Err(); err != nil {
+				t.Fatalf("a client connected before the limit: %v", err)
+			}
+			for _, nc := range extra {
+				nc.Close()
+			}
+			if err := unix.Prlimit(s.cmd.Process.Pid, unix.RLIMIT_NOFILE, &old, nil); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "accepting again", func() bool {
+				nc, err := net.Dial("tcp", s.Addr)
+				if err != nil {
+					return false
+				}
+				defer nc.Close()
+				got, _ := roundTrip(nc, "PING")
+				return got == "+PONG"
+			})
+			eventually(t, "a line saying accept works again", func() bool { return strings.Contains(s.logs.String(), "accept works again") })
+		})
+	}
+}
+
+// TestIdleTimeout: --timeout closes a connection idle for that long and
+// leaves a busy one open; CONFIG GET shows it, CONFIG SET timeout 0 turns
+// it off.
+func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
+	for _, io := range []string{"epoll", "goroutines"} {
+		t.Run(io, func(t *testing.T) {
+			s := startIn(t, "", "--timeout", "1", "--io", io)
+			idle := dialRaw(t, s)
+			busy := dialRaw(t, s)
+			if got, err := roundTrip(idle, "PING"); got != "+PONG" {
+				t.Fatalf("PING = %q, %v", got, err)
+			}
+			closed := make(chan error, 1)
+			go func() {
+				idle.SetReadDeadline(time.Now().Add(20 * time.Second))
+				_, err := bufio.NewReader(idle).ReadString('\n')
+				closed <- err
+			}()
+			// The busy connection pings until the idle one is closed.
+			for done := false; !done; {
+				select {
+				case err := <-closed:
+					if ne, ok := err.(net.Error); ok && ne.Timeout() {
+						t.Fatal("the idle connection was not closed within 20 s")
+					}
+					done = true
+				default:
+					if got, err := roundTrip(busy, "PING"); got != "+PONG" {
+						t.Fatalf("the busy connection: PING = %q, %v", got, err)
+					}
+				}
+			}
+			if got, err := roundTrip(busy, "CONFIG GET timeout"); err != nil || got != "*2" {
+				t.Fatalf("CONFIG GET timeout = %q, %v", got, err)
+			}
+			c := s.client(t, 2)
+			if got := c.ConfigGet(ctx, "timeout").Val()["timeout"]; got != "1" {
+				t.Fatalf("CONFIG GET timeout = %q, want 1", got)
+			}
+			if got := c.ConfigGet(ctx, "tcp-keepalive").Val()["tcp-keepalive"]; got != "300" {
+				t.Fatalf("CONFIG GET tcp-keepalive = %q, want 300", got)
+			}
+			if err := c.ConfigSet(ctx, "timeout", "-1").Err(); err == nil {
+				t.Fatal("CONFIG SET timeout -1 accepted")
+			}
+		})
+	}
+}
+
+// TestLimitFlagsRefused: bad values for the connection limits are refused
+// at start, exit 2, with a line naming the flag.
+func TestLimitFlagsRefused(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "-5"}, {"--maxclients", "x"}} {
+		out, err := serverCommand(append([]string{"--port", "0", "--dir", ""}, args...)...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), strings.TrimPrefix(args[0], "--")) {
+			t.Errorf("%v: %v, want exit 2 naming the flag:\n%s", args, err, out)
+		}
+	}
+}
