@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -74,6 +75,16 @@ var configParams = map[string]configParam{
 			n, ok := parseCost(v)
 			if ok {
 				c.srv.SetIdleTimeout(time.Duration(n) * time.Second)
+			}
+			return ok
+		},
+	},
+	"protected-mode": {
+		get: func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
+		set: func(c *Ctx, v []byte) bool {
+			on, ok := parseYesNo(v)
+			if ok {
+				c.h.protected.Store(on)
 			}
 			return ok
 		},
@@ -169,6 +180,10 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if !validConfigValue(name, args[i+1]) {
+			if name == "protected-mode" {
+				c.err(resp.ErrConfigYesNo(name))
+				return
+			}
 			c.err(resp.ErrConfigValue(name))
 			return
 		}
@@ -193,6 +208,9 @@ func validConfigValue(name string, v []byte) bool {
 	case "timeout":
 		n, ok := parseCost(v)
 		return ok && n <= 1<<31
+	case "protected-mode":
+		_, ok := parseYesNo(v)
+		return ok
 	}
 	return true
 }
@@ -500,9 +518,32 @@ func cmdCheckpoint(c *Ctx, args [][]byte) {
 		c.err(resp.ErrPersistenceOff)
 		return
 	}
-	if err := p.Checkpoint(string(args[1])); err != nil {
+	name := string(args[1])
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
+		c.err(resp.ErrCheckpointName)
+		return
+	}
+	if err := p.Checkpoint(filepath.Join(c.h.cfg.BackupDir, name)); err != nil {
 		c.err(resp.ErrFailed(err))
 		return
 	}
 	c.W.OK()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseYesNo parses a yes/no configuration value, as Redis's CONFIG SET.
+func parseYesNo(v []byte) (on, ok bool) {
+	switch {
+	case equalFold(v, "YES"):
+		return true, true
+	case equalFold(v, "NO"):
+		return false, true
+	}
+	return false, false
 }

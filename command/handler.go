@@ -5,6 +5,7 @@
 package command
 
 import (
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,11 @@ type Config struct {
 	// OnShutdown is called by SHUTDOWN after replying is no longer needed;
 	// save tells whether to flush first. Default: nothing.
 	OnShutdown func(save bool)
+	// ProtectedMode refuses connections from other addresses than the
+	// loopback's while no password is set (Admit).
+	ProtectedMode bool
+	// BackupDir is where CHECKPOINT writes its copies.
+	BackupDir string
 }
 
 // Persistence is what the commands need from the persistence layer.
@@ -66,6 +72,7 @@ type Handler struct {
 	started time.Time
 
 	requirePass atomic.Pointer[string]
+	protected   atomic.Bool
 	logMax      atomic.Int64
 	maxMemory   atomic.Int64
 	doneCmds    atomic.Int64 // commands of closed connections
@@ -79,8 +86,22 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now()}
 	pass := cfg.RequirePass
 	h.requirePass.Store(&pass)
+	h.protected.Store(cfg.ProtectedMode)
 	h.logMax.Store(cfg.LogMaxLimit)
 	return h
+}
+
+// Admit is resp.Config.Admit: protected mode, as Redis's. While it is on
+// and no password is set, a connection from anything but 127.0.0.1 or ::1
+// is refused with ErrDenied.
+func (h *Handler) Admit(remote net.Addr) string {
+	if !h.protected.Load() || *h.requirePass.Load() != "" {
+		return ""
+	}
+	if a, ok := remote.(*net.TCPAddr); ok && (a.IP.Equal(net.IPv4(127, 0, 0, 1)) || a.IP.Equal(net.IPv6loopback)) {
+		return ""
+	}
+	return resp.ErrDenied
 }
 
 // NewSession returns the state of a new connection (resp.Handler).

@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -60,21 +61,32 @@ func TestMaxClients(t *testing.T) {
 			if _, err := bufio.NewReader(extra).ReadString('\n'); err == nil {
 				t.Fatal("connection over maxclients not closed")
 			}
-			if got, err := roundTrip(open[0], "INFO stats"); err != nil || !strings.HasPrefix(got, "$") {
-				t.Fatalf("INFO = %q, %v", got, err)
-			}
+			// Once a client leaves, a new one is served (a dial racing the
+			// server's noticing it left is refused, and counted).
 			open[1].Close()
+			refused := 1
+			for served := false; !served; {
+				nc := dialRaw(t, s)
+				switch got, _ := roundTrip(nc, "PING"); got {
+				case "+PONG":
+					served = true
+					if got, err := roundTrip(nc, "CONFIG SET maxclients 10"); got != "+OK" {
+						t.Fatalf("CONFIG SET maxclients 10 = %q, %v", got, err)
+					}
+				case "-ERR max number of clients reached":
+					refused++
+					nc.Close()
+				default:
+					t.Fatalf("PING = %q", got)
+				}
+			}
 			c := s.client(t, 2)
-			eventually(t, "a client served after one left", func() bool { return c.Ping(ctx).Err() == nil })
 			info := c.Info(ctx, "stats", "clients").Val()
-			if !strings.Contains(info, "rejected_connections:1\r\n") || !strings.Contains(info, "maxclients:3\r\n") {
-				t.Fatalf("INFO stats, clients: want rejected_connections:1 and maxclients:3:\n%s", info)
+			if want := fmt.Sprintf("rejected_connections:%d\r\n", refused); !strings.Contains(info, want) || !strings.Contains(info, "maxclients:10\r\n") {
+				t.Fatalf("INFO stats, clients: want %q and maxclients:10:\n%s", want, info)
 			}
-			if got := c.ConfigGet(ctx, "maxclients").Val()["maxclients"]; got != "3" {
+			if got := c.ConfigGet(ctx, "maxclients").Val()["maxclients"]; got != "10" {
 				t.Fatalf("CONFIG GET maxclients = %q", got)
-			}
-			if err := c.ConfigSet(ctx, "maxclients", "10").Err(); err != nil {
-				t.Fatal(err)
 			}
 			for range 5 {
 				if got, err := roundTrip(dialRaw(t, s), "PING"); got != "+PONG" {
@@ -247,5 +259,64 @@ func TestLimitFlagsRefused(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), strings.TrimPrefix(args[0], "--")) {
 			t.Errorf("%v: %v, want exit 2 naming the flag:\n%s", args, err, out)
 		}
+	}
+}
+
+// dialFrom opens a TCP connection to s from the local address ip.
+func dialFrom(t *testing.T, s *server, ip string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	nc, err := d.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+// TestProtectedMode: with no password, a connection from 127.0.0.2 (not
+// the loopback address, for Redis and rlserver) is answered -DENIED and
+// closed, one from 127.0.0.1 is served; a password, --protected-mode no or
+// CONFIG SET protected-mode no lets it in.
+func TestProtectedMode(t *testing.T) {
+	t.Parallel()
+	s := startIn(t, "")
+	nc := dialFrom(t, s, "127.0.0.2")
+	got, _ := bufio.NewReader(nc).ReadString('\n')
+	if !strings.HasPrefix(got, "-DENIED rlserver is running in protected mode") || !strings.Contains(got, "--requirepass") || !strings.Contains(got, "--protected-mode no") {
+		t.Fatalf("from 127.0.0.2: %q, want -DENIED explaining what to do", got)
+	}
+	if _, err := bufio.NewReader(nc).ReadString('\n'); err == nil {
+		t.Fatal("a denied connection was not closed")
+	}
+	if got, err := roundTrip(dialFrom(t, s, "127.0.0.1"), "PING"); got != "+PONG" {
+		t.Fatalf("from 127.0.0.1: %q, %v", got, err)
+	}
+	c := s.client(t, 2)
+	if got := c.ConfigGet(ctx, "protected-mode").Val()["protected-mode"]; got != "yes" {
+		t.Fatalf("CONFIG GET protected-mode = %q", got)
+	}
+	if err := c.ConfigSet(ctx, "protected-mode", "maybe").Err(); err == nil || err.Error() != "ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'" {
+		t.Fatalf("CONFIG SET protected-mode maybe: %v", err)
+	}
+	if err := c.ConfigSet(ctx, "protected-mode", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := roundTrip(dialFrom(t, s, "127.0.0.2"), "PING"); got != "+PONG" {
+		t.Fatalf("from 127.0.0.2 after CONFIG SET protected-mode no: %q, %v", got, err)
+	}
+
+	p := startIn(t, "", "--requirepass", "s3cret")
+	if got, err := roundTrip(dialFrom(t, p, "127.0.0.2"), "PING"); got != "-NOAUTH Authentication required." {
+		t.Fatalf("from 127.0.0.2 with a password set: %q, %v", got, err)
+	}
+	off := startIn(t, "", "--protected-mode", "no")
+	if got, err := roundTrip(dialFrom(t, off, "127.0.0.2"), "PING"); got != "+PONG" {
+		t.Fatalf("from 127.0.0.2 with --protected-mode no: %q, %v", got, err)
+	}
+	out, err := serverCommand("--port", "0", "--dir", "", "--protected-mode", "maybe").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "protected-mode") {
+		t.Fatalf("--protected-mode maybe: %v, want exit 2:\n%s", err, out)
 	}
 }

@@ -621,30 +621,47 @@ func TestPersistRevivedKey(t *testing.T) {
 	wantBucket(t, bucket100(t, c2, "rv", 0), 97, time.Since(began)+time.Second)
 }
 
-// TestPersistCheckpoint: CHECKPOINT flushes and writes a consistent copy of
-// the store that a server starts from; the target must not exist; without
-// persistence it is an error.
+// TestPersistCheckpoint: CHECKPOINT name flushes and writes a consistent
+// copy of the store under --backup-dir (default <dir>/backups) that a
+// server starts from; the target must not exist; a name that is a path
+// is refused; without persistence it is an error.
 func TestPersistCheckpoint(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	ck := filepath.Join(t.TempDir(), "backup")
 	s := startIn(t, dir, "--save-interval", "1h")
 	c := s.client(t, 2)
 	began := time.Now()
 	wantBucket(t, bucket100(t, c, "ck", 30), 70, 0)
-	do(t, c, "CHECKPOINT", ck).equal("OK")
-	if r := do(t, c, "CHECKPOINT", ck); r.err == nil || !strings.HasPrefix(r.err.Error(), "ERR ") || !strings.Contains(r.err.Error(), "exists") {
+	do(t, c, "CHECKPOINT", "backup").equal("OK")
+	if r := do(t, c, "CHECKPOINT", "backup"); r.err == nil || !strings.HasPrefix(r.err.Error(), "ERR ") || !strings.Contains(r.err.Error(), "exists") {
 		t.Fatalf("CHECKPOINT onto an existing dir: %v", r.err)
+	}
+	outside := filepath.Join(t.TempDir(), "x")
+	for _, name := range []string{outside, "../x", "..", "a/b", ""} {
+		do(t, c, "CHECKPOINT", name).errIs("ERR CHECKPOINT takes a plain name, the copy's directory under --backup-dir (no '/', no '..')")
+	}
+	if _, err := os.Stat(outside); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("CHECKPOINT with an absolute path wrote %s: %v", outside, err)
+	}
+	if got := c.ConfigGet(ctx, "backup-dir").Val()["backup-dir"]; got != filepath.Join(dir, "backups") {
+		t.Fatalf("CONFIG GET backup-dir = %q, want %s", got, filepath.Join(dir, "backups"))
 	}
 	wantBucket(t, bucket100(t, c, "ck", 10), 60, time.Since(began)) // after the checkpoint: not in it
 
-	b := startIn(t, ck)
+	b := startIn(t, filepath.Join(dir, "backups", "backup"))
 	cb := b.client(t, 2)
 	wantRestored(t, b, cb, 1)
 	wantBucket(t, bucket100(t, cb, "ck", 0), 70, time.Since(began))
 
+	backups := t.TempDir()
+	o := startIn(t, t.TempDir(), "--backup-dir", backups)
+	do(t, o.client(t, 2), "CHECKPOINT", "nightly").equal("OK")
+	if _, err := os.Stat(filepath.Join(backups, "nightly")); err != nil {
+		t.Fatalf("CHECKPOINT nightly under --backup-dir %s: %v", backups, err)
+	}
+
 	mem := startIn(t, "")
-	do(t, mem.client(t, 2), "CHECKPOINT", filepath.Join(t.TempDir(), "x")).errIs("ERR persistence is off (--dir '')")
+	do(t, mem.client(t, 2), "CHECKPOINT", "x").errIs("ERR persistence is off (--dir '')")
 }
 
 // TestPersistDiskFault: a disk fault (injected behind the persistence

@@ -33,6 +33,8 @@ const (
 	ErrLogLimit         = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
 	ErrAllDistinctKeys  = "ERR CL.ALL rules must name distinct keys"
 	ErrMaxClients       = "ERR max number of clients reached"
+	ErrDenied           = "DENIED rlserver is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface (127.0.0.1, ::1). To accept connections from elsewhere, do one of: 1) set a password with --requirepass (or RLSERVER_REQUIREPASS), or CONFIG SET requirepass from the loopback interface; 2) turn protected mode off with --protected-mode no, or CONFIG SET protected-mode no from the loopback interface, making sure rlserver is not reachable from the internet."
+	ErrCheckpointName   = "ERR CHECKPOINT takes a plain name, the copy's directory under --backup-dir (no '/', no '..')"
 	errProtocolPrefix   = "ERR Protocol error: "
 	protoMultibulkLen   = "invalid multibulk length"
 	protoBulkLen        = "invalid bulk length"
@@ -100,6 +102,11 @@ func ErrConfigUnknown(arg []byte) string {
 
 func ErrConfigValue(name string) string {
 	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer"
+}
+
+// ErrConfigYesNo is CONFIG SET's error for a bad yes/no value.
+func ErrConfigYesNo(name string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be 'yes' or 'no'"
 }
 
 // ErrFailed reports an error of the server's own (a failed save or

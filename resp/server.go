@@ -38,6 +38,9 @@ type Config struct {
 	// TCPKeepAlive is the keep-alive period of accepted connections;
 	// negative turns keep-alives off. 0 means 300 s, as Redis.
 	TCPKeepAlive time.Duration
+	// Admit, if set, is asked about each connection accepted: a non-empty
+	// answer is sent to it as an error, and it is closed.
+	Admit func(remote net.Addr) string
 }
 
 // Server serves the Redis protocol, running requests through its Handler.
@@ -139,8 +142,15 @@ func (s *Server) Serve() error {
 			continue
 		}
 		if int64(s.NumConns()) >= s.maxConns.Load() {
-			s.refuse(nc)
+			s.refused.Add(1)
+			refuse(nc, ErrMaxClients)
 			continue
+		}
+		if s.cfg.Admit != nil {
+			if msg := s.cfg.Admit(nc.RemoteAddr()); msg != "" {
+				refuse(nc, msg)
+				continue
+			}
 		}
 		var c *Conn
 		var l *eventLoop
@@ -178,12 +188,11 @@ func (s *Server) Serve() error {
 	}
 }
 
-// refuse answers a connection over MaxClients and closes it, as Redis
-// does.
-func (s *Server) refuse(nc net.Conn) {
-	s.refused.Add(1)
+// refuse answers a connection it does not serve with an error and closes
+// it, as Redis does.
+func refuse(nc net.Conn, msg string) {
 	nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	nc.Write([]byte("-" + ErrMaxClients + "\r\n"))
+	nc.Write([]byte("-" + msg + "\r\n"))
 	nc.Close()
 }
 

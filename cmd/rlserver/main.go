@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -43,6 +44,8 @@ type options struct {
 	maxclients   int
 	timeout      int
 	tcpKeepalive int
+	protected    string
+	backupDir    string
 }
 
 func main() {
@@ -71,6 +74,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
 	fs.IntVar(&o.timeout, "timeout", 0, "close a connection idle for this many seconds (0: never)")
 	fs.IntVar(&o.tcpKeepalive, "tcp-keepalive", 300, "TCP keep-alive period of client connections, in seconds (0: off)")
+	fs.StringVar(&o.protected, "protected-mode", "yes", "yes: with no password set, accept connections only from 127.0.0.1 and ::1")
+	fs.StringVar(&o.backupDir, "backup-dir", "", "where CHECKPOINT name writes its copies (default <dir>/backups)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -117,6 +122,12 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.tcpKeepalive < 0 {
 		return nil, fmt.Errorf("--tcp-keepalive must be 0 (off) or a number of seconds")
+	}
+	if o.protected != "yes" && o.protected != "no" {
+		return nil, fmt.Errorf("--protected-mode must be yes or no")
+	}
+	if o.backupDir == "" && o.dir != "" {
+		o.backupDir = filepath.Join(o.dir, "backups")
 	}
 	switch o.appendfsync {
 	case "always", "everysec", "no":
@@ -190,9 +201,11 @@ func run(args []string) int {
 
 	done := make(chan bool, 1)
 	cfg := command.Config{
-		RequirePass: o.requirepass,
-		EnableDebug: o.enableDebug,
-		LogMaxLimit: o.logMaxLimit,
+		RequirePass:   o.requirepass,
+		EnableDebug:   o.enableDebug,
+		LogMaxLimit:   o.logMaxLimit,
+		ProtectedMode: o.protected == "yes",
+		BackupDir:     o.backupDir,
 		Settings: map[string]string{
 			"bind":                 o.bind,
 			"port":                 strconv.Itoa(o.port),
@@ -204,6 +217,7 @@ func run(args []string) int {
 			"io":                   o.io,
 			"threads":              strconv.Itoa(o.threads),
 			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
+			"backup-dir":           o.backupDir,
 		},
 		OnShutdown: func(save bool) {
 			select {
@@ -230,7 +244,7 @@ func run(args []string) int {
 		keepalive = -1 // off
 	}
 	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o), MaxClients: maxclients,
-		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive}
+		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive, Admit: commands.Admit}
 	if p != nil {
 		rcfg.Background = p.Flushing
 	}
