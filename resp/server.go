@@ -6,6 +6,7 @@ package resp
 
 import (
 	"context"
+	"crypto/tls"
 	"log"
 	"net"
 	"slices"
@@ -50,6 +51,7 @@ type Server struct {
 	maxBulk atomic.Int64
 
 	ln       net.Listener
+	tlsLn    net.Listener // ListenTLS's, served in goroutine mode
 	loops    []*eventLoop
 	nextLoop int
 	nextID   atomic.Int64
@@ -106,6 +108,27 @@ func (s *Server) Listen(addr string) error {
 	return nil
 }
 
+// ListenTLS binds a second listening socket on addr whose connections
+// speak TLS with cfg. Serve serves them too, each from its own goroutine
+// (the event loops read plain sockets).
+func (s *Server) ListenTLS(addr string, cfg *tls.Config) error {
+	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.tlsLn = tls.NewListener(ln, cfg)
+	return nil
+}
+
+// TLSAddr returns the address of ListenTLS's socket (nil without one).
+func (s *Server) TLSAddr() net.Addr {
+	if s.tlsLn == nil {
+		return nil
+	}
+	return s.tlsLn.Addr()
+}
+
 // Addr returns the address the server listens on (nil before Listen).
 func (s *Server) Addr() net.Addr {
 	if s.ln == nil {
@@ -119,6 +142,16 @@ func (s *Server) Addr() net.Addr {
 // never stops it: the connections it has go on being served, and it
 // accepts again after a back-off.
 func (s *Server) Serve() error {
+	if s.tlsLn != nil {
+		go s.accept(s.tlsLn, false)
+	}
+	s.accept(s.ln, len(s.loops) > 0)
+	return nil
+}
+
+// accept serves the connections ln accepts, handing them to the event
+// loops if loops is set, until Close.
+func (s *Server) accept(ln net.Listener, loops bool) {
 	var backoff time.Duration
 	var failing string // the accept error logged last
 	failed := func(err error) {
@@ -130,13 +163,13 @@ func (s *Server) Serve() error {
 		time.Sleep(backoff)
 	}
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			s.mu.Lock()
 			closing := s.closing
 			s.mu.Unlock()
 			if closing {
-				return nil
+				return
 			}
 			failed(err)
 			continue
@@ -154,7 +187,7 @@ func (s *Server) Serve() error {
 		}
 		var c *Conn
 		var l *eventLoop
-		if len(s.loops) > 0 {
+		if loops {
 			l = s.loops[s.nextLoop%len(s.loops)]
 			s.nextLoop++
 			if c, err = l.adopt(nc); err != nil {
@@ -218,6 +251,9 @@ func (s *Server) Close(timeout time.Duration) {
 	s.closing = true
 	if s.ln != nil {
 		s.ln.Close()
+	}
+	if s.tlsLn != nil {
+		s.tlsLn.Close()
 	}
 	loops := s.loops
 	for c := range s.conns {

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log"
@@ -46,6 +47,12 @@ type options struct {
 	tcpKeepalive int
 	protected    string
 	backupDir    string
+
+	tlsPort        string
+	tlsCert        string
+	tlsKey         string
+	tlsCA          string
+	tlsAuthClients string
 }
 
 func main() {
@@ -76,6 +83,11 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.tcpKeepalive, "tcp-keepalive", 300, "TCP keep-alive period of client connections, in seconds (0: off)")
 	fs.StringVar(&o.protected, "protected-mode", "yes", "yes: with no password set, accept connections only from 127.0.0.1 and ::1")
 	fs.StringVar(&o.backupDir, "backup-dir", "", "where CHECKPOINT name writes its copies (default <dir>/backups)")
+	fs.StringVar(&o.tlsPort, "tls-port", "", "TCP port for TLS connections (0 picks a free one and logs it); none by default")
+	fs.StringVar(&o.tlsCert, "tls-cert-file", "", "the server's TLS certificate (PEM); reloaded on SIGHUP")
+	fs.StringVar(&o.tlsKey, "tls-key-file", "", "its private key (PEM); reloaded on SIGHUP")
+	fs.StringVar(&o.tlsCA, "tls-ca-cert-file", "", "CA certificates (PEM) that client certificates must chain to")
+	fs.StringVar(&o.tlsAuthClients, "tls-auth-clients", "yes", "client certificates: yes (required), optional, or no")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -122,6 +134,11 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.tcpKeepalive < 0 {
 		return nil, fmt.Errorf("--tcp-keepalive must be 0 (off) or a number of seconds")
+	}
+	if o.tlsPort != "" {
+		if n, err := strconv.Atoi(o.tlsPort); err != nil || n < 0 || n > 65535 {
+			return nil, fmt.Errorf("--tls-port must be a port number (0 picks a free one)")
+		}
 	}
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
@@ -218,6 +235,11 @@ func run(args []string) int {
 			"threads":              strconv.Itoa(o.threads),
 			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
 			"backup-dir":           o.backupDir,
+			"tls-port":             o.tlsPort,
+			"tls-cert-file":        o.tlsCert,
+			"tls-key-file":         o.tlsKey,
+			"tls-ca-cert-file":     o.tlsCA,
+			"tls-auth-clients":     o.tlsAuthClients,
 		},
 		OnShutdown: func(save bool) {
 			select {
@@ -249,6 +271,25 @@ func run(args []string) int {
 		rcfg.Background = p.Flushing
 	}
 	srv := resp.New(rcfg, commands)
+	var certs *tlsCerts
+	if o.tlsPort != "" {
+		var tcfg *tls.Config
+		if tcfg, certs, err = tlsConfig(o); err != nil {
+			log.Printf("error: %v", err)
+			if p != nil {
+				p.Shutdown(false)
+			}
+			return 2
+		}
+		if err := srv.ListenTLS(net.JoinHostPort(o.bind, o.tlsPort), tcfg); err != nil {
+			log.Printf("error: listen (TLS): %v", err)
+			if p != nil {
+				p.Shutdown(false)
+			}
+			return 1
+		}
+		log.Printf("TLS: listening on %s", srv.TLSAddr())
+	}
 	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {
@@ -268,6 +309,20 @@ func run(args []string) int {
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			if certs == nil {
+				continue
+			}
+			if err := certs.load(); err != nil {
+				log.Printf("error: SIGHUP: reloading the TLS certificate: %v (the previous one stays)", err)
+			} else {
+				log.Printf("SIGHUP: TLS certificate reloaded")
+			}
+		}
+	}()
 	save := true
 	code := 0
 	select {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"sync/atomic"
+)
+
+// tlsCerts serves the server's certificate to each handshake, and loads
+// it again (SIGHUP) without a restart.
+type tlsCerts struct {
+	certFile, keyFile string
+	cert              atomic.Pointer[tls.Certificate]
+}
+
+func (c *tlsCerts) load() error {
+	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+	}
+	c.cert.Store(&cert)
+	return nil
+}
+
+// tlsConfig returns the TLS configuration of --tls-port (TLS 1.2 and up),
+// and the certificates to reload, or an error naming the flag at fault.
+func tlsConfig(o *options) (*tls.Config, *tlsCerts, error) {
+	if o.tlsCert == "" || o.tlsKey == "" {
+		return nil, nil, fmt.Errorf("--tls-port needs --tls-cert-file and --tls-key-file")
+	}
+	certs := &tlsCerts{certFile: o.tlsCert, keyFile: o.tlsKey}
+	if err := certs.load(); err != nil {
+		return nil, nil, err
+	}
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return certs.cert.Load(), nil
+		},
+	}
+	switch o.tlsAuthClients {
+	case "no":
+		cfg.ClientAuth = tls.NoClientCert
+	case "optional":
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	case "yes":
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	default:
+		return nil, nil, fmt.Errorf("--tls-auth-clients must be yes, no or optional")
+	}
+	if cfg.ClientAuth != tls.NoClientCert {
+		if o.tlsCA == "" {
+			return nil, nil, fmt.Errorf("--tls-auth-clients %s needs --tls-ca-cert-file (or --tls-auth-clients no)", o.tlsAuthClients)
+		}
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-ca-cert-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("--tls-ca-cert-file %s: no PEM certificate in it", o.tlsCA)
+		}
+		cfg.ClientCAs = pool
+	}
+	return cfg, certs, nil
+}
