@@ -361,6 +361,7 @@ func (c *Ctx) infoSections() []infoSection {
 		{"total_connections_received", i64(srv.ConnectionsReceived)},
 		{"total_commands_processed", i64(c.totalCommands())},
 		{"rejected_connections", i64(srv.RejectedConnections)},
+		{"acl_access_denied_auth", i64(h.authFailures.Load())},
 		{"protocol_errors", i64(srv.ProtocolErrors)},
 		{"expired_keys", i64(st.Expired)},
 		{"evicted_keys", i64(st.Evicted)},

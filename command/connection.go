@@ -2,7 +2,9 @@ package command
 
 import (
 	"crypto/subtle"
+	"log"
 	"strconv"
+	"time"
 
 	"github.com/rlserver/rlserver/resp"
 )
@@ -22,10 +24,29 @@ func cmdEcho(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendBulk(c.W.Buf, args[1]
 
 func (c *Ctx) checkPassword(user, pass []byte) bool {
 	want := *c.h.requirePass.Load()
-	if user != nil && string(user) != "default" {
-		return false
+	if (user == nil || string(user) == "default") && subtle.ConstantTimeCompare(pass, []byte(want)) == 1 {
+		return true
 	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+	c.h.authFailed(c.sess.info.Addr)
+	return false
+}
+
+// authFailLogEvery bounds the log lines about failed AUTHs: at most one
+// per interval, with the count since the last.
+const authFailLogEvery = 10 * time.Second
+
+// authFailed counts a failed AUTH (INFO stats acl_access_denied_auth) and
+// logs it, at a bounded rate: a client guessing passwords must not flood
+// the log.
+func (h *Handler) authFailed(addr string) {
+	n := h.authFailures.Add(1)
+	now := time.Now().UnixNano()
+	last := h.authLogged.Load()
+	if now-last < int64(authFailLogEvery) || !h.authLogged.CompareAndSwap(last, now) {
+		return
+	}
+	since := n - h.authLoggedAt.Swap(n)
+	log.Printf("AUTH failed from %s (%d failed since the last such line, %d in all)", addr, since, n)
 }
 
 // AUTH [username] password

@@ -73,9 +73,12 @@ type Handler struct {
 
 	requirePass atomic.Pointer[string]
 	protected   atomic.Bool
-	logMax      atomic.Int64
-	maxMemory   atomic.Int64
-	doneCmds    atomic.Int64 // commands of closed connections
+	// Failed AUTHs: the count, and when and at which count the last log
+	// line about them was written (authFailed).
+	authFailures, authLogged, authLoggedAt atomic.Int64
+	logMax                                 atomic.Int64
+	maxMemory                              atomic.Int64
+	doneCmds                               atomic.Int64 // commands of closed connections
 }
 
 // New returns the commands over store, reading time from clock.

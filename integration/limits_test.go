@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sys/unix"
 )
 
@@ -318,5 +319,37 @@ func TestProtectedMode(t *testing.T) {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "protected-mode") {
 		t.Fatalf("--protected-mode maybe: %v, want exit 2:\n%s", err, out)
+	}
+}
+
+// TestAuthFailures: failed AUTHs (and HELLO ... AUTH) are counted in INFO
+// stats acl_access_denied_auth and logged at a bounded rate: one line for
+// a burst of them.
+func TestAuthFailures(t *testing.T) {
+	t.Parallel()
+	s := startIn(t, "", "--requirepass", "s3cret")
+	nc := dialRaw(t, s)
+	for range 5 {
+		if got, err := roundTrip(nc, "AUTH wrong"); got != "-WRONGPASS invalid username-password pair or user is disabled." {
+			t.Fatalf("AUTH wrong = %q, %v", got, err)
+		}
+	}
+	if got, err := roundTrip(nc, "HELLO 2 AUTH default wrong"); got != "-WRONGPASS invalid username-password pair or user is disabled." {
+		t.Fatalf("HELLO AUTH wrong = %q, %v", got, err)
+	}
+	if got, err := roundTrip(nc, "AUTH s3cret"); got != "+OK" {
+		t.Fatalf("AUTH s3cret = %q, %v", got, err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "s3cret"})
+	defer c.Close()
+	if info := c.Info(ctx, "stats").Val(); !strings.Contains(info, "acl_access_denied_auth:6\r\n") {
+		t.Fatalf("INFO stats: want acl_access_denied_auth:6:\n%s", info)
+	}
+	eventually(t, "a log line about the failed AUTHs", func() bool { return strings.Contains(s.logs.String(), "AUTH failed from 127.0.0.1:") })
+	if err := c.Ping(ctx).Err(); err != nil { // the server's later lines are read too
+		t.Fatal(err)
+	}
+	if n := strings.Count(s.logs.String(), "AUTH failed from"); n != 1 {
+		t.Fatalf("%d log lines about failed AUTHs, want 1 for a burst:\n%s", n, s.logs)
 	}
 }
