@@ -276,6 +276,11 @@ func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Dur
 	if q.Period, ok = periodOf(p[2]); !ok {
 		return periodErr(p[2])
 	}
+	// More than one token per nanosecond: the emission interval would be
+	// 0 and the limit none (redis-cell refuses it with this error too).
+	if int64(q.Period)/q.Count == 0 {
+		return resp.ErrZeroRate
+	}
 	return ""
 }
 

@@ -586,6 +586,9 @@ func TestLimiterErrors(t *testing.T) {
 		arity := func(name string) string { return "ERR wrong number of arguments for '" + name + "' command" }
 		dur := func(x string) string { return "ERR invalid duration '" + x + "'" }
 		for _, row := range []struct{ cmd, err string }{
+			{"CL.THROTTLE new 1 2000000000 1", "ERR zero rates are not supported"},
+			{"GCRA new 1 2000000000 1", "ERR zero rates are not supported"},
+			{"CL.ALL 1 THROTTLE new 1 2000000000 1", "ERR zero rates are not supported"},
 			{"CL.TOKENBUCKET etb 5 1", arity("cl.tokenbucket")},
 			{"CL.TOKENBUCKET etb 5 1 1s 1 RESERVE 1s x", arity("cl.tokenbucket")},
 			{"CL.TOKENBUCKET etb 0 1 1s", notInt},
