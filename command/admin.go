@@ -17,77 +17,52 @@ import (
 	"github.com/rlserver/rlserver/shard"
 )
 
-// configParam is one CONFIG GET/SET parameter.
+// configParam is one CONFIG GET/SET parameter. A settable one has parse,
+// which CONFIG SET runs on every value before it sets any (so a bad value
+// changes nothing), and set, which takes the value and what parse made of
+// it.
 type configParam struct {
-	get func(c *Ctx) string
-	set func(c *Ctx, v []byte) bool // nil: immutable
+	get   func(c *Ctx) string
+	parse func(v []byte) (int64, bool) // nil: immutable
+	set   func(c *Ctx, n int64, v []byte)
+	bad   func(name string) string // CONFIG SET's error for a bad value; default resp.ErrConfigValue
+}
+
+// intParam is a settable integer parameter.
+func intParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), set func(c *Ctx, n int64)) configParam {
+	return configParam{get: func(c *Ctx) string { return strconv.FormatInt(get(c), 10) }, parse: parse,
+		set: func(c *Ctx, n int64, _ []byte) { set(c, n) }}
+}
+
+// inRange returns parse limited to [lo, hi].
+func inRange(parse func([]byte) (int64, bool), lo, hi int64) func([]byte) (int64, bool) {
+	return func(v []byte) (int64, bool) {
+		n, ok := parse(v)
+		return n, ok && n >= lo && n <= hi
+	}
 }
 
 var configParams = map[string]configParam{
-	"maxmemory": {
-		get: func(c *Ctx) string { return strconv.FormatInt(c.h.maxMemory.Load(), 10) },
-		set: func(c *Ctx, v []byte) bool {
-			n, ok := ParseMemory(v)
-			if ok {
-				c.h.SetMaxMemory(n)
-			}
-			return ok
-		},
+	"maxmemory": intParam(func(c *Ctx) int64 { return c.h.maxMemory.Load() }, ParseMemory,
+		func(c *Ctx, n int64) { c.h.SetMaxMemory(n) }),
+	"proto-max-bulk-len": intParam(func(c *Ctx) int64 { return c.srv.MaxBulkLen() }, inRange(ParseMemory, 1024, 512<<20),
+		func(c *Ctx, n int64) { c.srv.SetMaxBulkLen(n) }),
+	"log-max-limit": intParam(func(c *Ctx) int64 { return c.h.logMax.Load() }, parsePositive,
+		func(c *Ctx, n int64) { c.h.logMax.Store(n) }),
+	"maxclients": intParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, parsePositive,
+		func(c *Ctx, n int64) { c.srv.SetMaxClients(n) }),
+	"timeout": intParam(func(c *Ctx) int64 { return int64(c.srv.IdleTimeout() / time.Second) }, inRange(parseCost, 0, 1<<31),
+		func(c *Ctx, n int64) { c.srv.SetIdleTimeout(time.Duration(n) * time.Second) }),
+	"protected-mode": {
+		get:   func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
+		parse: parseYesNo,
+		set:   func(c *Ctx, n int64, _ []byte) { c.h.protected.Store(n == 1) },
+		bad:   resp.ErrConfigYesNo,
 	},
 	"requirepass": {
-		get: func(c *Ctx) string { return *c.h.requirePass.Load() },
-		set: func(c *Ctx, v []byte) bool { p := string(v); c.h.requirePass.Store(&p); return true },
-	},
-	"proto-max-bulk-len": {
-		get: func(c *Ctx) string { return strconv.FormatInt(c.srv.MaxBulkLen(), 10) },
-		set: func(c *Ctx, v []byte) bool {
-			n, ok := ParseMemory(v)
-			if ok && n >= 1024 && n <= 512<<20 {
-				c.srv.SetMaxBulkLen(n)
-				return true
-			}
-			return false
-		},
-	},
-	"log-max-limit": {
-		get: func(c *Ctx) string { return strconv.FormatInt(c.h.logMax.Load(), 10) },
-		set: func(c *Ctx, v []byte) bool {
-			n, ok := parsePositive(v)
-			if ok {
-				c.h.logMax.Store(n)
-			}
-			return ok
-		},
-	},
-	"maxclients": {
-		get: func(c *Ctx) string { return strconv.FormatInt(c.srv.MaxClients(), 10) },
-		set: func(c *Ctx, v []byte) bool {
-			n, ok := parsePositive(v)
-			if ok {
-				c.srv.SetMaxClients(n)
-			}
-			return ok
-		},
-	},
-	"timeout": {
-		get: func(c *Ctx) string { return strconv.FormatInt(int64(c.srv.IdleTimeout()/time.Second), 10) },
-		set: func(c *Ctx, v []byte) bool {
-			n, ok := parseCost(v)
-			if ok {
-				c.srv.SetIdleTimeout(time.Duration(n) * time.Second)
-			}
-			return ok
-		},
-	},
-	"protected-mode": {
-		get: func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
-		set: func(c *Ctx, v []byte) bool {
-			on, ok := parseYesNo(v)
-			if ok {
-				c.h.protected.Store(on)
-			}
-			return ok
-		},
+		get:   func(c *Ctx) string { return *c.h.requirePass.Load() },
+		parse: func([]byte) (int64, bool) { return 0, true },
+		set:   func(c *Ctx, _ int64, v []byte) { p := string(v); c.h.requirePass.Store(&p) },
 	},
 	"databases":  {get: func(*Ctx) string { return "1" }},
 	"appendonly": {get: func(*Ctx) string { return "no" }},
@@ -170,49 +145,28 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 			c.err(resp.ErrConfigUnknown(args[i]))
 			return
 		}
-		if p.set == nil {
+		if p.parse == nil {
 			c.err(resp.ErrConfigImmutable(name))
 			return
 		}
 	}
-	// Validate every value on a throwaway check first, so a bad value
-	// changes nothing.
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
-		if !validConfigValue(name, args[i+1]) {
-			if name == "protected-mode" {
-				c.err(resp.ErrConfigYesNo(name))
-				return
+		if p := configParams[name]; !parsed(p.parse(args[i+1])) {
+			bad := resp.ErrConfigValue
+			if p.bad != nil {
+				bad = p.bad
 			}
-			c.err(resp.ErrConfigValue(name))
+			c.err(bad(name))
 			return
 		}
 	}
 	for i := 2; i < len(args); i += 2 {
-		configParams[strings.ToLower(string(args[i]))].set(c, args[i+1])
+		p := configParams[strings.ToLower(string(args[i]))]
+		n, _ := p.parse(args[i+1])
+		p.set(c, n, args[i+1])
 	}
 	c.W.OK()
-}
-
-func validConfigValue(name string, v []byte) bool {
-	switch name {
-	case "maxmemory":
-		_, ok := ParseMemory(v)
-		return ok
-	case "proto-max-bulk-len":
-		n, ok := ParseMemory(v)
-		return ok && n >= 1024 && n <= 512<<20
-	case "log-max-limit", "maxclients":
-		_, ok := parsePositive(v)
-		return ok
-	case "timeout":
-		n, ok := parseCost(v)
-		return ok && n <= 1<<31
-	case "protected-mode":
-		_, ok := parseYesNo(v)
-		return ok
-	}
-	return true
 }
 
 // MEMORY PURGE runs a garbage collection and returns freed memory to the
@@ -538,13 +492,17 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// parseYesNo parses a yes/no configuration value, as Redis's CONFIG SET.
-func parseYesNo(v []byte) (on, ok bool) {
+// parsed returns a parse's verdict.
+func parsed(_ int64, ok bool) bool { return ok }
+
+// parseYesNo parses a yes/no configuration value, as Redis's CONFIG SET:
+// 1 for yes, 0 for no.
+func parseYesNo(v []byte) (int64, bool) {
 	switch {
 	case equalFold(v, "YES"):
-		return true, true
+		return 1, true
 	case equalFold(v, "NO"):
-		return false, true
+		return 0, true
 	}
-	return false, false
+	return 0, false
 }

@@ -28,7 +28,7 @@ type Conn struct {
 	writing bool
 	queued  bool
 
-	active atomic.Int64 // the server's tick when a request was last read (idle.go)
+	active atomic.Int64 // the server's tick when a batch of requests last ended (idle.go)
 }
 
 // newConn returns the state of the accepted connection nc, whose requests

@@ -54,7 +54,6 @@ func (c *Conn) serve(out replySender) {
 			}
 			return
 		}
-		c.active.Store(c.srv.tick.Load())
 		if queue, counts := c.rd.Batch(); len(counts) > 1 {
 			c.sess.Prefetch(queue, counts) // one request runs at once: nothing to overlap
 		}
@@ -71,6 +70,7 @@ func (c *Conn) serve(out replySender) {
 			}
 		}
 		if !c.rd.Ready() {
+			c.active.Store(c.srv.tick.Load()) // once a batch: for the idle timeout
 			c.sess.EndBatch()
 			if !out.batchDone(c) {
 				return
