@@ -34,6 +34,16 @@ func intParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), set func
 		set: func(c *Ctx, n int64, _ []byte) { set(c, n) }}
 }
 
+// rangedParam is a settable integer parameter bounded to [lo, hi], with
+// Redis's error for a value outside.
+func rangedParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), lo, hi int64, set func(c *Ctx, n int64)) configParam {
+	p := intParam(get, inRange(parse, lo, hi), set)
+	p.bad = func(name string) string {
+		return fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - argument must be between %d and %d inclusive", name, lo, hi)
+	}
+	return p
+}
+
 // inRange returns parse limited to [lo, hi].
 func inRange(parse func([]byte) (int64, bool), lo, hi int64) func([]byte) (int64, bool) {
 	return func(v []byte) (int64, bool) {
@@ -47,6 +57,8 @@ var configParams = map[string]configParam{
 		func(c *Ctx, n int64) { c.h.SetMaxMemory(n) }),
 	"proto-max-bulk-len": intParam(func(c *Ctx) int64 { return c.srv.MaxBulkLen() }, inRange(ParseMemory, 1024, 512<<20),
 		func(c *Ctx, n int64) { c.srv.SetMaxBulkLen(n) }),
+	"client-query-buffer-limit": rangedParam(func(c *Ctx) int64 { return c.srv.QueryBufferLimit() }, ParseMemory, 1<<20, 1<<40,
+		func(c *Ctx, n int64) { c.srv.SetQueryBufferLimit(n) }),
 	"log-max-limit": intParam(func(c *Ctx) int64 { return c.h.logMax.Load() }, parsePositive,
 		func(c *Ctx, n int64) { c.h.logMax.Store(n) }),
 	"maxclients": intParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, parsePositive,
@@ -62,7 +74,11 @@ var configParams = map[string]configParam{
 	"requirepass": {
 		get:   func(c *Ctx) string { return *c.h.requirePass.Load() },
 		parse: func([]byte) (int64, bool) { return 0, true },
-		set:   func(c *Ctx, _ int64, v []byte) { p := string(v); c.h.requirePass.Store(&p) },
+		set: func(c *Ctx, _ int64, v []byte) {
+			p := string(v)
+			c.h.requirePass.Store(&p)
+			c.h.acl.setPassword(p)
+		},
 	},
 	"databases":  {get: func(*Ctx) string { return "1" }},
 	"appendonly": {get: func(*Ctx) string { return "no" }},

@@ -97,6 +97,7 @@ func commandTable() []*Command {
 		server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section")))),
 		server("time", 1, "Returns the server time.", cmdTime),
 		server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize),
+		aclContainer(),
 		container("config", "server", "A container for server configuration commands.",
 			sub("config|get", -3, "Returns the effective values of configuration parameters.", cmdConfigGet, many(argStr("parameter"))),
 			sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))),

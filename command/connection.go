@@ -1,7 +1,6 @@
 package command
 
 import (
-	"crypto/subtle"
 	"log"
 	"strconv"
 	"time"
@@ -22,9 +21,15 @@ func cmdPing(c *Ctx, args [][]byte) {
 
 func cmdEcho(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendBulk(c.W.Buf, args[1]) }
 
-func (c *Ctx) checkPassword(user, pass []byte) bool {
-	want := *c.h.requirePass.Load()
-	if (user == nil || string(user) == "default") && subtle.ConstantTimeCompare(pass, []byte(want)) == 1 {
+// authenticate authenticates the connection as user (nil: the default
+// user) if pass is its password, and counts a failure.
+func (c *Ctx) authenticate(user, pass []byte) bool {
+	u := c.h.acl.def
+	if user != nil {
+		u = c.h.acl.user(string(user))
+	}
+	if u != nil && u.perm.Load().accepts(pass) {
+		c.sess.setUser(u)
 		return true
 	}
 	c.h.authFailed(c.sess.info.Addr)
@@ -60,15 +65,14 @@ func cmdAuth(c *Ctx, args [][]byte) {
 	if len(args) == 3 {
 		user, pass = args[1], args[2]
 	}
-	if *c.h.requirePass.Load() == "" && user == nil {
+	if user == nil && c.h.acl.open() {
 		c.err(resp.ErrNoPassSet)
 		return
 	}
-	if !c.checkPassword(user, pass) {
+	if !c.authenticate(user, pass) {
 		c.err(resp.ErrWrongPass)
 		return
 	}
-	c.sess.authed = true
 	c.W.OK()
 }
 
@@ -92,11 +96,10 @@ func cmdHello(c *Ctx, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "AUTH") && i+2 < len(args):
-			if !c.checkPassword(args[i+1], args[i+2]) {
+			if !c.authenticate(args[i+1], args[i+2]) {
 				c.err(resp.ErrWrongPass)
 				return
 			}
-			c.sess.authed = true
 			i += 2
 		case equalFold(args[i], "SETNAME") && i+1 < len(args):
 			if !validClientName(args[i+1]) {
@@ -110,7 +113,7 @@ func cmdHello(c *Ctx, args [][]byte) {
 			return
 		}
 	}
-	if !c.sess.authed {
+	if c.sess.user == nil {
 		c.err(resp.ErrHelloNoAuth)
 		return
 	}
@@ -157,7 +160,7 @@ func cmdQuit(c *Ctx, args [][]byte) {
 func cmdReset(c *Ctx, args [][]byte) {
 	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
 	c.setProto(2)
-	c.sess.authed = *c.h.requirePass.Load() == ""
+	c.sess.setUser(c.h.acl.startUser())
 	c.sess.setName("")
 	c.W.Status("RESET")
 }

@@ -29,6 +29,7 @@ type Ctx struct {
 type scratch struct {
 	lower       [32]byte       // a command name in lower case (see Table.lookup)
 	warmKeys    [][]byte       // warm's: a request's keys
+	aclKeys     [8][]byte      // scratch for the keys an ACL check looks at
 	ids         *mrand.ChaCha8 // lease ids (see newLeaseID)
 	lastName    *Command       // the command last looked up by name
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
@@ -97,6 +98,10 @@ func (c *Ctx) EndBatch() {
 // Prefetch warms the keys of a queued batch (resp.Session; see warm).
 func (c *Ctx) Prefetch(args [][]byte, counts []int) { c.warm(args, counts) }
 
+// Authenticated reports whether the connection has authenticated
+// (resp.Session): until then the server bounds what it reads.
+func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
+
 // Close counts the connection's commands into the server's total
 // (resp.Session).
 func (c *Ctx) Close() { c.h.doneCmds.Add(c.sess.cmds.Load()) }
@@ -141,9 +146,21 @@ func (c *Ctx) exec(args [][]byte) {
 		}
 		cmd = sub
 	}
-	if !s.authed && !cmd.noAuth {
-		c.reject(resp.ErrNoAuth)
-		return
+	if !cmd.noAuth {
+		if s.user == nil {
+			c.reject(resp.ErrNoAuth)
+			return
+		}
+		if p := s.user.perm.Load(); !p.allCmds || !p.allKeys {
+			if p.deleted {
+				s.quit = true // the user was removed: Redis closes its connections
+				return
+			}
+			if msg := p.denied(s.user.name, cmd, args, c.aclKeys[:0]); msg != "" {
+				c.reject(msg)
+				return
+			}
+		}
 	}
 	if s.inMulti && cmd.noMulti {
 		c.reject(resp.ErrNotInMulti)

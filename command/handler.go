@@ -23,8 +23,11 @@ const redisVersion = "7.4.0"
 // Config is the commands' configuration. The zero value of each field means
 // its default.
 type Config struct {
-	// RequirePass is the password AUTH and HELLO ... AUTH require ("" none).
+	// RequirePass is the default user's password ("" none).
 	RequirePass string
+	// ACLFile is where ACL SAVE writes the users and ACL LOAD reads them
+	// ("" none); LoadACL reads it at start.
+	ACLFile string
 	// EnableDebug enables the DEBUG command (tests only).
 	EnableDebug bool
 	// LogMaxLimit is the largest limit CL.WINDOW ... LOG accepts. Default 10000.
@@ -71,7 +74,8 @@ type Handler struct {
 	cfg     Config
 	started time.Time
 
-	requirePass atomic.Pointer[string]
+	requirePass atomic.Pointer[string] // as last set, for CONFIG GET
+	acl         *acl
 	protected   atomic.Bool
 	// Failed AUTHs: the count, and when and at which count the last log
 	// line about them was written (authFailed).
@@ -89,16 +93,29 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now()}
 	pass := cfg.RequirePass
 	h.requirePass.Store(&pass)
+	h.acl = newACL(h.table, cfg.ACLFile)
+	if pass != "" {
+		h.acl.setPassword(pass)
+	}
 	h.protected.Store(cfg.ProtectedMode)
 	h.logMax.Store(cfg.LogMaxLimit)
 	return h
+}
+
+// LoadACL reads the users from Config.ACLFile, if set; a missing or
+// invalid file is an error (the server refuses to start).
+func (h *Handler) LoadACL() error {
+	if h.cfg.ACLFile == "" {
+		return nil
+	}
+	return h.acl.load()
 }
 
 // Admit is resp.Config.Admit: protected mode, as Redis's. While it is on
 // and no password is set, a connection from anything but 127.0.0.1 or ::1
 // is refused with ErrDenied.
 func (h *Handler) Admit(remote net.Addr) string {
-	if !h.protected.Load() || *h.requirePass.Load() != "" {
+	if !h.protected.Load() || !h.acl.open() {
 		return ""
 	}
 	if a, ok := remote.(*net.TCPAddr); ok && (a.IP.Equal(net.IPv4(127, 0, 0, 1)) || a.IP.Equal(net.IPv6loopback)) {
@@ -113,7 +130,8 @@ func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Write
 }
 
 func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
-	s := &Session{info: info, authed: *h.requirePass.Load() == ""}
+	s := &Session{info: info}
+	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.respVer.Store(int32(w.Proto))
 	return &Ctx{W: w, sess: s, h: h, srv: srv}

@@ -29,7 +29,7 @@ const warmMax = 64
 // order and only when free (a prefetch is a hint, not worth a wait), so it
 // never races with a writer.
 func (c *Ctx) warm(args [][]byte, counts []int) {
-	if len(counts) < 2 || !c.sess.authed || c.sess.inMulti {
+	if len(counts) < 2 || c.sess.user == nil || c.sess.inMulti {
 		return // one request (pipeline 1) runs at once: nothing to overlap
 	}
 	var hs [warmMax]uint64

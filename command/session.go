@@ -18,7 +18,7 @@ import (
 // ones, which other connections read (see describe).
 type Session struct {
 	info     resp.ConnInfo
-	authed   bool
+	user     *aclUser // nil until authenticated
 	inMulti  bool
 	multiErr bool       // a command failed to queue: EXEC aborts
 	queue    [][][]byte // MULTI queue, copied arguments
@@ -27,15 +27,28 @@ type Session struct {
 	batchCmd int64    // commands run in this batch, published at its end
 	last     *Command // the last command run, published at the batch's end
 
-	mu      sync.Mutex // guards the fields below
-	name    string
-	libName string
-	libVer  string
+	mu       sync.Mutex // guards the fields below
+	userName string
+	name     string
+	libName  string
+	libVer   string
 
 	cmds     atomic.Int64
 	lastCmd  atomic.Pointer[Command]
 	respVer  atomic.Int32 // the protocol version, for CLIENT LIST
 	lastSeen atomic.Int64 // Unix ns of the last command
+}
+
+// setUser authenticates the session as u (nil: not authenticated).
+func (s *Session) setUser(u *aclUser) {
+	s.user = u
+	name := "default"
+	if u != nil {
+		name = u.name
+	}
+	s.mu.Lock()
+	s.userName = name
+	s.mu.Unlock()
 }
 
 func (s *Session) setName(name string) {
@@ -48,7 +61,7 @@ func (s *Session) setName(name string) {
 // Any connection may call it.
 func (s *Session) describe(now time.Time) string {
 	s.mu.Lock()
-	name, lib, ver := s.name, s.libName, s.libVer
+	name, lib, ver, user := s.name, s.libName, s.libVer, s.userName
 	s.mu.Unlock()
 	cmd := "NULL"
 	if lc := s.lastCmd.Load(); lc != nil {
@@ -61,7 +74,7 @@ func (s *Session) describe(now time.Time) string {
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(s.info.Created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(idle), 10))
 	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
-	b.WriteString(" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(int(s.respVer.Load())))
+	b.WriteString(" cmd=" + cmd + " user=" + user + " redir=-1 resp=" + strconv.Itoa(int(s.respVer.Load())))
 	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
 	return b.String()
 }

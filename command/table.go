@@ -22,9 +22,11 @@ type Command struct {
 	Subs       []*Command // subcommands of a container (CLIENT, COMMAND, CONFIG, DEBUG)
 	Run        func(c *Ctx, args [][]byte)
 
-	noAuth    bool // runs before authentication
-	immediate bool // runs at once even inside MULTI
-	noMulti   bool // refused inside MULTI (it takes shard locks EXEC already holds)
+	id        int      // index in Table.all: the command's bit in ACL permissions
+	parent    *Command // a subcommand's container
+	noAuth    bool     // runs before authentication
+	immediate bool     // runs at once even inside MULTI
+	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
 	subIndex  map[string]*Command
 }
 
@@ -71,12 +73,15 @@ func block(name string, args ...Arg) Arg {
 type Table struct {
 	cmds   []*Command
 	byName map[string]*Command
+	all    []*Command            // commands and subcommands, by id
+	cats   map[string][]*Command // ACL category (no '@') → its commands and subcommands
 }
 
 func newTable(cmds []*Command) *Table {
-	t := &Table{cmds: cmds, byName: make(map[string]*Command, len(cmds))}
+	t := &Table{cmds: cmds, byName: make(map[string]*Command, len(cmds)), cats: make(map[string][]*Command)}
 	for _, c := range cmds {
 		c.prepare()
+		t.index(c)
 		t.byName[c.Name] = c
 		t.byName[strings.ToUpper(c.Name)] = c // clients mostly send upper case: one lookup
 		if len(c.Subs) > 0 {
@@ -84,12 +89,23 @@ func newTable(cmds []*Command) *Table {
 			c.subIndex = make(map[string]*Command, len(c.Subs))
 			for _, s := range c.Subs {
 				s.prepare()
+				s.parent = c
+				t.index(s)
 				_, sub, _ := strings.Cut(s.Name, "|")
 				c.subIndex[sub] = s
 			}
 		}
 	}
 	return t
+}
+
+// index gives c its id and files it under its ACL categories.
+func (t *Table) index(c *Command) {
+	c.id = len(t.all)
+	t.all = append(t.all, c)
+	for _, cat := range c.ACL {
+		t.cats[cat] = append(t.cats[cat], c)
+	}
 }
 
 func (c *Command) prepare() {

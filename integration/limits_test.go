@@ -254,7 +254,9 @@ func TestIdleTimeout(t *testing.T) {
 // at start, exit 2, with a line naming the flag.
 func TestLimitFlagsRefused(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "-5"}, {"--maxclients", "x"}} {
+	for _, args := range [][]string{{"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "-5"}, {"--maxclients", "x"},
+		{"--client-query-buffer-limit", "10kb"}, {"--client-query-buffer-limit", "2mb", "--proto-max-bulk-len", "4mb"},
+		{"--aclfile", "/nonexistent/users.acl"}, {"--aclfile", "x.acl", "--requirepass", "p"}} {
 		out, err := serverCommand(append([]string{"--port", "0", "--dir", ""}, args...)...).CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), strings.TrimPrefix(args[0], "--")) {

@@ -52,7 +52,15 @@ func (s *Server) newConn(nc net.Conn, src io.Reader, fd int) *Conn {
 	c.rd.EnableBatch()
 	c.active.Store(s.tick.Load())
 	c.sess = s.handler.NewSession(s, c.info, &c.w)
+	c.refreshLimits()
 	return c
+}
+
+// refreshLimits gives the reader the server's current request limits and
+// the session's authentication state.
+func (c *Conn) refreshLimits() {
+	c.rd.SetLimits(int(c.srv.maxBulk.Load()), int(c.srv.maxQuery.Load()))
+	c.rd.SetGuard(!c.sess.Authenticated())
 }
 
 // closeNow closes a connection no goroutine or loop serves yet.

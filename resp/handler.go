@@ -25,6 +25,10 @@ type Session interface {
 	// EndBatch says that the requests read together have run: their
 	// replies are sent next, and the connection may wait for input.
 	EndBatch()
+	// Authenticated reports whether the connection may send requests of
+	// any size: false applies Redis's unauthenticated limits (10
+	// arguments, 16 KB each) to what it reads next.
+	Authenticated() bool
 	// Close says that the connection is gone.
 	Close()
 }

@@ -67,6 +67,10 @@ type Reader struct {
 	rd         io.Reader
 	maxBulkLen int
 	maxQuery   int
+	// guard applies Redis's limits for unauthenticated clients: at most
+	// 10 arguments of at most 16 KB each, and no parsing ahead (a
+	// pipelined AUTH must run before the requests after it are parsed).
+	guard bool
 
 	buf  []byte
 	r, w int // buf[r:w] is buffered and not yet consumed
@@ -113,6 +117,31 @@ func NewReader(rd io.Reader, maxBulkLen int) *Reader {
 	// MaxQueryBufferLen anyway.
 	maxBulkLen = min(maxBulkLen, 1<<50)
 	return &Reader{rd: rd, maxBulkLen: maxBulkLen, maxQuery: MaxQueryBufferLen, bulkLen: -1}
+}
+
+// Unauthenticated bounds, as Redis's since CVE-2021-32675.
+const (
+	unauthMaxArgs    = 10
+	unauthMaxBulkLen = 16 * 1024
+	// unauthMaxQuery bounds an unauthenticated connection's buffer: room
+	// for the largest request the bounds above allow (and the largest
+	// inline one), not for 64 KB header lines before each argument.
+	unauthMaxQuery = unauthMaxArgs*(unauthMaxBulkLen+32) + 32
+)
+
+// SetGuard turns the unauthenticated request limits on or off; the server
+// sets it after each request from the session's authentication state.
+func (r *Reader) SetGuard(on bool) { r.guard = on }
+
+// SetLimits sets proto-max-bulk-len and client-query-buffer-limit for the
+// requests not yet started.
+func (r *Reader) SetLimits(maxBulkLen, maxQuery int) {
+	if maxBulkLen > 0 {
+		r.maxBulkLen = min(maxBulkLen, 1<<50)
+	}
+	if maxQuery > 0 {
+		r.maxQuery = maxQuery
+	}
 }
 
 // EnableBatch puts the reader in batch mode: Next and Ready queue every
@@ -202,7 +231,11 @@ func (r *Reader) Next() (args [][]byte, err error) {
 // before it, as it would without batch mode.
 func (r *Reader) parseAhead() {
 	r.ahead, r.aheadN, r.aheadAt, r.aheadArg = r.ahead[:0], r.aheadN[:0], 0, 0
-	for len(r.aheadN) < aheadMax && r.perr == nil {
+	limit := aheadMax
+	if r.guard {
+		limit = 1
+	}
+	for len(r.aheadN) < limit && r.perr == nil {
 		done, err := r.parse()
 		if err != nil {
 			r.perr = err
@@ -283,6 +316,9 @@ func (r *Reader) parse() (done bool, err error) {
 		if !ok || n > MaxMultibulkLen {
 			return false, &ProtocolError{protoMultibulkLen}
 		}
+		if r.guard && n > unauthMaxArgs {
+			return false, &ProtocolError{protoUnauthMultibulkLen}
+		}
 		r.scan = 0
 		r.args = r.args[:0]
 		if n <= 0 {
@@ -318,6 +354,9 @@ func (r *Reader) parse() (done bool, err error) {
 			n, ok := ParseInt(r.buf[start+1 : start+i])
 			if !ok || n < 0 || n > int64(r.maxBulkLen) {
 				return false, &ProtocolError{protoBulkLen}
+			}
+			if r.guard && n > unauthMaxBulkLen {
+				return false, &ProtocolError{protoUnauthBulkLen}
 			}
 			r.scan = 0
 			r.pos += i + 2
@@ -449,7 +488,11 @@ func (r *Reader) grow() error {
 		r.buf = make([]byte, min(readerInitBuf, r.maxQuery))
 		return nil
 	}
-	if len(r.buf) >= r.maxQuery {
+	limit := r.maxQuery
+	if r.guard {
+		limit = min(limit, unauthMaxQuery)
+	}
+	if len(r.buf) >= limit {
 		return ErrQueryBufferLimit
 	}
 	n := 2 * len(r.buf)
@@ -458,8 +501,8 @@ func (r *Reader) grow() error {
 			n = need
 		}
 	}
-	if n > r.maxQuery {
-		n = r.maxQuery
+	if n > limit {
+		n = limit
 	}
 	buf := make([]byte, n)
 	copy(buf, r.buf[:r.w])

@@ -57,7 +57,9 @@ func (c *Conn) serve(out replySender) {
 		if queue, counts := c.rd.Batch(); len(counts) > 1 {
 			c.sess.Prefetch(queue, counts) // one request runs at once: nothing to overlap
 		}
-		if c.sess.Exec(args) {
+		quit := c.sess.Exec(args)
+		c.rd.SetGuard(!c.sess.Authenticated())
+		if quit {
 			c.quit = true
 			c.sess.EndBatch()
 			out.sendNow(c)
@@ -71,6 +73,7 @@ func (c *Conn) serve(out replySender) {
 		}
 		if !c.rd.Ready() {
 			c.active.Store(c.srv.tick.Load()) // once a batch: for the idle timeout
+			c.rd.SetLimits(int(c.srv.maxBulk.Load()), int(c.srv.maxQuery.Load()))
 			c.sess.EndBatch()
 			if !out.batchDone(c) {
 				return

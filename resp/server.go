@@ -20,6 +20,9 @@ import (
 type Config struct {
 	// ProtoMaxBulkLen bounds one request argument in bytes. Default 1 MB.
 	ProtoMaxBulkLen int
+	// QueryBufferLimit bounds the bytes one connection may buffer of an
+	// unfinished request (client-query-buffer-limit). Default 1 GB.
+	QueryBufferLimit int
 	// Logger receives the server's log lines. Default: the standard logger.
 	Logger *log.Logger
 	// EventLoops is how many event loops serve the connections (see
@@ -46,9 +49,10 @@ type Config struct {
 
 // Server serves the Redis protocol, running requests through its Handler.
 type Server struct {
-	handler Handler
-	cfg     Config
-	maxBulk atomic.Int64
+	handler  Handler
+	cfg      Config
+	maxBulk  atomic.Int64
+	maxQuery atomic.Int64
 
 	ln       net.Listener
 	tlsLn    net.Listener // ListenTLS's, served in goroutine mode
@@ -83,7 +87,11 @@ func New(cfg Config, h Handler) *Server {
 		cfg.TCPKeepAlive = 300 * time.Second
 	}
 	s := &Server{handler: h, cfg: cfg, conns: make(map[*Conn]struct{})}
+	if cfg.QueryBufferLimit <= 0 {
+		cfg.QueryBufferLimit = MaxQueryBufferLen
+	}
 	s.maxBulk.Store(int64(cfg.ProtoMaxBulkLen))
+	s.maxQuery.Store(int64(cfg.QueryBufferLimit))
 	s.maxConns.Store(int64(cfg.MaxClients))
 	s.tick.Store(time.Now().Unix())
 	s.SetIdleTimeout(cfg.IdleTimeout)
@@ -327,10 +335,18 @@ func (s *Server) ResetStats() {
 }
 
 // MaxBulkLen is proto-max-bulk-len, the largest request argument the
-// readers of new connections accept.
+// readers accept.
 func (s *Server) MaxBulkLen() int64 { return s.maxBulk.Load() }
 
-// SetMaxBulkLen changes it for connections accepted from now on.
+// SetMaxBulkLen changes it; each connection takes it up after its current
+// batch of requests.
 func (s *Server) SetMaxBulkLen(n int64) { s.maxBulk.Store(n) }
+
+// QueryBufferLimit is client-query-buffer-limit: the most a connection may
+// buffer of an unfinished request.
+func (s *Server) QueryBufferLimit() int64 { return s.maxQuery.Load() }
+
+// SetQueryBufferLimit changes it, taken up as SetMaxBulkLen's value is.
+func (s *Server) SetQueryBufferLimit(n int64) { s.maxQuery.Store(n) }
 
 func (s *Server) logf(format string, args ...any) { s.cfg.Logger.Printf(format, args...) }

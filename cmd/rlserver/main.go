@@ -37,6 +37,8 @@ type options struct {
 	maxmemory    string
 	diskReserve  string
 	maxBulk      string
+	queryLimit   string
+	aclFile      string
 	logMaxLimit  int64
 	enableDebug  bool
 	cpuProfile   string
@@ -73,6 +75,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
+	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb)")
+	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
 	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written and the server starts no store")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
@@ -125,6 +129,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
+	}
+	if o.aclFile != "" && o.requirepass != "" {
+		return nil, fmt.Errorf("--requirepass and --aclfile cannot be used together: give the default user its password in the ACL file (user default on >password ~* +@all)")
 	}
 	if o.maxclients < 1 {
 		return nil, fmt.Errorf("--maxclients must be at least 1")
@@ -197,6 +204,15 @@ func run(args []string) int {
 		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
 		return 2
 	}
+	queryLimit, err := parseBytes(o.queryLimit)
+	if err != nil || queryLimit < 1<<20 || queryLimit > 1<<40 {
+		log.Printf("error: --client-query-buffer-limit must be between 1mb and 1tb")
+		return 2
+	}
+	if queryLimit < maxBulk {
+		log.Printf("error: --client-query-buffer-limit must not be below --proto-max-bulk-len")
+		return 2
+	}
 	runtime.GOMAXPROCS(o.threads)
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -219,6 +235,7 @@ func run(args []string) int {
 	done := make(chan bool, 1)
 	cfg := command.Config{
 		RequirePass:   o.requirepass,
+		ACLFile:       o.aclFile,
 		EnableDebug:   o.enableDebug,
 		LogMaxLimit:   o.logMaxLimit,
 		ProtectedMode: o.protected == "yes",
@@ -235,6 +252,7 @@ func run(args []string) int {
 			"threads":              strconv.Itoa(o.threads),
 			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
 			"backup-dir":           o.backupDir,
+			"aclfile":              o.aclFile,
 			"tls-port":             o.tlsPort,
 			"tls-cert-file":        o.tlsCert,
 			"tls-key-file":         o.tlsKey,
@@ -253,6 +271,13 @@ func run(args []string) int {
 	}
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
+	if err := commands.LoadACL(); err != nil {
+		log.Printf("error: --aclfile: %v", err)
+		if p != nil {
+			p.Shutdown(false)
+		}
+		return 2
+	}
 	maxclients, err := fitMaxClients(o)
 	if err != nil {
 		log.Printf("error: %v", err)
@@ -265,7 +290,7 @@ func run(args []string) int {
 	if keepalive == 0 {
 		keepalive = -1 // off
 	}
-	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), EventLoops: eventLoops(o), MaxClients: maxclients,
+	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), QueryBufferLimit: int(queryLimit), EventLoops: eventLoops(o), MaxClients: maxclients,
 		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive, Admit: commands.Admit}
 	if p != nil {
 		rcfg.Background = p.Flushing
