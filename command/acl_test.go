@@ -76,4 +76,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
