@@ -1,6 +1,8 @@
 package command
 
 import (
+	"math/big"
+	"strings"
 	"time"
 
 	"github.com/rlserver/rlserver/resp"
@@ -49,8 +51,11 @@ func parseDuration(b []byte) (time.Duration, bool) {
 	return time.Duration(v) * unit, true
 }
 
-// parseSeconds parses a positive decimal number of seconds with up to nine
-// fractional digits ("0.5", "60"), exactly, into a duration (GCRA's period).
+// parseSeconds parses a positive number of seconds as Redis's strtod-based
+// parsing takes it ("60", "0.5", ".5", "60.", "1e3", "1.0E7", "+2"), into a
+// duration rounded to the nearest nanosecond (GCRA's period). Plain
+// decimals with up to nine fractional digits, nearly every request, take a
+// fast exact path; hexadecimal, inf and nan are refused.
 func parseSeconds(b []byte) (time.Duration, bool) {
 	whole, frac := b, []byte(nil)
 	for i, ch := range b {
@@ -60,13 +65,13 @@ func parseSeconds(b []byte) (time.Duration, bool) {
 		}
 	}
 	if len(whole) == 0 && len(frac) == 0 || len(frac) > 9 || (frac != nil && len(frac) == 0) {
-		return 0, false
+		return parseSecondsSlow(b)
 	}
 	var secs int64
 	if len(whole) > 0 {
 		var ok bool
 		if secs, ok = resp.ParseInt(whole); !ok || secs < 0 || secs > int64(1<<63-1)/int64(time.Second)-1 {
-			return 0, false
+			return parseSecondsSlow(b)
 		}
 	}
 	var ns int64
@@ -75,13 +80,65 @@ func parseSeconds(b []byte) (time.Duration, bool) {
 		if i < len(frac) {
 			ch := frac[i]
 			if ch < '0' || ch > '9' {
-				return 0, false
+				return parseSecondsSlow(b)
 			}
 			ns += int64(ch - '0')
 		}
 	}
 	d := time.Duration(secs)*time.Second + time.Duration(ns)
 	return d, d > 0
+}
+
+// parseSecondsSlow is parseSeconds for the forms the fast path leaves: an
+// optional sign, digits with at most one '.', an optional exponent.
+func parseSecondsSlow(b []byte) (time.Duration, bool) {
+	i := 0
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	digits, dot := 0, false
+	for ; i < len(b) && (b[i] >= '0' && b[i] <= '9' || b[i] == '.' && !dot); i++ {
+		if b[i] == '.' {
+			dot = true
+		} else {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		exp := 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			exp++
+		}
+		if exp == 0 || exp > 4 {
+			return 0, false
+		}
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	text := string(b)
+	if strings.HasSuffix(text, ".") || strings.Contains(text, ".e") || strings.Contains(text, ".E") {
+		text = strings.Replace(text, ".", "", 1) // "60." is 60; big.Rat wants digits after a '.'
+	}
+	r, ok := new(big.Rat).SetString(text)
+	if !ok || r.Sign() <= 0 {
+		return 0, false
+	}
+	r.Mul(r, big.NewRat(int64(time.Second), 1))
+	// Round half up to whole nanoseconds.
+	r.Add(r, big.NewRat(1, 2))
+	ns := new(big.Int).Quo(r.Num(), r.Denom())
+	if !ns.IsInt64() || ns.Int64() <= 0 {
+		return 0, false
+	}
+	return time.Duration(ns.Int64()), true
 }
 
 // equalFold reports whether b equals the upper-case ASCII token tok,

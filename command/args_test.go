@@ -38,8 +38,15 @@ func TestParseSeconds(t *testing.T) {
 	}{
 		{"1", time.Second, true}, {"0.5", 500 * time.Millisecond, true}, {".5", 500 * time.Millisecond, true},
 		{"60", time.Minute, true}, {"0.000000001", 1, true}, {"0.0000000001", 0, false},
-		{"0", 0, false}, {"0.0", 0, false}, {"-1", 0, false}, {"1.", 0, false}, {".", 0, false},
-		{"", 0, false}, {"1e3", 0, false}, {"1.5.5", 0, false}, {"abc", 0, false},
+		{"0", 0, false}, {"0.0", 0, false}, {"-1", 0, false}, {".", 0, false},
+		{"", 0, false}, {"1.5.5", 0, false}, {"abc", 0, false},
+		// What strtod also takes: Java's Double.toString forms and more.
+		{"1.0E7", 1e7 * time.Second, true}, {"1e3", 1000 * time.Second, true}, {"60.0", time.Minute, true},
+		{"60.", time.Minute, true}, {"+2", 2 * time.Second, true}, {"5E-1", 500 * time.Millisecond, true},
+		{"1.5e+2", 150 * time.Second, true}, {"1.0000000004", time.Second, true}, {"1.0000000005", time.Second + 1, true},
+		{"2.5E-9", 3, true}, {"1e-10", 0, false}, {"-1e3", 0, false}, {"1e", 0, false}, {"e3", 0, false},
+		{"1e3x", 0, false}, {"0x10", 0, false}, {"inf", 0, false}, {"nan", 0, false}, {" 1", 0, false},
+		{"1e99999", 0, false}, {"1e10", 0, false}, {"9e9", 9e9 * time.Second, true}, {"1/2", 0, false},
 	} {
 		got, ok := parseSeconds([]byte(tc.in))
 		if ok != tc.ok || (ok && got != tc.want) {

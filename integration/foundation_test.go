@@ -146,6 +146,11 @@ func TestThrottleFixesAndErrors(t *testing.T) {
 	do(t, c, "GCRA", "g", 1, 1, "0.5", "TOKENS", 1).equal([]int64{1, 2, 0, 1, 1})
 	do(t, c, "TYPE", "g").equal("throttle")
 	do(t, c, "GCRA", "g2", 1, 1, "abc").errIs("ERR invalid duration 'abc'")
+	// The period as Redis's strtod takes it: Java clients send 1.0E7, 60.0.
+	do(t, c, "GCRA", "g3", 1, 1, "1.0E7").equal([]int64{0, 2, 1, -1, 10000000})
+	do(t, c, "GCRA", "g4", 1, 1, "60.0").equal([]int64{0, 2, 1, -1, 60})
+	do(t, c, "GCRA", "g5", 1, 1, "1e3").equal([]int64{0, 2, 1, -1, 1000})
+	do(t, c, "GCRA", "g2", 1, 1, "0x10").errIs("ERR invalid duration '0x10'")
 	do(t, c, "GCRA", "g2", 1, 1, "1", "TOKENZ", 1).errIs("ERR syntax error")
 	do(t, c, "EXISTS", "g2").equal(0)
 }
