@@ -1,5 +1,8 @@
 # rlserver container image: a static binary on a distroless base.
 # docker build -t rlserver . && docker run -p 6379:6379 -v rl-data:/data rlserver
+# Protected mode is on: without a password only clients inside the container
+# are served. Set one with -e RLSERVER_REQUIREPASS=..., or mount users:
+#   -v ./users.acl:/etc/rlserver/users.acl:ro -e RLSERVER_ACLFILE=/etc/rlserver/users.acl
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -100,3 +100,94 @@ func cmdClientList(c *Ctx, args [][]byte) {
 	}
 	c.W.Verbatim(b.String())
 }
+
+// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
+// [OPTOUT] [NOLOOP]. rlserver sends no invalidation messages, so it takes
+// tracking only in OPTIN mode, where nothing is cached unless a read is
+// asked to be (CLIENT CACHING YES), and refuses such reads: clients that
+// turn tracking on at connect (rueidis) work, and never cache a reply.
+func cmdClientTracking(c *Ctx, args [][]byte) {
+	var on bool
+	switch {
+	case equalFold(args[2], "ON"):
+		on = true
+	case equalFold(args[2], "OFF"):
+	default:
+		c.err(resp.ErrSyntax)
+		return
+	}
+	optin, other := false, false
+	var redirect int64
+	for i := 3; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "OPTIN"):
+			optin = true
+		case equalFold(args[i], "NOLOOP"):
+		case equalFold(args[i], "OPTOUT"), equalFold(args[i], "BCAST"):
+			other = true
+		case equalFold(args[i], "PREFIX") && i+1 < len(args):
+			other = true
+			i++
+		case equalFold(args[i], "REDIRECT") && i+1 < len(args):
+			id, ok := resp.ParseInt(args[i+1])
+			if !ok {
+				c.err(resp.ErrNotInt)
+				return
+			}
+			if !c.clientExists(id) {
+				c.err(resp.ErrRedirectNoClient)
+				return
+			}
+			redirect = id
+			i++
+		default:
+			c.err(resp.ErrSyntax)
+			return
+		}
+	}
+	if !on {
+		c.sess.tracking, c.sess.redirect, c.sess.caching = false, 0, false
+		c.W.OK()
+		return
+	}
+	if !optin || other {
+		c.err(resp.ErrTrackingMode)
+		return
+	}
+	c.sess.tracking, c.sess.redirect = true, redirect
+	c.W.OK()
+}
+
+// CLIENT CACHING YES|NO
+func cmdClientCaching(c *Ctx, args [][]byte) {
+	switch {
+	case !c.sess.tracking:
+		c.err(resp.ErrCachingMode)
+	case equalFold(args[2], "YES"):
+		c.sess.caching = true
+		c.W.OK()
+	case equalFold(args[2], "NO"):
+		c.err(resp.ErrCachingNo)
+	default:
+		c.err(resp.ErrSyntax)
+	}
+}
+
+// CLIENT GETREDIR: -1 without tracking, else the redirect's id (0: none).
+func cmdClientGetRedir(c *Ctx, args [][]byte) {
+	if !c.sess.tracking {
+		c.W.Int(-1)
+		return
+	}
+	c.W.Int(c.sess.redirect)
+}
+
+// clientExists reports whether a connection with this id is served.
+func (c *Ctx) clientExists(id int64) bool {
+	for _, cl := range c.srv.Clients() {
+		if cl.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -159,6 +159,7 @@ func cmdQuit(c *Ctx, args [][]byte) {
 // RESET: back to a fresh connection's state.
 func cmdReset(c *Ctx, args [][]byte) {
 	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
+	c.sess.tracking, c.sess.redirect, c.sess.caching = false, 0, false
 	c.setProto(2)
 	c.sess.setUser(c.h.acl.startUser())
 	c.sess.setName("")

@@ -162,6 +162,10 @@ func (c *Ctx) exec(args [][]byte) {
 			}
 		}
 	}
+	if s.caching && cmd.readonly && cmd.Keys.First > 0 {
+		c.reject(resp.ErrNoCaching)
+		return
+	}
 	if s.inMulti && cmd.noMulti {
 		c.reject(resp.ErrNotInMulti)
 		return
@@ -173,6 +177,11 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	s.last = cmd
 	cmd.Run(c, args)
+	// CLIENT CACHING YES covers the next command, or the transaction it
+	// starts, as in Redis.
+	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && cmd.Name != "client|caching" {
+		s.caching = false
+	}
 }
 
 // reject answers an error raised before the command ran; inside MULTI it

@@ -23,6 +23,9 @@ type Session struct {
 	multiErr bool       // a command failed to queue: EXEC aborts
 	queue    [][][]byte // MULTI queue, copied arguments
 	quit     bool       // close after the replies are sent
+	tracking bool       // CLIENT TRACKING ON (OPTIN): accepted, see cmdClientTracking
+	redirect int64      // CLIENT TRACKING ... REDIRECT id
+	caching  bool       // CLIENT CACHING YES: for the next command, or the MULTI it starts
 
 	batchCmd int64    // commands run in this batch, published at its end
 	last     *Command // the last command run, published at the batch's end

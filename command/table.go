@@ -25,6 +25,7 @@ type Command struct {
 	id        int      // index in Table.all: the command's bit in ACL permissions
 	parent    *Command // a subcommand's container
 	noAuth    bool     // runs before authentication
+	readonly  bool     // the readonly flag: a read client-side caching could keep
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
 	subIndex  map[string]*Command
@@ -113,6 +114,8 @@ func (c *Command) prepare() {
 		switch f {
 		case "no_auth":
 			c.noAuth = true
+		case "readonly":
+			c.readonly = true
 		case "no_multi_queue":
 			c.immediate = true
 		case "no_multi":

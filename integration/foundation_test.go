@@ -799,3 +799,52 @@ func TestMemoryCommands(t *testing.T) {
 		do(t, c, "DBSIZE").equal(int64(2))
 	})
 }
+
+// TestRueidisDefaultOptions: rueidis as most users create it (client-side
+// caching on: it sends CLIENT TRACKING ON OPTIN at connect) works for
+// every command; a read asked to be cached (DoCache) is refused with an
+// error naming why, so no reply is ever cached, and plain reads still work.
+func TestRueidisDefaultOptions(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.Do(ctx, c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("1", "1", "60").Build()).AsIntSlice()
+	if err != nil || fmtInts(got) != "[0 2 1 -1 60]" {
+		t.Fatalf("CL.THROTTLE = %v, %v", got, err)
+	}
+	if n, err := c.Do(ctx, c.B().Exists().Key("k").Build()).AsInt64(); n != 1 || err != nil {
+		t.Fatalf("EXISTS = %v, %v", n, err)
+	}
+	for range 2 {
+		_, err := c.DoCache(ctx, c.B().Type().Key("k").Cache(), time.Minute).ToString()
+		if err == nil || !strings.Contains(err.Error(), "client-side caching is not supported") {
+			t.Fatalf("DoCache(TYPE) = %v, want the refusal", err)
+		}
+	}
+	if typ, err := c.Do(ctx, c.B().Type().Key("k").Build()).ToString(); typ != "throttle" || err != nil {
+		t.Fatalf("TYPE = %v, %v", typ, err)
+	}
+	if _, err := c.Do(ctx, c.B().Del().Key("k").Build()).AsInt64(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Do(ctx, c.B().Exists().Key("k").Build()).AsInt64(); n != 0 || err != nil {
+		t.Fatalf("EXISTS after DEL = %v, %v", n, err)
+	}
+	// The tracking commands as a raw client sees them.
+	r := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 3})
+	defer r.Close()
+	do(t, r, "CLIENT", "GETREDIR").equal(int64(-1))
+	do(t, r, "CLIENT", "CACHING", "YES").errIs("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+	do(t, r, "CLIENT", "TRACKING", "ON").errIs("ERR rlserver accepts CLIENT TRACKING ON only in OPTIN mode, where nothing is cached unless asked with CLIENT CACHING YES (which it refuses): it sends no invalidation messages")
+	do(t, r, "CLIENT", "TRACKING", "ON", "BCAST").errIs("ERR rlserver accepts CLIENT TRACKING ON only in OPTIN mode, where nothing is cached unless asked with CLIENT CACHING YES (which it refuses): it sends no invalidation messages")
+	do(t, r, "CLIENT", "TRACKING", "ON", "OPTIN", "REDIRECT", "999999").errIs("ERR The client ID you want redirect to does not exist")
+	do(t, r, "CLIENT", "TRACKING", "ON", "OPTIN", "NOLOOP").equal("OK")
+	do(t, r, "CLIENT", "GETREDIR").equal(int64(0))
+	do(t, r, "CLIENT", "CACHING", "NO").errIs("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+	do(t, r, "CLIENT", "TRACKING", "OFF").equal("OK")
+	do(t, r, "CLIENT", "GETREDIR").equal(int64(-1))
+}
