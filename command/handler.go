@@ -5,7 +5,10 @@
 package command
 
 import (
+	"math"
 	"net"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -83,6 +86,7 @@ type Handler struct {
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
 	doneCmds                               atomic.Int64 // commands of closed connections
+	memLimited                             atomic.Bool  // TuneMemoryLimit set a limit
 }
 
 // New returns the commands over store, reading time from clock.
@@ -142,4 +146,36 @@ func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *
 func (h *Handler) SetMaxMemory(n int64) {
 	h.maxMemory.Store(n)
 	h.store.SetMaxMemory(n)
+	h.TuneMemoryLimit()
+}
+
+// TuneMemoryLimit sets the Go runtime's soft memory limit from the memory
+// bound; the server calls it a few times a second. States kept as objects
+// (LOG windows, leases) are garbage once evicted, replaced or regrown, and
+// a heap left to double before collecting would hold twice the bound: the
+// limit lets garbage and free pages reach a quarter of the bound (at least
+// 2 MB) above what the process holds live, whatever that is (connections come and go),
+// so the collector runs before that.
+func (h *Handler) TuneMemoryLimit() {
+	n := h.maxMemory.Load()
+	if n <= 0 {
+		if h.memLimited.Swap(false) {
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
+		return
+	}
+	s := []metrics.Sample{
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+	}
+	metrics.Read(s)
+	// Free pages the runtime keeps count against the limit too, so that
+	// it returns them to the OS.
+	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64() - s[4].Value.Uint64())
+	garbage := max(int64(s[2].Value.Uint64())-int64(s[3].Value.Uint64()), 0)
+	debug.SetMemoryLimit(held - garbage + max(n/4, 2<<20))
+	h.memLimited.Store(true)
 }

@@ -122,6 +122,11 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 	// same shard may cool the hot key and hand its object to the key
 	// getting hot, so no object may be used after another rule's store.
 	// (Storing one of them never cools another.)
+	// Nothing is evicted until every rule is stored: an eviction would
+	// move the slots and may drop the records the next rules found.
+	for i := range rules {
+		s.shards[rules[i].shard].noEvict = true
+	}
 	for i := range rules {
 		if r := &rules[i]; r.boxed {
 			r.D, r.changed, _ = r.Op.Run(r.st, now, true)
@@ -132,6 +137,11 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 		if r := &rules[i]; !r.boxed {
 			s.shards[r.shard].storeRule(r, now)
 		}
+	}
+	for i := range rules {
+		sh := &s.shards[rules[i].shard]
+		sh.noEvict = false
+		sh.fitBudget()
 	}
 	return true, Done
 }

@@ -20,12 +20,10 @@
 package shard
 
 import (
-	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -83,7 +81,8 @@ type Shard struct {
 	feed    ring              // the change stream, while someone subscribes (feed.go)
 	sc      engine.Scratch    // states to decode records into (see update)
 	more    []*engine.Scratch // further ones, for UpdateAll rules sharing the shard
-	victims []victim
+	rnd     uint64            // eviction's sampling state (xorshift)
+	noEvict bool              // UpdateAll is storing several rules: evict after the last
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
 	changes atomic.Int64 // writes since the last save
@@ -176,12 +175,18 @@ func (sh *Shard) write(f Found, key []byte, h uint64, st engine.State, exp int64
 		return false
 	}
 	kept = sh.put(f, key, h, st, exp, true)
-	if !f.OK {
-		if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
-			sh.evict(key)
-		}
-	}
+	sh.fitBudget()
 	return kept
+}
+
+// fitBudget evicts, a few keys at most, while the shard is over its memory
+// bound, sparing the key just written. Every write that grows the shard
+// (a new key, a LOG window or lease set that grows) comes through here, so
+// the bound holds without a pass over the shard that would stall it.
+func (sh *Shard) fitBudget() {
+	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b && !sh.noEvict {
+		sh.evictSome(b, sh.lastRef, evictPerWrite)
+	}
 }
 
 // revive is write for an expired record (found OK with Exp <= now) whose
@@ -189,7 +194,9 @@ func (sh *Shard) write(f Found, key []byte, h uint64, st engine.State, exp int64
 // plus a new key.
 func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
 	sh.expired.Add(1)
-	return sh.put(f, key, h, st, exp, true)
+	kept = sh.put(f, key, h, st, exp, true)
+	sh.fitBudget()
+	return kept
 }
 
 // Remove deletes the record f found (DEL).
@@ -700,38 +707,72 @@ func (sh *Shard) Delete(key []byte, now int64) bool {
 	return f.OK
 }
 
-type victim struct {
-	exp int64
-	ref ref
-}
+// Eviction samples keys as Redis's volatile-ttl policy does: of
+// evictSamples keys, the one closest to its fresh state (the earliest
+// expiry) goes, forgetting it changing the least. A write evicts at most
+// evictPerWrite keys, far more than one write adds, so a shard over its
+// bound (after CONFIG SET maxmemory lowers it) comes back under within a
+// few writes without any of them waiting long; the sweep helps an idle one.
+const (
+	evictSamples  = 8
+	evictPerWrite = 16
+)
 
-// evict removes the keys closest to their fresh state (earliest expiry
-// first), sparing keep, until the shard is 1/64 under its budget, so that
-// the full pass this takes is paid once per many inserts.
-func (sh *Shard) evict(keep []byte) {
-	target := sh.budget.Load()
-	target -= target / 64
-	vs := sh.victims[:0]
-	sh.Each(minInt64, func(it Item) bool {
-		if string(it.Key) != string(keep) {
-			vs = append(vs, victim{it.ExpireAt, it.ref})
+// evictSome removes up to max keys while the shard holds more than budget
+// bytes, never keep's record.
+func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
+	if sh.idx.old != nil {
+		sh.idx.migrate(&sh.slabs, 64*max) // sample one table: finish a growth first
+	}
+	size := sh.idx.size
+	for ; removed < max && sh.mem.Load() > budget && size > 0; removed++ {
+		best, bestRef, bestExp := -1, ref(0), int64(0)
+		i := sh.randSlot(size)
+		for seen, probes := 0, 0; seen < evictSamples && probes < size; probes++ {
+			if sh.idx.tag(i) != 0 {
+				if r := sh.idx.ref(i); r != keep {
+					seen++
+					if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
+						best, bestRef, bestExp = i, r, e
+					}
+				}
+			}
+			// Neighbouring slots hold keys of unrelated expiries; jump
+			// elsewhere now and then so one long run is not all we see.
+			if i++; i == size || probes%8 == 7 {
+				i = sh.randSlot(size)
+			}
 		}
-		return true
-	})
-	slices.SortFunc(vs, func(a, b victim) int { return cmp.Compare(a.exp, b.exp) })
-	for _, v := range vs {
-		if sh.mem.Load() <= target {
-			break
+		if best < 0 {
+			break // nothing but keep
 		}
-		k, _ := recSplit(sh.slabs.get(v.ref))
-		pos, _, _ := sh.idx.find(&sh.slabs, k, sh.hash.bytes(k))
-		sh.removeAt(pos, v.ref, EventEvict)
+		sh.removeAt(best, bestRef, EventEvict)
 		sh.evicted.Add(1)
 	}
-	if cap(vs) > 1<<12 {
-		vs = nil // a large shard's list is not worth keeping between evictions
+	return removed
+}
+
+// randSlot returns a pseudo-random index slot below size.
+func (sh *Shard) randSlot(size int) int {
+	x := sh.rnd
+	if x == 0 {
+		x = sh.hash.seed | 1
 	}
-	sh.victims = vs[:0]
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	sh.rnd = x
+	return int((x >> 32) * uint64(size) >> 32)
+}
+
+// EvictOver evicts up to max keys while the shard is over its memory bound
+// (the sweep calls it, so that an idle shard comes back under a lowered
+// bound); it returns how many it removed.
+func (sh *Shard) EvictOver(max int) int {
+	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
+		return sh.evictSome(b, 0, max)
+	}
+	return 0
 }
 
 // Options configures a Store. The zero value is usable.

@@ -443,3 +443,31 @@ func TestPending(t *testing.T) {
 		t.Fatalf("Pending = %d after a flush, want 1 (the removed key)", got)
 	}
 }
+
+// TestMemoryBoundHoldsWhenKeysGrow: a key that grows (a LOG window, a
+// lease set) is held to the bound like a new one: others are evicted, the
+// growing key is kept, and the shard ends within its budget.
+func TestMemoryBoundHoldsWhenKeysGrow(t *testing.T) {
+	s := New(Options{Shards: 1})
+	sh := s.Shard(0)
+	for i := range 20 {
+		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 10}, int64(100+i)*sec)
+	}
+	full := s.Stats().Memory
+	s.SetMaxMemory(full)
+	sh.Insert([]byte("k19"), &fake{size: 200}, 200*sec) // grows by 190 bytes
+	st := s.Stats()
+	if st.Memory > full || st.Evicted == 0 {
+		t.Fatalf("after growth: %d bytes (bound %d), %d evicted", st.Memory, full, st.Evicted)
+	}
+	if _, _, ok := sh.Get([]byte("k19"), 0); !ok {
+		t.Fatal("the growing key itself was evicted")
+	}
+	// Lowering the bound: EvictOver brings an idle shard back under it.
+	s.SetMaxMemory(full / 2)
+	for sh.EvictOver(4) > 0 {
+	}
+	if m := s.Stats().Memory; m > full/2 {
+		t.Fatalf("after EvictOver: %d bytes, bound %d", m, full/2)
+	}
+}

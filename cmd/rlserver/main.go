@@ -328,7 +328,7 @@ func run(args []string) int {
 	}
 	log.Printf("ready: listening on %s, %d keys restored %s, %d shards, dir %q", srv.Addr(), restored, how, store.NumShards(), o.dir)
 
-	stopSweep := startSweeper(store, clock)
+	stopSweep := startSweeper(store, clock, commands.TuneMemoryLimit)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 
@@ -375,7 +375,7 @@ func run(args []string) int {
 // bounded amount of work per lock hold, so a sweep never holds a lock for
 // long, and more rounds while a quarter or more of it was removing expired
 // keys (as Redis's active expiry repeats while it finds many).
-func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
+func startSweeper(store *shard.Store, clock *shard.Clock, tune func()) (stop func()) {
 	const perShard = 2000
 	quit := make(chan struct{})
 	finished := make(chan struct{})
@@ -388,12 +388,14 @@ func startSweeper(store *shard.Store, clock *shard.Clock) (stop func()) {
 			case <-quit:
 				return
 			case <-t.C:
+				tune() // the memory limit follows what the process holds live
 				now := clock.Now()
 				for i := 0; i < store.NumShards(); i++ {
 					sh := store.Shard(i)
 					for round := 0; round < 16; round++ {
 						sh.Lock()
 						removed := sh.Sweep(now, perShard)
+						removed += sh.EvictOver(perShard / 8) // back under a lowered --maxmemory while idle
 						sh.Unlock()
 						runtime.Gosched() // an event loop waiting for this P runs first
 						if removed < perShard/4 {

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench/evict.sh: two rlserver builds side by side under --maxmemory: one
+# load generator inserts new keys as fast as it can into a server already
+# full (so every insert evicts), while a probe client (one connection, no
+# pipeline) runs CL.THROTTLE on one key; reports the probe's p50/p99/max
+# (redis-benchmark's), the insert rate, the keyspace (used_memory_dataset),
+# evicted_keys and the server's RSS. A B A B ... in each round, medians.
+#
+# Usage: bench/evict.sh OLD_BIN NEW_BIN
+# Environment:
+#   ROUNDS=n     alternating rounds (default 3)
+#   MAXMEM=size  --maxmemory (default 64mb)
+#   FILL=n       inserts to fill the server first (default 1500000)
+#   N=n          inserts measured (default 3000000)
+#   PERSIST=0    run in memory (--dir ''); default: a fresh --dir, the
+#                configuration users run
+set -euo pipefail
+old=$1 new=$2
+rounds=${ROUNDS:-3} maxmem=${MAXMEM:-64mb} fill=${FILL:-1500000} n=${N:-3000000}
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+
+run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
+	local bin=$1 dir=''
+	[ "${PERSIST:-1}" = 1 ] && dir=$(mktemp -d -p "$tmp")
+	"$bin" --port 0 --dir "$dir" --threads 1 --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
+	local pid=$! port=''
+	for _ in $(seq 200); do
+		port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$tmp/log" | grep -oE '[0-9]+$' || true)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	# __rand_int__ draws from 100M: nearly every request is a new key.
+	redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
+	local start end
+	start=$(date +%s%N)
+	redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r 100000000 -q CL.TOKENBUCKET i:__rand_int__ 100 1 1h >/dev/null &
+	local load=$!
+	local probe
+	probe=$(redis-benchmark -p "$port" -c 1 -P 1 -n 20000 --csv CL.THROTTLE probe 1000000 1000000 1 | tail -1)
+	wait $load
+	end=$(date +%s%N)
+	local info rss
+	info=$(redis-cli -p "$port" info)
+	rss=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$pid/status)
+	kill $pid
+	wait $pid 2>/dev/null || true
+	# CSV: "test","rps","avg","min","p50","p95","p99","max"
+	echo "$probe" | tr -d '"' | awk -F, -v n="$n" -v t=$((end - start)) \
+		-v ds="$(echo "$info" | awk -F: '/^used_memory_dataset:/ { print int($2 / 1048576) }')" \
+		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" \
+		'{ printf "%s %s %s %.0f %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss }'
+}
+
+med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB"
+for r in $(seq "$rounds"); do
+	for b in old new; do
+		bin=$old
+		[ $b = new ] && bin=$new
+		line=$(run_one "$bin")
+		echo "$b $line"
+		echo "$line" >>"$tmp/$b"
+	done
+done
+for b in old new; do
+	printf "median %s:" $b
+	for col in 1 2 3 4 5 6 7; do
+		printf " %s" "$(awk -v c=$col '{ print $c }' "$tmp/$b" | med)"
+	done
+	echo
+done
