@@ -80,9 +80,11 @@ var configParams = map[string]configParam{
 			c.h.acl.setPassword(p)
 		},
 	},
-	"databases":  {get: func(*Ctx) string { return "1" }},
-	"appendonly": {get: func(*Ctx) string { return "no" }},
-	"save":       {get: func(*Ctx) string { return "" }},
+	"tls-cert-file": tlsFileParam(true),
+	"tls-key-file":  tlsFileParam(false),
+	"databases":     {get: func(*Ctx) string { return "1" }},
+	"appendonly":    {get: func(*Ctx) string { return "no" }},
+	"save":          {get: func(*Ctx) string { return "" }},
 }
 
 // ParseMemory parses a byte count with Redis's optional units, as in
@@ -177,12 +179,74 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 			return
 		}
 	}
+	applyTLS, msg := c.tlsFiles(args)
+	if msg != "" {
+		c.err(msg)
+		return
+	}
 	for i := 2; i < len(args); i += 2 {
 		p := configParams[strings.ToLower(string(args[i]))]
 		n, _ := p.parse(args[i+1])
 		p.set(c, n, args[i+1])
 	}
+	if applyTLS != nil {
+		applyTLS()
+	}
 	c.W.OK()
+}
+
+// tlsFiles loads the certificate and key a CONFIG SET names (tls-cert-file,
+// tls-key-file; the other one stays), so that a bad pair fails the whole
+// CONFIG SET; apply then serves it. Nil apply: no TLS file is set.
+func (c *Ctx) tlsFiles(args [][]byte) (apply func(), msg string) {
+	var cert, key string
+	touched := ""
+	for i := 2; i < len(args); i += 2 {
+		switch name := strings.ToLower(string(args[i])); name {
+		case "tls-cert-file":
+			cert, touched = string(args[i+1]), name
+		case "tls-key-file":
+			key, touched = string(args[i+1]), name
+		}
+	}
+	if touched == "" {
+		return nil, ""
+	}
+	t := c.h.cfg.TLS
+	if t == nil {
+		return nil, resp.ErrConfigReason(touched, "TLS is not enabled: start the server with --tls-port")
+	}
+	curCert, curKey := t.Files()
+	if cert == "" {
+		cert = curCert
+	}
+	if key == "" {
+		key = curKey
+	}
+	apply, err := t.Load(cert, key)
+	if err != nil {
+		return nil, resp.ErrConfigReason(touched, "Unable to update TLS configuration: "+err.Error())
+	}
+	return apply, ""
+}
+
+// tlsFileParam is tls-cert-file or tls-key-file: CONFIG SET's tlsFiles
+// does the work, so that both change together.
+func tlsFileParam(cert bool) configParam {
+	return configParam{
+		get: func(c *Ctx) string {
+			if c.h.cfg.TLS == nil {
+				return ""
+			}
+			certFile, keyFile := c.h.cfg.TLS.Files()
+			if cert {
+				return certFile
+			}
+			return keyFile
+		},
+		parse: func([]byte) (int64, bool) { return 0, true },
+		set:   func(*Ctx, int64, []byte) {},
+	}
 }
 
 // MEMORY PURGE runs a garbage collection and returns freed memory to the

@@ -48,6 +48,17 @@ type Config struct {
 	ProtectedMode bool
 	// BackupDir is where CHECKPOINT writes its copies.
 	BackupDir string
+	// TLS is the TLS listener's certificate, which CONFIG SET
+	// tls-cert-file / tls-key-file replaces; nil without --tls-port.
+	TLS TLSCerts
+}
+
+// TLSCerts is the certificate the TLS listener serves.
+type TLSCerts interface {
+	// Files returns the certificate and key files served.
+	Files() (cert, key string)
+	// Load reads a certificate and key; apply then serves them.
+	Load(cert, key string) (apply func(), err error)
 }
 
 // Persistence is what the commands need from the persistence layer.
@@ -105,6 +116,10 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	h.logMax.Store(cfg.LogMaxLimit)
 	return h
 }
+
+// SetTLS gives CONFIG SET tls-cert-file / tls-key-file the TLS listener's
+// certificate; call it before the server serves.
+func (h *Handler) SetTLS(t TLSCerts) { h.cfg.TLS = t }
 
 // LoadACL reads the users from Config.ACLFile, if set; a missing or
 // invalid file is an error (the server refuses to start).

@@ -160,6 +160,27 @@ func TestTLS(t *testing.T) {
 		return nc.ConnectionState().PeerCertificates[0].SerialNumber.Int64() == 11
 	})
 
+	// CONFIG SET tls-cert-file / tls-key-file: a new pair served at once;
+	// a bad one refused with nothing changed.
+	p.issue(t, "renewed", 12, false)
+	admin := s.client(t, 2)
+	renewed, renewedKey := filepath.Join(p.dir, "renewed.pem"), filepath.Join(p.dir, "renewed-key.pem")
+	do(t, admin, "CONFIG", "SET", "tls-cert-file", renewed, "tls-key-file", renewedKey).equal("OK")
+	do(t, admin, "CONFIG", "GET", "tls-cert-file").equal([]any{"tls-cert-file", renewed})
+	nc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: p.caPool, Certificates: []tls.Certificate{client}})
+	if err != nil || nc.ConnectionState().PeerCertificates[0].SerialNumber.Int64() != 12 {
+		t.Fatalf("after CONFIG SET tls-cert-file: %v, want the certificate with serial 12", err)
+	}
+	nc.Close()
+	r := do(t, admin, "CONFIG", "SET", "tls-cert-file", filepath.Join(p.dir, "server.pem"), "maxclients", "77")
+	if r.err == nil || !strings.HasPrefix(r.err.Error(), "ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to update TLS configuration: ") {
+		t.Fatalf("a certificate that does not match the key: %v", r.err)
+	}
+	do(t, admin, "CONFIG", "GET", "maxclients").equal([]any{"maxclients", "10000"})
+	do(t, admin, "CONFIG", "GET", "tls-cert-file").equal([]any{"tls-cert-file", renewed})
+	plain := startIn(t, "")
+	do(t, plain.client(t, 2), "CONFIG", "SET", "tls-cert-file", renewed).errIs("ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - TLS is not enabled: start the server with --tls-port")
+
 	_, addr2 := startTLS(t, p, "optional")
 	anon2 := redis.NewClient(&redis.Options{Addr: addr2, TLSConfig: &tls.Config{RootCAs: p.caPool, MinVersion: tls.VersionTLS12}})
 	defer anon2.Close()

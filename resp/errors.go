@@ -53,6 +53,11 @@ const (
 	protoExpectedDollar     = "expected '$', got '"
 )
 
+// ErrConfigReason is CONFIG SET's error for a value it cannot apply.
+func ErrConfigReason(name, reason string) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + reason
+}
+
 // ErrProtocol is the reply to a malformed request, before the server
 // closes the connection.
 func ErrProtocol(e *ProtocolError) string { return errProtocolPrefix + e.Msg }

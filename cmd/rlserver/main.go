@@ -254,8 +254,6 @@ func run(args []string) int {
 			"backup-dir":           o.backupDir,
 			"aclfile":              o.aclFile,
 			"tls-port":             o.tlsPort,
-			"tls-cert-file":        o.tlsCert,
-			"tls-key-file":         o.tlsKey,
 			"tls-ca-cert-file":     o.tlsCA,
 			"tls-auth-clients":     o.tlsAuthClients,
 		},
@@ -299,7 +297,9 @@ func run(args []string) int {
 	var certs *tlsCerts
 	if o.tlsPort != "" {
 		var tcfg *tls.Config
-		if tcfg, certs, err = tlsConfig(o); err != nil {
+		if tcfg, certs, err = tlsConfig(o); err == nil {
+			commands.SetTLS(certs)
+		} else {
 			log.Printf("error: %v", err)
 			if p != nil {
 				p.Shutdown(false)

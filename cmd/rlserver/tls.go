@@ -5,23 +5,48 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 )
 
 // tlsCerts serves the server's certificate to each handshake, and loads
-// it again (SIGHUP) without a restart.
+// it again (SIGHUP, CONFIG SET tls-cert-file) without a restart.
 type tlsCerts struct {
+	mu                sync.Mutex // guards the file names
 	certFile, keyFile string
 	cert              atomic.Pointer[tls.Certificate]
 }
 
+// load reads the current files again (at start, on SIGHUP).
 func (c *tlsCerts) load() error {
-	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	apply, err := c.Load(c.Files())
 	if err != nil {
 		return fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 	}
-	c.cert.Store(&cert)
+	apply()
 	return nil
+}
+
+// Files returns the certificate and key files (command.TLSCerts).
+func (c *tlsCerts) Files() (cert, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.certFile, c.keyFile
+}
+
+// Load reads a certificate and key; apply serves them from the next
+// handshake on, and makes them the files SIGHUP reloads (command.TLSCerts).
+func (c *tlsCerts) Load(certFile, keyFile string) (apply func(), err error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		c.mu.Lock()
+		c.certFile, c.keyFile = certFile, keyFile
+		c.mu.Unlock()
+		c.cert.Store(&cert)
+	}, nil
 }
 
 // tlsConfig returns the TLS configuration of --tls-port (TLS 1.2 and up),
