@@ -260,3 +260,70 @@ func cmdCommandList(c *Ctx, args [][]byte) {
 		c.W.BulkString(n)
 	}
 }
+
+// requestCommand resolves the command a request (name and arguments)
+// names, subcommand included, as dispatch does; nil if none.
+func (t *Table) requestCommand(args [][]byte) *Command {
+	var scratch [32]byte
+	cmd := t.lookup(args[0], &scratch)
+	if cmd != nil && cmd.subIndex != nil && len(args) > 1 {
+		cmd = cmd.sub(args[1])
+	}
+	return cmd
+}
+
+// getKeys is COMMAND GETKEYS's work: the command args names, and its keys,
+// or Redis's error for a request it cannot take keys from.
+func (c *Ctx) getKeys(args [][]byte) (*Command, [][]byte, string) {
+	cmd := c.h.table.requestCommand(args)
+	switch {
+	case cmd == nil:
+		return nil, nil, resp.ErrInvalidCommand
+	case cmd.Keys.First <= 0 && cmd.Keys.Find == nil:
+		return nil, nil, resp.ErrNoKeyArgs
+	case !cmd.arityOK(len(args)):
+		return nil, nil, resp.ErrInvalidArgCount
+	}
+	keys := cmd.keysOf(args, nil)
+	if len(keys) == 0 {
+		return nil, nil, resp.ErrInvalidArgs
+	}
+	return cmd, keys, ""
+}
+
+// COMMAND GETKEYS command [arg ...]
+func cmdCommandGetKeys(c *Ctx, args [][]byte) {
+	_, keys, msg := c.getKeys(args[2:])
+	if msg != "" {
+		c.err(msg)
+		return
+	}
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Bulk(k)
+	}
+}
+
+// COMMAND GETKEYSANDFLAGS command [arg ...]: each key with its key spec's
+// flags, as Redis spells them (RW, RO, OW, RM upper case, the rest lower).
+func cmdCommandGetKeysAndFlags(c *Ctx, args [][]byte) {
+	cmd, keys, msg := c.getKeys(args[2:])
+	if msg != "" {
+		c.err(msg)
+		return
+	}
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.Array(2)
+		c.W.Bulk(k)
+		c.W.Array(len(cmd.Keys.Flags))
+		for _, f := range cmd.Keys.Flags {
+			switch f {
+			case "RW", "RO", "OW", "RM":
+				c.W.BulkString(f)
+			default:
+				c.W.BulkString(strings.ToLower(f))
+			}
+		}
+	}
+}

@@ -53,6 +53,15 @@ const (
 	protoExpectedDollar     = "expected '$', got '"
 )
 
+// COMMAND GETKEYS's errors, and cluster commands' without cluster mode.
+const (
+	ErrInvalidCommand  = "ERR Invalid command specified"
+	ErrNoKeyArgs       = "ERR The command has no key arguments"
+	ErrInvalidArgCount = "ERR Invalid number of arguments specified for command"
+	ErrInvalidArgs     = "ERR Invalid arguments specified for command"
+	ErrClusterDisabled = "ERR This instance has cluster support disabled"
+)
+
 // ErrConfigReason is CONFIG SET's error for a value it cannot apply.
 func ErrConfigReason(name, reason string) string {
 	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + reason
