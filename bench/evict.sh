@@ -12,6 +12,9 @@
 #   MAXMEM=size  --maxmemory (default 64mb)
 #   FILL=n       inserts to fill the server first (default 1500000)
 #   N=n          inserts measured (default 3000000)
+#   LOAD_CLIENTS=n LOAD_PIPELINE=n   the inserting load (default 50 clients,
+#                pipelines of 16: as fast as the load generator goes)
+#   THREADS=n    rlserver --threads (default 1, like redis-server)
 #   PERSIST=0    run in memory (--dir ''); default: a fresh --dir, the
 #                configuration users run
 set -euo pipefail
@@ -23,7 +26,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
 	local bin=$1 dir=''
 	[ "${PERSIST:-1}" = 1 ] && dir=$(mktemp -d -p "$tmp")
-	"$bin" --port 0 --dir "$dir" --threads 1 --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
+	"$bin" --port 0 --dir "$dir" --threads "${THREADS:-1}" --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
 	local pid=$! port=''
 	for _ in $(seq 200); do
 		port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$tmp/log" | grep -oE '[0-9]+$' || true)
@@ -34,7 +37,7 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
 	redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
 	local start end
 	start=$(date +%s%N)
-	redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r 100000000 -q CL.TOKENBUCKET i:__rand_int__ 100 1 1h >/dev/null &
+	redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q CL.TOKENBUCKET i:__rand_int__ 100 1 1h >/dev/null &
 	local load=$!
 	local probe
 	probe=$(redis-benchmark -p "$port" -c 1 -P 1 -n 20000 --csv CL.THROTTLE probe 1000000 1000000 1 | tail -1)
