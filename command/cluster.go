@@ -17,6 +17,7 @@ func clusterContainer() *Command {
 		{"countkeysinslot", "Returns the number of keys in a hash slot."},
 		{"getkeysinslot", "Returns the key names in a hash slot."},
 		{"reload", "Adopts a newer version of the static topology file."},
+		{"help", "Shows helpful text about the different subcommands."},
 	}
 	c := container("cluster", "cluster", "A container for Redis Cluster commands.")
 	for _, s := range subs {

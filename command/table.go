@@ -1,6 +1,7 @@
 package command
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -86,7 +87,9 @@ func newTable(cmds []*Command) *Table {
 		t.byName[c.Name] = c
 		t.byName[strings.ToUpper(c.Name)] = c // clients mostly send upper case: one lookup
 		if len(c.Subs) > 0 {
-			c.Subs = append(c.Subs, helpFor(c))
+			if !slices.ContainsFunc(c.Subs, func(s *Command) bool { return s.Name == c.Name+"|help" }) {
+				c.Subs = append(c.Subs, helpFor(c))
+			}
 			c.subIndex = make(map[string]*Command, len(c.Subs))
 			for _, s := range c.Subs {
 				s.prepare()

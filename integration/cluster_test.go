@@ -21,7 +21,7 @@ func TestGetKeysAndStandaloneCluster(t *testing.T) {
 		do(t, c, "COMMAND", "GETKEYS", "TYPE", "a", "b").errIs("ERR Invalid number of arguments specified for command")
 		do(t, c, "COMMAND", "GETKEYS", "TYPE").errIs("ERR wrong number of arguments for 'command|getkeys' command")
 		do(t, c, "COMMAND", "GETKEYSANDFLAGS", "CL.TOKENBUCKET", "tb", "5", "1", "1s").equal([]any{[]any{"tb", []any{"RW", "access", "update"}}})
-		for _, cmd := range [][]any{{"CLUSTER", "INFO"}, {"CLUSTER", "KEYSLOT", "foo"}, {"CLUSTER", "SLOTS"}, {"READONLY"}, {"READWRITE"}, {"ASKING"}} {
+		for _, cmd := range [][]any{{"CLUSTER", "INFO"}, {"CLUSTER", "HELP"}, {"CLUSTER", "KEYSLOT", "foo"}, {"CLUSTER", "SLOTS"}, {"READONLY"}, {"READWRITE"}, {"ASKING"}} {
 			do(t, c, cmd...).errIs("ERR This instance has cluster support disabled")
 		}
 	})

@@ -716,6 +716,7 @@ func (sh *Shard) Delete(key []byte, now int64) bool {
 const (
 	evictSamples  = 8
 	evictPerWrite = 16
+	evictScanAll  = 256 // index slots up to which every key is looked at
 )
 
 // evictSome removes up to max keys while the shard holds more than budget
@@ -727,8 +728,11 @@ func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 	size := sh.idx.size
 	for ; removed < max && sh.mem.Load() > budget && size > 0; removed++ {
 		best, bestRef, bestExp := -1, ref(0), int64(0)
-		i := sh.randSlot(size)
-		for seen, probes := 0, 0; seen < evictSamples && probes < size; probes++ {
+		i, samples := sh.randSlot(size), evictSamples
+		if size <= evictScanAll {
+			i, samples = 0, size // a small table: look at every key
+		}
+		for seen, probes := 0, 0; seen < samples && probes < size; probes++ {
 			if sh.idx.tag(i) != 0 {
 				if r := sh.idx.ref(i); r != keep {
 					seen++
@@ -739,7 +743,7 @@ func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 			}
 			// Neighbouring slots hold keys of unrelated expiries; jump
 			// elsewhere now and then so one long run is not all we see.
-			if i++; i == size || probes%8 == 7 {
+			if i++; i == size || probes%8 == 7 && samples == evictSamples {
 				i = sh.randSlot(size)
 			}
 		}
