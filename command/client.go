@@ -61,11 +61,13 @@ func cmdClientSetInfo(c *Ctx, args [][]byte) {
 }
 
 func cmdClientInfo(c *Ctx, args [][]byte) {
+	c.sess.lastCmd.Store(c.sess.last) // cmd= shows this command, as Redis
 	c.W.Verbatim(c.sess.describe(time.Now()) + "\n")
 }
 
 // CLIENT LIST [TYPE NORMAL] [ID id [id ...]]
 func cmdClientList(c *Ctx, args [][]byte) {
+	c.sess.lastCmd.Store(c.sess.last) // the caller's cmd= shows this command, as Redis
 	var ids map[int64]bool
 	for i := 2; i < len(args); i++ {
 		switch {

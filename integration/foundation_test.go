@@ -848,3 +848,19 @@ func TestRueidisDefaultOptions(t *testing.T) {
 	do(t, r, "CLIENT", "TRACKING", "OFF").equal("OK")
 	do(t, r, "CLIENT", "GETREDIR").equal(int64(-1))
 }
+
+// TestClientListShowsCurrentCommand: the caller's own line names the
+// command it is running, as Redis's does (cmd=client|list).
+func TestClientListShowsCurrentCommand(t *testing.T) {
+	t.Parallel()
+	s := startIn(t, "")
+	c := s.client(t, 2)
+	c.Ping(ctx)
+	if info := c.ClientInfo(ctx); info.Err() != nil || info.Val().LastCmd != "client|info" {
+		t.Fatalf("CLIENT INFO cmd = %+v, %v; want client|info", info.Val(), info.Err())
+	}
+	list := c.ClientList(ctx).Val()
+	if !strings.Contains(list, " cmd=client|list ") {
+		t.Fatalf("CLIENT LIST: %q, want the caller's cmd=client|list", list)
+	}
+}
