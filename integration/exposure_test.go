@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -78,21 +77,7 @@ func TestUnauthenticatedLimits(t *testing.T) {
 }
 
 // peakRSS returns the peak resident set size of process pid, in bytes.
-func peakRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
-}
+func peakRSS(t *testing.T, pid int) int64 { return procStatus(t, pid, "VmHWM") }
 
 // TestPreAuthMemory: 100 clients at once each sending a 1 MB request
 // before AUTH raise the server's peak RSS by little: the argument is

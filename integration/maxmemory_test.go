@@ -123,18 +123,21 @@ func TestMaxMemoryGrowingKeys(t *testing.T) {
 }
 
 // rss returns the resident set size of process pid, in bytes.
-func rss(t *testing.T, pid int) int64 {
+func rss(t *testing.T, pid int) int64 { return procStatus(t, pid, "VmRSS") }
+
+// procStatus returns a kB field of /proc/pid/status (VmRSS, VmHWM), in bytes.
+func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == field+":" {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
