@@ -98,18 +98,13 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 }
 
 // requestKeys returns the keys of a request by its command's key spec in the
-// table: the first key, or all of them for a command whose keys are found
-// by parsing (CL.ALL). The slice is the connection's scratch, valid until
+// table (Command.keysOf, as ACL checks and COMMAND GETKEYS find them). The slice is the connection's scratch, valid until
 // the next call.
 func (c *Ctx) requestKeys(args [][]byte) [][]byte {
 	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
-	switch {
-	case cmd == nil:
-	case cmd.Keys.Find != nil:
-		keys = cmd.Keys.Find(args, keys)
-	case !cmd.Keys.Movable && cmd.Keys.First > 0 && cmd.Keys.First < len(args):
-		keys = append(keys, args[cmd.Keys.First])
+	if cmd != nil {
+		keys = cmd.keysOf(args, keys)
 	}
 	if cap(keys) <= warmMax {
 		c.warmKeys = keys[:0] // keep what grew, unless a huge request grew it
