@@ -73,7 +73,7 @@ func (c *Conn) serve(out replySender) {
 		}
 		if !c.rd.Ready() {
 			c.active.Store(c.srv.tick.Load()) // once a batch: for the idle timeout
-			c.refreshLimits() // CONFIG SET proto-max-bulk-len etc. reach open connections
+			c.refreshLimits()                 // CONFIG SET proto-max-bulk-len etc. reach open connections
 			c.sess.EndBatch()
 			if !out.batchDone(c) {
 				return
