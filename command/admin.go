@@ -349,11 +349,15 @@ func (c *Ctx) infoSections() []infoSection {
 		}
 	}
 	keys := c.dbsize()
+	mode := "standalone"
+	if h.cfg.Cluster != nil {
+		mode = "cluster"
+	}
 	secs := []infoSection{
 		{"Server", [][2]string{
 			{"redis_version", redisVersion},
 			{"rlserver_version", Version},
-			{"redis_mode", "standalone"},
+			{"redis_mode", mode},
 			{"os", runtime.GOOS + " " + runtime.GOARCH},
 			{"arch_bits", "64"},
 			{"go_version", runtime.Version()},
@@ -400,10 +404,12 @@ func (c *Ctx) infoSections() []infoSection {
 		{"expired_keys", i64(st.Expired)},
 		{"evicted_keys", i64(st.Evicted)},
 	}})
-	secs = append(secs, infoSection{"Replication", [][2]string{
-		{"role", "master"},
-		{"connected_slaves", "0"},
-	}})
+	secs = append(secs, infoSection{"Replication", c.replicationInfo()})
+	enabled := "0"
+	if h.cfg.Cluster != nil {
+		enabled = "1"
+	}
+	secs = append(secs, infoSection{"Cluster", [][2]string{{"cluster_enabled", enabled}}})
 	ks := [][2]string{}
 	if keys > 0 {
 		ks = append(ks, [2]string{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0,subexpiry=0", keys, keys)})

@@ -1,28 +1,79 @@
 package command
 
-import "github.com/rlserver/rlserver/resp"
+import (
+	"strconv"
+	"strings"
+	"time"
 
-// clusterContainer is CLUSTER's table row. Cluster mode is not built yet:
-// a standalone server answers every subcommand as Redis does without
-// cluster support.
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/resp"
+)
+
+// Replication is what the commands need of replication in cluster mode.
+type Replication interface {
+	// Offset returns the node's replication offset: the bytes of its
+	// shard's change stream it produced (a primary) or applied (a replica).
+	Offset() int64
+	// Info returns INFO replication's fields, in Redis's order.
+	Info() [][2]string
+	// Replicas returns, on a primary, each replica's announced host, port
+	// and acknowledged offset (ROLE).
+	Replicas() []ReplicaInfo
+	// Link returns, on a replica, the state of its primary's link as ROLE
+	// words it (connect, sync, connected).
+	Link() string
+	// Online reports whether the replica id of this node's shard holds a
+	// synchronised copy (CLUSTER SLOTS lists it only then).
+	Online(id string) bool
+	// Wait blocks until n replicas acknowledged every change made before
+	// the call, or until timeout (0: none) or done, and returns how many
+	// did (WAIT).
+	Wait(n int, timeout time.Duration) int
+}
+
+// ReplicaInfo is one replica as its primary sees it.
+type ReplicaInfo struct {
+	Host   string
+	Port   int
+	Offset int64
+}
+
+// clusterContainer is CLUSTER's table row. A standalone server answers
+// every subcommand as Redis does without cluster support.
 func clusterContainer() *Command {
-	subs := []struct{ name, summary string }{
-		{"slots", "Returns the mapping of cluster slots to nodes."},
-		{"shards", "Returns the mapping of cluster slots to shards."},
-		{"nodes", "Returns the cluster configuration for a node."},
-		{"myid", "Returns the ID of a node."},
-		{"myshardid", "Returns the shard ID of a node."},
-		{"info", "Returns information about the state of a node."},
-		{"keyslot", "Returns the hash slot for a key."},
-		{"countkeysinslot", "Returns the number of keys in a hash slot."},
-		{"getkeysinslot", "Returns the key names in a hash slot."},
-		{"reload", "Adopts a newer version of the static topology file."},
-		{"help", "Shows helpful text about the different subcommands."},
+	subs := []struct {
+		name, summary string
+		arity         int
+		run           func(c *Ctx, args [][]byte)
+		args          []Arg
+	}{
+		{"slots", "Returns the mapping of cluster slots to nodes.", 2, cmdClusterSlots, nil},
+		{"shards", "Returns the mapping of cluster slots to shards.", 2, cmdClusterShards, nil},
+		{"nodes", "Returns the cluster configuration for a node.", 2, cmdClusterNodes, nil},
+		{"myid", "Returns the ID of a node.", 2, cmdClusterMyID, nil},
+		{"myshardid", "Returns the shard ID of a node.", 2, cmdClusterMyShardID, nil},
+		{"info", "Returns information about the state of a node.", 2, cmdClusterInfo, nil},
+		{"keyslot", "Returns the hash slot for a key.", 3, cmdClusterKeySlot, []Arg{argStr("key")}},
+		{"countkeysinslot", "Returns the number of keys in a hash slot.", 3, cmdClusterCountKeys, []Arg{argInt("slot")}},
+		{"getkeysinslot", "Returns the key names in a hash slot.", 4, cmdClusterGetKeys, []Arg{argInt("slot"), argInt("count")}},
+		{"reload", "Adopts a newer version of the static topology file (--cluster-config).", 2, cmdClusterReload, nil},
 	}
 	c := container("cluster", "cluster", "A container for Redis Cluster commands.")
 	for _, s := range subs {
-		sc := sub("cluster|"+s.name, -2, s.summary, cmdClusterDisabled)
+		run := s.run
+		sc := sub("cluster|"+s.name, s.arity, s.summary, func(c *Ctx, args [][]byte) {
+			if c.h.cfg.Cluster == nil {
+				c.err(resp.ErrClusterDisabled)
+				return
+			}
+			run(c, args)
+		}, s.args...)
 		sc.Group, sc.Since = "cluster", "3.0.0"
+		if s.name == "reload" {
+			sc.Since = "0.1.0"
+			sc.Flags = append(sc.Flags, "admin")
+			sc.ACL = append(sc.ACL, "admin", "dangerous")
+		}
 		c.Subs = append(c.Subs, sc)
 	}
 	return c
@@ -30,10 +81,407 @@ func clusterContainer() *Command {
 
 // clusterOnly is a connection command that only means something in a
 // cluster (READONLY, READWRITE, ASKING).
-func clusterOnly(name, summary string) *Command {
-	c := conn(name, 1, summary, cmdClusterDisabled)
+func clusterOnly(name, summary string, run func(c *Ctx, args [][]byte)) *Command {
+	c := conn(name, 1, summary, func(c *Ctx, args [][]byte) {
+		if c.h.cfg.Cluster == nil {
+			c.err(resp.ErrClusterDisabled)
+			return
+		}
+		run(c, args)
+	})
 	c.Group, c.Since = "cluster", "3.0.0"
 	return c
 }
 
-func cmdClusterDisabled(c *Ctx, args [][]byte) { c.err(resp.ErrClusterDisabled) }
+func cmdReadOnly(c *Ctx, args [][]byte)  { c.sess.readOnly = true; c.W.OK() }
+func cmdReadWrite(c *Ctx, args [][]byte) { c.sess.readOnly = false; c.W.OK() }
+func cmdAsking(c *Ctx, args [][]byte)    { c.W.OK() } // no slot migrates in a static topology
+
+// route decides, in cluster mode, whether this node runs a command with
+// keys, as Redis's getNodeByQuery: every key in one slot (CROSSSLOT), the
+// slot served (CLUSTERDOWN), every slot served, and the slot this node's
+// shard's; a replica runs reads of its shard only for a READONLY
+// connection, and redirects the rest to the primary (MOVED). EXEC is
+// decided on the keys of the whole transaction. It returns the error to
+// answer, or "".
+func (c *Ctx) route(cmd *Command, args [][]byte) string {
+	v := c.h.cfg.Cluster.View()
+	slot, write := -1, cmd.write
+	check := func(cmd *Command, args [][]byte) string {
+		for _, k := range cmd.keysOf(args, c.aclKeys[:0]) {
+			s := cluster.Slot(k)
+			switch {
+			case slot < 0:
+				slot = s
+				if v.Topo.Owner(s) < 0 {
+					return resp.ErrSlotUnbound
+				}
+			case s != slot:
+				return resp.ErrCrossSlot
+			}
+		}
+		return ""
+	}
+	if cmd.Run == nil || cmd.Name == "exec" {
+		if !c.sess.inMulti {
+			return ""
+		}
+		for _, q := range c.sess.queue {
+			qc := c.h.table.lookup(q[0], &c.lower)
+			if qc.subIndex != nil && len(q) > 1 {
+				qc = qc.sub(q[1])
+			}
+			write = write || qc.write
+			if msg := check(qc, q); msg != "" {
+				return msg
+			}
+		}
+	} else if msg := check(cmd, args); msg != "" {
+		return msg
+	}
+	if slot < 0 {
+		return ""
+	}
+	if !v.Topo.Complete() {
+		return resp.ErrClusterDown
+	}
+	owner := v.Topo.Owner(slot)
+	if owner == v.Self.Shard && (!v.Self.Replica || c.sess.readOnly && !write) {
+		return ""
+	}
+	p, _ := v.Primary(slot)
+	return resp.ErrMoved(slot, p.Addr())
+}
+
+// online reports whether a replica is listed by CLUSTER SLOTS and shown
+// healthy by CLUSTER SHARDS: one of this node's shard when replication says
+// it is synchronised (a replica knows that of itself); one of another
+// shard always, a static topology telling nothing more.
+func (c *Ctx) online(v *cluster.View, shard int, n cluster.Node) bool {
+	if shard != v.Self.Shard || c.h.cfg.Replication == nil {
+		return true
+	}
+	return c.h.cfg.Replication.Online(n.ID)
+}
+
+func (c *Ctx) replOffset() int64 {
+	if r := c.h.cfg.Replication; r != nil {
+		return r.Offset()
+	}
+	return 0
+}
+
+// ranges returns a shard's slot ranges, adjacent ones merged, in order.
+func ranges(t *cluster.Topology, shard int) []cluster.Range {
+	var out []cluster.Range
+	for s := 0; s < cluster.Slots; s++ {
+		if t.Owner(s) != shard {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][1] == s-1 {
+			out[n-1][1] = s
+		} else {
+			out = append(out, cluster.Range{s, s})
+		}
+	}
+	return out
+}
+
+// CLUSTER SLOTS: per slot range, its primary then its synchronised
+// replicas, each as ip, port, id and a map of further endpoints (none).
+func cmdClusterSlots(c *Ctx, args [][]byte) {
+	v := c.h.cfg.Cluster.View()
+	type entry struct {
+		r     cluster.Range
+		nodes []cluster.Node
+	}
+	var out []entry
+	for i, s := range v.Topo.Shards {
+		nodes := []cluster.Node{s.Primary}
+		for _, r := range s.Replicas {
+			if c.online(v, i, r) {
+				nodes = append(nodes, r)
+			}
+		}
+		for _, r := range ranges(v.Topo, i) {
+			out = append(out, entry{r, nodes})
+		}
+	}
+	// Redis lists the ranges in slot order.
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].r[0] < out[j-1].r[0]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	c.W.Array(len(out))
+	for _, e := range out {
+		c.W.Array(2 + len(e.nodes))
+		c.W.Int(int64(e.r[0]))
+		c.W.Int(int64(e.r[1]))
+		for _, n := range e.nodes {
+			c.W.Array(4)
+			c.W.BulkString(n.Host)
+			c.W.Int(int64(n.Port))
+			c.W.BulkString(n.ID)
+			c.W.Map(0)
+		}
+	}
+}
+
+// CLUSTER SHARDS: per shard, its slot ranges (flat) and its nodes.
+func cmdClusterShards(c *Ctx, args [][]byte) {
+	v := c.h.cfg.Cluster.View()
+	off := c.replOffset()
+	c.W.Array(len(v.Topo.Shards))
+	for i, s := range v.Topo.Shards {
+		c.W.Map(2)
+		c.W.BulkString("slots")
+		rs := ranges(v.Topo, i)
+		c.W.Array(2 * len(rs))
+		for _, r := range rs {
+			c.W.Int(int64(r[0]))
+			c.W.Int(int64(r[1]))
+		}
+		c.W.BulkString("nodes")
+		c.W.Array(1 + len(s.Replicas))
+		node := func(n cluster.Node, role string, health string) {
+			c.W.Map(7)
+			c.W.BulkString("id")
+			c.W.BulkString(n.ID)
+			c.W.BulkString("port")
+			c.W.Int(int64(n.Port))
+			c.W.BulkString("ip")
+			c.W.BulkString(n.Host)
+			c.W.BulkString("endpoint")
+			c.W.BulkString(n.Host)
+			c.W.BulkString("role")
+			c.W.BulkString(role)
+			c.W.BulkString("replication-offset")
+			o := int64(0)
+			if i == v.Self.Shard {
+				o = off
+			}
+			c.W.Int(o)
+			c.W.BulkString("health")
+			c.W.BulkString(health)
+		}
+		node(s.Primary, "master", "online")
+		for _, r := range s.Replicas {
+			health := "online"
+			if !c.online(v, i, r) {
+				health = "loading"
+			}
+			node(r, "replica", health)
+		}
+	}
+}
+
+// CLUSTER NODES: one line per node, as Redis writes nodes.conf. rlserver
+// has no cluster bus, so the bus port is 0.
+func cmdClusterNodes(c *Ctx, args [][]byte) {
+	c.W.BulkString(clusterNodes(c.h.cfg.Cluster.View()))
+}
+
+func clusterNodes(v *cluster.View) string {
+	var b strings.Builder
+	epoch := strconv.FormatInt(v.Topo.Version, 10)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	line := func(n cluster.Node, primary string, slots []cluster.Range) {
+		flags, pong := "master", now
+		if primary != "-" {
+			flags = "slave"
+		}
+		if n.ID == v.Self.Node.ID {
+			flags, pong = "myself,"+flags, "0"
+		}
+		b.WriteString(n.ID + " " + n.Addr() + "@0 " + flags + " " + primary + " 0 " + pong + " " + epoch + " connected")
+		for _, r := range slots {
+			b.WriteString(" " + strconv.Itoa(r[0]))
+			if r[1] != r[0] {
+				b.WriteString("-" + strconv.Itoa(r[1]))
+			}
+		}
+		b.WriteString("\n")
+	}
+	for i, s := range v.Topo.Shards {
+		line(s.Primary, "-", ranges(v.Topo, i))
+		for _, r := range s.Replicas {
+			line(r, s.Primary.ID, nil)
+		}
+	}
+	return b.String()
+}
+
+func cmdClusterMyID(c *Ctx, args [][]byte) {
+	c.W.BulkString(c.h.cfg.Cluster.View().Self.Node.ID)
+}
+
+func cmdClusterMyShardID(c *Ctx, args [][]byte) {
+	c.W.BulkString(c.h.cfg.Cluster.View().MyShard().ID)
+}
+
+func cmdClusterInfo(c *Ctx, args [][]byte) {
+	var b strings.Builder
+	for _, f := range clusterInfo(c.h.cfg.Cluster.View()) {
+		b.WriteString(f[0] + ":" + f[1] + "\r\n")
+	}
+	c.W.Verbatim(b.String())
+}
+
+func clusterInfo(v *cluster.View) [][2]string {
+	state := "ok"
+	if !v.Topo.Complete() {
+		state = "fail"
+	}
+	size := 0
+	for i := range v.Topo.Shards {
+		if len(ranges(v.Topo, i)) > 0 {
+			size++
+		}
+	}
+	itoa := strconv.Itoa
+	epoch := strconv.FormatInt(v.Topo.Version, 10)
+	return [][2]string{
+		{"cluster_state", state},
+		{"cluster_slots_assigned", itoa(v.Topo.Assigned())},
+		{"cluster_slots_ok", itoa(v.Topo.Assigned())},
+		{"cluster_slots_pfail", "0"},
+		{"cluster_slots_fail", "0"},
+		{"cluster_known_nodes", itoa(v.Topo.Nodes())},
+		{"cluster_size", itoa(size)},
+		{"cluster_current_epoch", epoch},
+		{"cluster_my_epoch", epoch},
+		{"cluster_stats_messages_sent", "0"},
+		{"cluster_stats_messages_received", "0"},
+		{"total_cluster_links_buffer_limit_exceeded", "0"},
+	}
+}
+
+func cmdClusterKeySlot(c *Ctx, args [][]byte) { c.W.Int(int64(cluster.Slot(args[2]))) }
+
+func cmdClusterCountKeys(c *Ctx, args [][]byte) {
+	slot, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if slot < 0 || slot >= cluster.Slots {
+		c.err(resp.ErrInvalidSlot)
+		return
+	}
+	c.W.Int(int64(c.Store().CountKeysInSlot(int(slot))))
+}
+
+func cmdClusterGetKeys(c *Ctx, args [][]byte) {
+	n, ok1 := resp.ParseInt(args[3])
+	slot, ok2 := resp.ParseInt(args[2])
+	if !ok1 || !ok2 {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if n < 0 || slot < 0 || slot >= cluster.Slots {
+		c.err(resp.ErrInvalidSlotCount)
+		return
+	}
+	keys := c.Store().KeysInSlot(int(slot), int(min(n, 1<<30)), c.Now())
+	c.W.Array(len(keys))
+	for _, k := range keys {
+		c.W.BulkString(k)
+	}
+}
+
+// CLUSTER RELOAD adopts the topology file if its version is newer.
+func cmdClusterReload(c *Ctx, args [][]byte) {
+	st := c.h.cfg.Cluster
+	if st.File() == "" {
+		c.err("ERR this node's topology is not a static file (--cluster-config)")
+		return
+	}
+	old := st.View().Topo.Version
+	adopted, err := st.Reload()
+	switch {
+	case err != nil:
+		c.err(resp.ErrFailed(err))
+	case !adopted:
+		c.err("ERR the topology file's version is not newer than the current one (" + strconv.FormatInt(old, 10) + ")")
+	default:
+		c.W.OK()
+	}
+}
+
+// replicationInfo returns INFO replication's fields.
+func (c *Ctx) replicationInfo() [][2]string {
+	if r := c.h.cfg.Replication; r != nil {
+		return r.Info()
+	}
+	if st := c.h.cfg.Cluster; st != nil && st.View().Self.Replica {
+		p := st.View().MyShard().Primary
+		return [][2]string{{"role", "slave"}, {"master_host", p.Host}, {"master_port", strconv.Itoa(p.Port)},
+			{"master_link_status", "down"}, {"connected_slaves", "0"}}
+	}
+	return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
+}
+
+// ROLE: a primary's offset and replicas, or a replica's primary and link.
+func cmdRole(c *Ctx, args [][]byte) {
+	st := c.h.cfg.Cluster
+	if st == nil || !st.View().Self.Replica {
+		var reps []ReplicaInfo
+		if r := c.h.cfg.Replication; r != nil {
+			reps = r.Replicas()
+		}
+		c.W.Array(3)
+		c.W.BulkString("master")
+		c.W.Int(c.replOffset())
+		c.W.Array(len(reps))
+		for _, r := range reps {
+			c.W.Array(3)
+			c.W.BulkString(r.Host)
+			c.W.BulkString(strconv.Itoa(r.Port))
+			c.W.BulkString(strconv.FormatInt(r.Offset, 10))
+		}
+		return
+	}
+	v := st.View()
+	p := v.MyShard().Primary
+	link := "connect"
+	if r := c.h.cfg.Replication; r != nil {
+		link = r.Link()
+	}
+	c.W.Array(5)
+	c.W.BulkString("slave")
+	c.W.BulkString(p.Host)
+	c.W.Int(int64(p.Port))
+	c.W.BulkString(link)
+	c.W.Int(c.replOffset())
+}
+
+// WAIT numreplicas timeout
+func cmdWait(c *Ctx, args [][]byte) {
+	n, ok1 := resp.ParseInt(args[1])
+	ms, ok2 := resp.ParseInt(args[2])
+	if !ok1 || !ok2 {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if ms < 0 {
+		c.err(resp.ErrTimeoutNegative)
+		return
+	}
+	st, r := c.h.cfg.Cluster, c.h.cfg.Replication
+	if st != nil && st.View().Self.Replica {
+		c.err(resp.ErrWaitOnReplica)
+		return
+	}
+	if r == nil || n <= 0 || c.inExec {
+		// Nothing to wait for (or, inside EXEC, no waiting, as Redis):
+		// the replicas that already acknowledged everything.
+		got := 0
+		if r != nil {
+			got = r.Wait(int(max(n, 0)), -1)
+		}
+		c.W.Int(int64(got))
+		return
+	}
+	c.W.Block(func() { c.W.Int(int64(r.Wait(int(n), time.Duration(ms)*time.Millisecond))) })
+}

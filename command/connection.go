@@ -130,10 +130,17 @@ func cmdHello(c *Ctx, args [][]byte) {
 	c.W.Int(int64(proto))
 	c.W.BulkString("id")
 	c.W.Int(c.sess.info.ID)
+	mode, role := "standalone", "master"
+	if st := c.h.cfg.Cluster; st != nil {
+		mode = "cluster"
+		if st.View().Self.Replica {
+			role = "replica"
+		}
+	}
 	c.W.BulkString("mode")
-	c.W.BulkString("standalone")
+	c.W.BulkString(mode)
 	c.W.BulkString("role")
-	c.W.BulkString("master")
+	c.W.BulkString(role)
 	c.W.BulkString("modules")
 	c.W.Array(0)
 }

@@ -162,6 +162,21 @@ func (c *Ctx) exec(args [][]byte) {
 			}
 		}
 	}
+	if c.h.cfg.Cluster != nil && !c.inExec {
+		if cmd.routed {
+			if msg := c.route(cmd, args); msg != "" {
+				if cmd.Name == "exec" {
+					s.inMulti, s.multiErr, s.queue = false, false, nil // Redis discards it
+				}
+				c.reject(msg)
+				return
+			}
+		}
+		if cmd.write && c.h.cfg.Cluster.View().Self.Replica {
+			c.reject(resp.ErrReadOnlyReplica)
+			return
+		}
+	}
 	if s.caching && cmd.readonly && cmd.Keys.First > 0 {
 		c.reject(resp.ErrNoCaching)
 		return

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -51,6 +52,11 @@ type Config struct {
 	// TLS is the TLS listener's certificate, which CONFIG SET
 	// tls-cert-file / tls-key-file replaces; nil without --tls-port.
 	TLS TLSCerts
+	// Cluster is the node's cluster state; nil for a standalone server.
+	Cluster *cluster.State
+	// Replication serves ROLE, WAIT, INFO replication and which replicas
+	// CLUSTER SLOTS lists; nil without replication.
+	Replication Replication
 }
 
 // TLSCerts is the certificate the TLS listener serves.
@@ -116,6 +122,15 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	h.logMax.Store(cfg.LogMaxLimit)
 	return h
 }
+
+// SetCluster puts the commands in cluster mode; call it before the server
+// serves.
+func (h *Handler) SetCluster(st *cluster.State, r Replication) {
+	h.cfg.Cluster, h.cfg.Replication = st, r
+}
+
+// Cluster returns the cluster state (nil: standalone).
+func (h *Handler) Cluster() *cluster.State { return h.cfg.Cluster }
 
 // SetTLS gives CONFIG SET tls-cert-file / tls-key-file the TLS listener's
 // certificate; call it before the server serves.

@@ -27,6 +27,8 @@ type Command struct {
 	parent    *Command // a subcommand's container
 	noAuth    bool     // runs before authentication
 	readonly  bool     // the readonly flag: a read client-side caching could keep
+	write     bool     // the write flag: a replica refuses it
+	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
 	subIndex  map[string]*Command
@@ -119,12 +121,15 @@ func (c *Command) prepare() {
 			c.noAuth = true
 		case "readonly":
 			c.readonly = true
+		case "write":
+			c.write = true
 		case "no_multi_queue":
 			c.immediate = true
 		case "no_multi":
 			c.noMulti = true
 		}
 	}
+	c.routed = c.Keys.First > 0 || c.Keys.Find != nil || c.Name == "exec"
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
 		c.Flags = append(c.Flags, "movablekeys")
 	}

@@ -29,6 +29,7 @@ type Conn struct {
 	queued  bool
 
 	active atomic.Int64 // the server's tick when a batch of requests last ended (idle.go)
+	parked atomic.Bool  // a blocking command runs (Writer.Block): not idle, not served
 }
 
 // newConn returns the state of the accepted connection nc, whose requests

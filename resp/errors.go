@@ -1,6 +1,9 @@
 package resp
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Every error reply rlserver sends, Redis's texts to the letter; the first
 // word is the code clients map on. They live here, in the protocol package,
@@ -61,6 +64,21 @@ const (
 	ErrInvalidArgs     = "ERR Invalid arguments specified for command"
 	ErrClusterDisabled = "ERR This instance has cluster support disabled"
 )
+
+// Cluster mode's errors, worded as Redis Cluster's.
+const (
+	ErrCrossSlot        = "CROSSSLOT Keys in request don't hash to the same slot"
+	ErrClusterDown      = "CLUSTERDOWN The cluster is down"
+	ErrSlotUnbound      = "CLUSTERDOWN Hash slot not served"
+	ErrReadOnlyReplica  = "READONLY You can't write against a read only replica."
+	ErrInvalidSlot      = "ERR Invalid slot"
+	ErrInvalidSlotCount = "ERR Invalid slot or number of keys"
+	ErrWaitOnReplica    = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
+	ErrTimeoutNegative  = "ERR timeout is negative"
+)
+
+// ErrMoved redirects a client to the node serving slot.
+func ErrMoved(slot int, addr string) string { return "MOVED " + strconv.Itoa(slot) + " " + addr }
 
 // ErrConfigReason is CONFIG SET's error for a value it cannot apply.
 func ErrConfigReason(name, reason string) string {

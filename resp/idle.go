@@ -35,7 +35,7 @@ func (s *Server) reap() {
 		var idle []*Conn
 		if timeout > 0 {
 			for c := range s.conns {
-				if time.Duration(now-c.active.Load())*time.Second > time.Duration(timeout) {
+				if time.Duration(now-c.active.Load())*time.Second > time.Duration(timeout) && !c.parked.Load() {
 					idle = append(idle, c)
 				}
 			}

@@ -72,6 +72,7 @@ type eventLoop struct {
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
+	resumed []*Conn // whose blocking command returned (see block)
 	killed  []*Conn // to close (Conn.kill), from other goroutines
 	closed  bool    // release has run: add closes what it is handed
 	npend   atomic.Int32
@@ -209,6 +210,9 @@ func (l *eventLoop) run() {
 					continue // closed earlier in this batch
 				}
 			}
+			if c.parked.Load() {
+				continue // its blocking command runs (see block)
+			}
 			switch {
 			case c.writing && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0:
 				l.drain(c)
@@ -284,8 +288,8 @@ func (l *eventLoop) kill(c *Conn) {
 // waiting: level-triggered epoll reports them on the next poll.
 func (l *eventLoop) takePending() {
 	l.mu.Lock()
-	pend, killed := l.pending, l.killed
-	l.pending, l.killed = nil, nil
+	pend, killed, resumed := l.pending, l.killed, l.resumed
+	l.pending, l.killed, l.resumed = nil, nil, nil
 	l.npend.Store(0)
 	l.mu.Unlock()
 	defer func() {
@@ -295,6 +299,29 @@ func (l *eventLoop) takePending() {
 			}
 		}
 	}()
+	for _, c := range resumed {
+		c.parked.Store(false)
+		if c.fd < 0 {
+			continue // closed meanwhile
+		}
+		events := uint32(syscall.EPOLLIN)
+		if c.writing {
+			events = syscall.EPOLLOUT
+		}
+		ev := syscall.EpollEvent{Events: events, Fd: int32(c.fd)}
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			l.srv.logf("event loop: epoll_ctl add: %v", err)
+			l.close(c)
+			continue
+		}
+		c.active.Store(l.srv.tick.Load())
+		if !c.writing {
+			l.serve(c, 1) // its blocking command's reply, and what came meanwhile
+		}
+	}
+	if len(resumed) > 0 {
+		l.flush()
+	}
 	for _, c := range pend {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
@@ -319,6 +346,25 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 // it drains.
 func (l *eventLoop) sendNow(c *Conn) bool { return l.send(c) && !c.writing }
 
+// block parks c: it leaves the epoll set while fn runs on a goroutine,
+// and comes back through takePending.
+func (l *eventLoop) block(c *Conn, fn func()) bool {
+	if !l.send(c) {
+		return false
+	}
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	c.parked.Store(true)
+	go func() {
+		fn()
+		l.mu.Lock()
+		l.resumed = append(l.resumed, c)
+		l.npend.Add(1)
+		l.mu.Unlock()
+		l.wake()
+	}()
+	return false
+}
+
 func (l *eventLoop) batchDone(c *Conn) bool {
 	l.flushLater(c)
 	return false
@@ -340,7 +386,7 @@ func (l *eventLoop) flush() {
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
 		c.queued = false
-		if c.fd >= 0 && !c.writing {
+		if c.fd >= 0 && !c.writing && !c.parked.Load() {
 			l.send(c)
 		}
 	}
@@ -422,7 +468,7 @@ func (l *eventLoop) release() {
 	l.takePending()
 	for _, c := range l.conns {
 		c.quit = true
-		if len(c.w.Buf) > 0 {
+		if len(c.w.Buf) > 0 && !c.parked.Load() {
 			l.send(c)
 		}
 		l.close(c)

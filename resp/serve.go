@@ -26,6 +26,10 @@ type replySender interface {
 	batchDone(c *Conn) bool
 	// close closes c after a read error or the end of its input.
 	close(c *Conn)
+	// block sends c's replies, then has fn append a blocking command's
+	// reply (Writer.Block); false means stop serving c for now (the
+	// event loop serves it again once fn returned).
+	block(c *Conn, fn func()) bool
 }
 
 // serve is the one serve loop of both I/O modes: it takes the requests c's
@@ -59,6 +63,13 @@ func (c *Conn) serve(out replySender) {
 		}
 		quit := c.sess.Exec(args)
 		c.rd.SetGuard(!c.sess.Authenticated())
+		if fn := c.w.block; fn != nil {
+			c.w.block = nil
+			c.sess.EndBatch()
+			if !out.block(c, fn) {
+				return
+			}
+		}
 		if quit {
 			c.quit = true
 			c.sess.EndBatch()
@@ -89,3 +100,13 @@ type goroutineSender struct{}
 func (goroutineSender) sendNow(c *Conn) bool   { return c.flush() }
 func (goroutineSender) batchDone(c *Conn) bool { return c.flush() }
 func (goroutineSender) close(*Conn)            {} // serveConn closes it
+
+func (goroutineSender) block(c *Conn, fn func()) bool {
+	if !c.flush() {
+		return false
+	}
+	c.parked.Store(true)
+	fn()
+	c.parked.Store(false)
+	return true
+}

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/engine"
 )
 
@@ -89,7 +90,9 @@ type Shard struct {
 	expired atomic.Int64 // keys removed because their state became fresh
 	evicted atomic.Int64 // keys removed by the memory bound
 	budget  atomic.Int64 // memory bound for this shard (0: none)
-	_       [64]byte     // keep neighbouring shards' locks off one cache line
+
+	slotKeys []uint32 // in cluster mode: keys per hash slot (see Options.Cluster)
+	_        [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // Lock locks the shard.
@@ -306,6 +309,9 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			}
 			sh.idx.put(pos, h, r)
 			delta += indexBytes
+			if sh.slotKeys != nil {
+				sh.slotKeys[cluster.Slot(key)]++
+			}
 		}
 	}
 	sh.mem.Add(delta)
@@ -368,9 +374,12 @@ func (sh *Shard) removeAt(pos int, r ref, why Event) {
 // drop deletes the record r in index slot pos without recording it.
 func (sh *Shard) drop(pos int, r ref) {
 	rec := sh.slabs.get(r)
-	_, payload := recSplit(rec)
+	key, payload := recSplit(rec)
 	if rec[0]&flagDirty != 0 {
 		sh.ndirty-- // gone: the deletion is what a drain writes now
+	}
+	if sh.slotKeys != nil {
+		sh.slotKeys[cluster.Slot(key)]--
 	}
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
@@ -468,6 +477,9 @@ func (sh *Shard) Clear() int {
 	sh.recordFlush()
 	sh.idx.reset()
 	sh.slabs.reset()
+	if sh.slotKeys != nil {
+		clear(sh.slotKeys)
+	}
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
 	clear(sh.spare[:])
@@ -796,6 +808,11 @@ type Options struct {
 	// slot. Default (0): drawn at random. Tests set it, and print it, so
 	// that a failure reproduces.
 	Seed uint64
+	// Cluster places keys by their Redis Cluster hash slot: a slot's keys
+	// all live in shard slot mod Shards, which counts them per slot, so
+	// that a slot's keys are counted at once and listed (or streamed to
+	// another node) from one shard.
+	Cluster bool
 }
 
 // MaxShards is the largest shard count; SCAN cursors depend on it.
@@ -804,9 +821,10 @@ const MaxShards = 1024
 // Store is the keyspace. Its methods are safe for concurrent use; the shards
 // it hands out must be locked by the caller.
 type Store struct {
-	shards []Shard
-	mask   uint64
-	hash   hasher
+	shards  []Shard
+	mask    uint64
+	hash    hasher
+	cluster bool
 
 	feedBytes int
 }
@@ -822,7 +840,7 @@ func New(opts Options) *Store {
 	if seed == 0 {
 		seed = randomSeed()
 	}
-	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), hash: hasher{seed}, feedBytes: opts.FeedBytes}
+	s := &Store{shards: make([]Shard, n), mask: uint64(n - 1), hash: hasher{seed}, feedBytes: opts.FeedBytes, cluster: opts.Cluster}
 	if s.feedBytes <= 0 {
 		s.feedBytes = DefaultFeedBytes
 	}
@@ -830,6 +848,9 @@ func New(opts Options) *Store {
 		s.shards[i].track = opts.TrackChanges
 		s.shards[i].hash = s.hash
 		s.shards[i].idx.hash = s.hash
+		if opts.Cluster {
+			s.shards[i].slotKeys = make([]uint32, cluster.Slots)
+		}
 	}
 	s.SetMaxMemory(opts.MaxMemory)
 	return s
@@ -861,8 +882,16 @@ func (s *Store) SetMaxMemory(bytes int64) {
 func (s *Store) NumShards() int { return len(s.shards) }
 
 // Hash returns key's hash: it picks the shard (ShardOf) and the key's place
-// in it (Find), so a command hashes its key once.
-func (s *Store) Hash(key []byte) uint64 { return s.hash.bytes(key) }
+// in it (Find), so a command hashes its key once. In cluster mode its low
+// bits, which pick the shard, are the key's slot's (the index uses the
+// others).
+func (s *Store) Hash(key []byte) uint64 {
+	h := s.hash.bytes(key)
+	if s.cluster {
+		h = h&^s.mask | uint64(cluster.Slot(key))&s.mask
+	}
+	return h
+}
 
 // Seed returns the hash seed (Options.Seed, or the one drawn at random).
 func (s *Store) Seed() uint64 { return s.hash.seed }

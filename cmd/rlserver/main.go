@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -55,6 +56,10 @@ type options struct {
 	tlsKey         string
 	tlsCA          string
 	tlsAuthClients string
+
+	clusterConfig string
+	announceHost  string
+	announcePort  int
 }
 
 func main() {
@@ -92,6 +97,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.tlsKey, "tls-key-file", "", "its private key (PEM); reloaded on SIGHUP")
 	fs.StringVar(&o.tlsCA, "tls-ca-cert-file", "", "CA certificates (PEM) that client certificates must chain to")
 	fs.StringVar(&o.tlsAuthClients, "tls-auth-clients", "yes", "client certificates: yes (required), optional, or no")
+	fs.StringVar(&o.clusterConfig, "cluster-config", "", "cluster mode with a static topology: a JSON file of shards (slot ranges, primary, replicas) and a version; reread on CLUSTER RELOAD and SIGHUP")
+	fs.StringVar(&o.announceHost, "announce-host", "", "in cluster mode, the host clients are told to reach this node at (default --bind)")
+	fs.IntVar(&o.announcePort, "announce-port", 0, "in cluster mode, the port clients are told (default the bound --port)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -146,6 +154,20 @@ func parseOptions(args []string) (*options, error) {
 		if n, err := strconv.Atoi(o.tlsPort); err != nil || n < 0 || n > 65535 {
 			return nil, fmt.Errorf("--tls-port must be a port number (0 picks a free one)")
 		}
+	}
+	if o.clusterConfig != "" {
+		if _, err := cluster.ParseFile(o.clusterConfig); err != nil {
+			return nil, fmt.Errorf("--cluster-config: %v", err)
+		}
+		if o.announceHost == "" {
+			if ip := net.ParseIP(o.bind); ip == nil || ip.IsUnspecified() {
+				return nil, fmt.Errorf("--announce-host is needed in cluster mode when --bind (%q) is not one address", o.bind)
+			}
+			o.announceHost = o.bind
+		}
+	}
+	if o.announcePort < 0 || o.announcePort > 65535 {
+		return nil, fmt.Errorf("--announce-port must be a port number")
 	}
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
@@ -224,7 +246,7 @@ func run(args []string) int {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	clock := shard.NewClock()
-	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != ""})
+	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != ""})
 
 	p, err := openPersistence(o, store, clock)
 	if err != nil {
@@ -322,6 +344,16 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	if o.clusterConfig != "" {
+		if err := startCluster(o, srv, commands); err != nil {
+			log.Printf("error: %v", err)
+			srv.Close(time.Second)
+			if p != nil {
+				p.Shutdown(false)
+			}
+			return 2
+		}
+	}
 	restored, how := 0, "(in memory only)"
 	if p != nil {
 		restored, how = p.Restored(), p.RestoreSummary()
@@ -338,6 +370,9 @@ func run(args []string) int {
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
+			if st := commands.Cluster(); st != nil {
+				reloadTopology(st)
+			}
 			if certs == nil {
 				continue
 			}

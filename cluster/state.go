@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// View is the topology a node follows and its own place in it. A View
+// never changes: a newer topology is a new View.
+type View struct {
+	Topo *Topology
+	Self Role
+}
+
+// Primary returns the node serving slot's writes, and false when no shard
+// serves it.
+func (v *View) Primary(slot int) (Node, bool) {
+	i := v.Topo.Owner(slot)
+	if i < 0 {
+		return Node{}, false
+	}
+	return v.Topo.Shards[i].Primary, true
+}
+
+// MyShard returns the node's shard.
+func (v *View) MyShard() *Shard { return &v.Topo.Shards[v.Self.Shard] }
+
+// State is a node's cluster state: the view it follows, replaced whole
+// when it adopts a newer topology. Readers load it without a lock.
+type State struct {
+	file string // --cluster-config ("" none)
+	host string // the announced address the node finds itself by
+	port int
+
+	mu      sync.Mutex // serialises Reload and Adopt
+	cur     atomic.Pointer[View]
+	watches []func(old, new *View)
+}
+
+// NewStatic reads the static topology file and finds the node announced at
+// host:port in it.
+func NewStatic(file, host string, port int) (*State, error) {
+	t, err := ParseFile(file)
+	if err != nil {
+		return nil, err
+	}
+	s := &State{file: file, host: host, port: port}
+	v, err := s.view(t)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.Store(v)
+	return s, nil
+}
+
+func (s *State) view(t *Topology) (*View, error) {
+	r, ok := t.Find(s.host, s.port)
+	if !ok {
+		return nil, fmt.Errorf("the topology (version %d) has no node announced at %s:%d (set --announce-host/--announce-port to this node's entry)", t.Version, s.host, s.port)
+	}
+	if cur := s.cur.Load(); cur != nil && cur.Self.Node.ID != r.Node.ID {
+		return nil, fmt.Errorf("the topology (version %d) gives this node (%s:%d) id %s, but it is %s", t.Version, s.host, s.port, r.Node.ID, cur.Self.Node.ID)
+	}
+	return &View{Topo: t, Self: r}, nil
+}
+
+// View returns the current view.
+func (s *State) View() *View { return s.cur.Load() }
+
+// File returns the static topology file.
+func (s *State) File() string { return s.file }
+
+// Watch has fn called, under the state's lock, after each change of view.
+func (s *State) Watch(fn func(old, new *View)) {
+	s.mu.Lock()
+	s.watches = append(s.watches, fn)
+	s.mu.Unlock()
+}
+
+// Reload reads the topology file again and adopts it if its version is
+// newer than the current one; adopted tells whether it did. An invalid
+// file, or one that no longer names this node as it is, changes nothing.
+func (s *State) Reload() (adopted bool, err error) {
+	t, err := ParseFile(s.file)
+	if err != nil {
+		return false, err
+	}
+	return s.Adopt(t)
+}
+
+// Adopt makes t the current topology if its version is newer.
+func (s *State) Adopt(t *Topology) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load()
+	if t.Version <= old.Topo.Version {
+		return false, nil
+	}
+	v, err := s.view(t)
+	if err != nil {
+		return false, err
+	}
+	s.cur.Store(v)
+	for _, fn := range s.watches {
+		fn(old, v)
+	}
+	return true, nil
+}

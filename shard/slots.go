@@ -1,0 +1,45 @@
+package shard
+
+import "github.com/rlserver/rlserver/cluster"
+
+// SlotShard returns the shard holding the keys of a hash slot (cluster
+// mode, Options.Cluster).
+func (s *Store) SlotShard(slot int) *Shard { return &s.shards[uint64(slot)&s.mask] }
+
+// CountKeysInSlot returns how many keys hash to slot, as CLUSTER
+// COUNTKEYSINSLOT (like DBSIZE, keys whose state became fresh count until
+// they are removed). Cluster mode only; it locks the slot's shard.
+func (s *Store) CountKeysInSlot(slot int) int {
+	sh := s.SlotShard(slot)
+	sh.Lock()
+	defer sh.Unlock()
+	if sh.slotKeys == nil {
+		return 0
+	}
+	return int(sh.slotKeys[slot])
+}
+
+// KeysInSlot returns up to count live keys of slot (CLUSTER
+// GETKEYSINSLOT), reading only the slot's shard, and none of it when the
+// slot holds no key. Cluster mode only; it locks the slot's shard.
+func (s *Store) KeysInSlot(slot, count int, now int64) []string {
+	sh := s.SlotShard(slot)
+	sh.Lock()
+	defer sh.Unlock()
+	if sh.slotKeys == nil || sh.slotKeys[slot] == 0 || count <= 0 {
+		return nil
+	}
+	var keys []string
+	left := int(sh.slotKeys[slot])
+	sh.Each(minInt64, func(it Item) bool {
+		if cluster.Slot(it.Key) != slot {
+			return true
+		}
+		left--
+		if it.ExpireAt > now {
+			keys = append(keys, string(it.Key))
+		}
+		return len(keys) < count && left > 0
+	})
+	return keys
+}
