@@ -29,6 +29,113 @@ type Replication interface {
 	// the call, or until timeout (0: none) or done, and returns how many
 	// did (WAIT).
 	Wait(n int, timeout time.Duration) int
+
+	// A replica's side of the stream its primary sends (RLREPL): Hello
+	// returns the position to resume from (nil: none, a full copy
+	// follows), Full begins a full copy, Apply applies stream bytes of
+	// primary shard i ending at pos (-1: a piece of a snapshot), Synced
+	// ends a full copy.
+	Hello(primaryID, replid string, shards int) ([]string, error)
+	Full(replid string, shards int) error
+	Apply(i int, pos int64, raw []byte) error
+	Synced() error
+}
+
+// rlreplContainer is RLREPL, the commands a primary sends its replicas
+// (see package repl).
+func rlreplContainer() *Command {
+	c := container("rlrepl", "server", "Replication stream from a cluster primary to its replica (internal).",
+		sub("rlrepl|hello", 5, "Starts a replication link: returns the position the replica resumes from.", cmdReplHello,
+			argStr("primary-id"), argStr("replid"), argInt("shards")),
+		sub("rlrepl|full", 4, "Begins a full copy: every key is removed.", cmdReplFull, argStr("replid"), argInt("shards")),
+		sub("rlrepl|apply", 5, "Applies change-stream bytes of one primary shard.", cmdReplApply, argInt("shard"), argInt("position"), argStr("entries")),
+		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
+	)
+	c.Since = "0.1.0"
+	for _, s := range c.Subs {
+		s.Since, s.Group = "0.1.0", "server"
+		s.Flags = []string{"admin", "noscript", "no_multi", "loading", "stale"}
+		s.ACL = []string{"admin", "slow", "dangerous"}
+	}
+	return c
+}
+
+// replSink returns the replication a RLREPL command talks to, or answers
+// why there is none.
+func replSink(c *Ctx) Replication {
+	if c.h.cfg.Replication == nil {
+		c.err("ERR this node does not replicate (cluster mode with replicas only)")
+		return nil
+	}
+	return c.h.cfg.Replication
+}
+
+func cmdReplHello(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	n, ok := resp.ParseInt(args[4])
+	if !ok {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	pos, err := r.Hello(string(args[2]), string(args[3]), int(n))
+	if err != nil {
+		c.err(resp.ErrFailed(err))
+		return
+	}
+	c.W.Array(len(pos))
+	for _, p := range pos {
+		c.W.BulkString(p)
+	}
+}
+
+func cmdReplFull(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	n, ok := resp.ParseInt(args[3])
+	if !ok {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if err := r.Full(string(args[2]), int(n)); err != nil {
+		c.err(resp.ErrFailed(err))
+		return
+	}
+	c.W.OK()
+}
+
+func cmdReplApply(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	i, ok1 := resp.ParseInt(args[2])
+	pos, ok2 := resp.ParseInt(args[3])
+	if !ok1 || !ok2 {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	if err := r.Apply(int(i), pos, args[4]); err != nil {
+		c.err(resp.ErrFailed(err))
+		return
+	}
+	c.W.OK()
+}
+
+func cmdReplSynced(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	if err := r.Synced(); err != nil {
+		c.err(resp.ErrFailed(err))
+		return
+	}
+	c.W.OK()
 }
 
 // ReplicaInfo is one replica as its primary sees it.

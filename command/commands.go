@@ -108,6 +108,7 @@ func commandTable() []*Command {
 		server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize),
 		aclContainer(),
 		clusterContainer(),
+		rlreplContainer(),
 		clusterOnly("readonly", "Enables read-only queries for a connection to a Redis Cluster replica node.", cmdReadOnly),
 		clusterOnly("readwrite", "Enables read-write queries for a connection to a Redis Cluster replica node.", cmdReadWrite),
 		clusterOnly("asking", "Signals that a cluster client is following an -ASK redirect.", cmdAsking),

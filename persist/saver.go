@@ -59,6 +59,9 @@ type Saver struct {
 	window   lossWindow
 	fault    atomic.Pointer[error]
 
+	mark   func() func()
+	commit func() // the last flush's Mark, run when it is durable; guarded by mu
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -75,6 +78,11 @@ type SaverOptions struct {
 	Interval time.Duration
 	// Logger receives log lines. Default: discard.
 	Logger func(format string, args ...any)
+	// Mark, if set, is called as each flush begins; the function it
+	// returns (if not nil) is called once that flush, and every change
+	// made before Mark, is durable. A replica keeps its replication
+	// position this way.
+	Mark func() func()
 }
 
 // NewSaver restores every record of store that has not expired into keys
@@ -87,7 +95,7 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 	if opts.Logger == nil {
 		opts.Logger = func(string, ...any) {}
 	}
-	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval,
+	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval, mark: opts.Mark,
 		stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
 	if err := s.restore(); err != nil {
 		return nil, err
@@ -364,6 +372,9 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	defer s.mu.Unlock()
 	s.flushing.Store(true)
 	defer s.flushing.Store(false)
+	if s.mark != nil {
+		s.commit = s.mark()
+	}
 	n := s.keys.NumShards()
 	if s.lost.Swap(false) {
 		s.rwNext = -1 // a rewrite under way lost its writes too: start over
@@ -472,6 +483,13 @@ func (s *Saver) Flushing() bool { return s.flushing.Load() }
 // makes them (synced, unless the policy is "no"): only then is the status
 // ok again and a fault over.
 func (s *Saver) succeeded() {
+	s.mu.Lock()
+	commit := s.commit
+	s.commit = nil
+	s.mu.Unlock()
+	if commit != nil {
+		commit()
+	}
 	s.lastStatus.Store(false)
 	s.lastSave.Store(time.Now().Unix())
 	s.recovered()

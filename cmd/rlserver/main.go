@@ -18,11 +18,13 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
+	"github.com/rlserver/rlserver/repl"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -60,6 +62,10 @@ type options struct {
 	clusterConfig string
 	announceHost  string
 	announcePort  int
+	masterUser    string
+	masterAuth    string
+
+	replication atomic.Pointer[repl.Node] // set once cluster mode starts; persistence marks its position
 }
 
 func main() {
@@ -100,6 +106,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.clusterConfig, "cluster-config", "", "cluster mode with a static topology: a JSON file of shards (slot ranges, primary, replicas) and a version; reread on CLUSTER RELOAD and SIGHUP")
 	fs.StringVar(&o.announceHost, "announce-host", "", "in cluster mode, the host clients are told to reach this node at (default --bind)")
 	fs.IntVar(&o.announcePort, "announce-port", 0, "in cluster mode, the port clients are told (default the bound --port)")
+	fs.StringVar(&o.masterUser, "masteruser", "", "in cluster mode, the ACL user a primary authenticates as to its replicas (default: the default user)")
+	fs.StringVar(&o.masterAuth, "masterauth", "", "in cluster mode, the password a primary authenticates with to its replicas (default --requirepass)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	// The environment first, so that the command line overrides it.
 	var envErr error
@@ -168,6 +176,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.announcePort < 0 || o.announcePort > 65535 {
 		return nil, fmt.Errorf("--announce-port must be a port number")
+	}
+	if o.masterAuth == "" {
+		o.masterAuth = o.requirepass
 	}
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
@@ -344,8 +355,9 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	var replication *repl.Node
 	if o.clusterConfig != "" {
-		if err := startCluster(o, srv, commands); err != nil {
+		if replication, err = startCluster(o, srv, commands, store, clock); err != nil {
 			log.Printf("error: %v", err)
 			srv.Close(time.Second)
 			if p != nil {
@@ -393,6 +405,9 @@ func run(args []string) int {
 	case err := <-serveErr:
 		log.Printf("error: serve: %v", err)
 		code = 1
+	}
+	if replication != nil {
+		replication.Close()
 	}
 	srv.Close(5 * time.Second)
 	stopSweep()

@@ -30,6 +30,12 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 	}
 	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
 		Interval: o.saveInterval, Logger: log.Printf,
+		Mark: func() func() {
+			if n := o.replication.Load(); n != nil {
+				return n.Mark()
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		db.Close()

@@ -1,0 +1,180 @@
+// Package repl replicates a cluster shard's keyspace from its primary to
+// its replicas: resulting states, never commands.
+//
+// The primary connects to each replica of its shard (the topology names
+// them) as a client and sends, per keyspace shard, the raw bytes of the
+// shard's change stream (shard.Feed.ReadRaw) in RLREPL APPLY commands; the
+// replica applies them and replies +OK, and those replies, in order, are
+// the acknowledgements WAIT counts. A replica's position is the stream
+// offset of every primary shard it applied up to, with the primary's
+// replication id (drawn at each start): a replica that comes back with
+// positions the primary's rings still hold resumes from there (partial
+// resynchronisation), any other gets a snapshot of every shard first
+// (RLREPL FULL, APPLY, SYNCED).
+//
+// Entries carry absolute wall-clock expiries from the primary's clock, so a
+// replica decides nothing with its own: it expires a key when the state
+// the primary sent has become fresh, which is what the primary's key would
+// be too (an absent key and a fresh state are the same thing).
+package repl
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// Config configures a Node.
+type Config struct {
+	Store   *shard.Store
+	Clock   *shard.Clock
+	Cluster *cluster.State
+	// User and Password authenticate the primary to its replicas ("" no
+	// AUTH; User "" is the default user).
+	User, Password string
+	// Dir keeps a replica's position (replication-offsets) beside its
+	// store, so that it resumes after a restart; "" none.
+	Dir string
+	// Logf receives log lines.
+	Logf func(format string, args ...any)
+}
+
+// Node is a cluster node's replication: the primary's links to its
+// replicas, or the replica's position. It implements command.Replication.
+type Node struct {
+	cfg    Config
+	replid string // this run's replication id, as a primary
+
+	mu     sync.Mutex // guards the fields below (the primary's side)
+	anchor *shard.Feed
+	links  map[string]*link // by replica id
+	closed bool
+
+	acked atomic.Pointer[chan struct{}] // closed and replaced when an acknowledgement arrives
+
+	rep replicaState
+}
+
+// New returns the replication of a node and starts its part: links to
+// the replicas of a primary, or a replica's wait for its primary.
+func New(cfg Config) *Node {
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	n := &Node{cfg: cfg, replid: cluster.NewID(), links: map[string]*link{}}
+	ch := make(chan struct{})
+	n.acked.Store(&ch)
+	n.rep.init(n)
+	cfg.Cluster.Watch(func(_, v *cluster.View) { n.follow(v) })
+	n.follow(cfg.Cluster.View())
+	return n
+}
+
+// follow takes the node's part in view v: as a primary, a link to each
+// replica of its shard (the rings kept from the first); as a replica, none.
+func (n *Node) follow(v *cluster.View) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	want := map[string]cluster.Node{}
+	if !v.Self.Replica {
+		for _, r := range v.MyShard().Replicas {
+			want[r.ID] = r
+		}
+		if n.anchor == nil {
+			n.anchor = n.cfg.Store.Subscribe()
+		}
+	} else if n.anchor != nil {
+		n.anchor.Close()
+		n.anchor = nil
+	}
+	for id, l := range n.links {
+		if r, ok := want[id]; !ok || r != l.node {
+			l.stop()
+			delete(n.links, id)
+		}
+	}
+	for id, r := range want {
+		if n.links[id] == nil {
+			l := newLink(n, r, v.Self.Node.ID)
+			n.links[id] = l
+			go l.run()
+		}
+	}
+}
+
+// Close stops replication.
+func (n *Node) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	for id, l := range n.links {
+		l.stop()
+		delete(n.links, id)
+	}
+	if n.anchor != nil {
+		n.anchor.Close()
+		n.anchor = nil
+	}
+}
+
+// notify wakes the WAITs: an acknowledgement arrived.
+func (n *Node) notify() {
+	ch := make(chan struct{})
+	old := n.acked.Swap(&ch)
+	close(*old)
+}
+
+func (n *Node) isReplica() bool { return n.cfg.Cluster.View().Self.Replica }
+
+// Offset is the primary's stream length over every shard, or what the
+// replica applied of it.
+func (n *Node) Offset() int64 {
+	if n.isReplica() {
+		return n.rep.offset()
+	}
+	var sum int64
+	for _, h := range n.cfg.Store.Heads(nil) {
+		sum += int64(h)
+	}
+	return sum
+}
+
+// Wait returns how many replicas acknowledged every change made before
+// it, waiting up to timeout (0: for ever; negative: not at all) for want
+// of them. Links are nudged to send at once.
+func (n *Node) Wait(want int, timeout time.Duration) int {
+	target := n.cfg.Store.Heads(nil)
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		ch := *n.acked.Load()
+		got := 0
+		n.mu.Lock()
+		for _, l := range n.links {
+			if l.has(target) {
+				got++
+			} else {
+				l.nudge()
+			}
+		}
+		n.mu.Unlock()
+		if got >= want || timeout < 0 {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return got
+		}
+	}
+}

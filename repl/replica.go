@@ -1,0 +1,344 @@
+package repl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rlserver/rlserver/command"
+	"github.com/rlserver/rlserver/shard"
+)
+
+// offsetsFile is where a replica keeps its position, in --dir.
+const offsetsFile = "replication-offsets"
+
+// replicaState is a replica's position in its primary's stream.
+type replicaState struct {
+	n *Node
+
+	mu      sync.Mutex
+	replid  string   // the primary's replication id ("" none)
+	pos     []int64  // per primary shard: the position applied up to (-1 unknown)
+	synced  bool     // a full copy was completed, or the position was kept
+	linked  bool     // a primary's link said HELLO
+	lastIO  time.Time
+	entries []shard.Entry
+}
+
+type savedOffsets struct {
+	ReplID  string   `json:"replid"`
+	Offsets []uint64 `json:"offsets"`
+}
+
+// init reads the position a replica kept (a missing or damaged file means
+// none: it will take a full copy).
+func (r *replicaState) init(n *Node) {
+	r.n = n
+	if n.cfg.Dir == "" {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(n.cfg.Dir, offsetsFile))
+	if err != nil {
+		return
+	}
+	var s savedOffsets
+	if json.Unmarshal(b, &s) != nil || s.ReplID == "" || len(s.Offsets) == 0 {
+		n.cfg.Logf("replication: %s is damaged: a full copy will be taken", offsetsFile)
+		return
+	}
+	r.replid, r.synced = s.ReplID, true
+	for _, o := range s.Offsets {
+		r.pos = append(r.pos, int64(o))
+	}
+}
+
+func (r *replicaState) offset() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var s int64
+	for _, p := range r.pos {
+		s += max(p, 0)
+	}
+	return s
+}
+
+// Mark captures the replica's position before a flush of persistence;
+// the function it returns, called once that flush is durable, keeps it in
+// Dir: every change applied before the capture is then on disk, so a
+// restart resumes at or before the position its store reflects (applying
+// resulting states again changes nothing).
+func (n *Node) Mark() func() {
+	if n.cfg.Dir == "" || !n.isReplica() {
+		return nil
+	}
+	r := &n.rep
+	r.mu.Lock()
+	if !r.synced || r.replid == "" {
+		r.mu.Unlock()
+		return nil
+	}
+	s := savedOffsets{ReplID: r.replid}
+	for _, p := range r.pos {
+		s.Offsets = append(s.Offsets, uint64(max(p, 0)))
+	}
+	r.mu.Unlock()
+	return func() {
+		if err := writeFileSync(filepath.Join(n.cfg.Dir, offsetsFile), s); err != nil {
+			n.cfg.Logf("replication: keeping the position: %v", err)
+		}
+	}
+}
+
+func writeFileSync(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Hello answers a primary's RLREPL HELLO: the position to resume from
+// when this node is a replica of primaryID and holds a copy of that
+// primary's stream with the same shard count, else nothing (a full copy).
+func (n *Node) Hello(primaryID, replid string, shards int) ([]string, error) {
+	v := n.cfg.Cluster.View()
+	if !v.Self.Replica || v.MyShard().Primary.ID != primaryID {
+		return nil, fmt.Errorf("this node is not a replica of %s in topology version %d", primaryID, v.Topo.Version)
+	}
+	if shards < 1 || shards > shard.MaxShards {
+		return nil, errors.New("invalid shard count")
+	}
+	r := &n.rep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.linked, r.lastIO = true, time.Now()
+	if !r.synced || r.replid != replid || len(r.pos) != shards {
+		return nil, nil
+	}
+	out := []string{r.replid}
+	for _, p := range r.pos {
+		out = append(out, strconv.FormatInt(p, 10))
+	}
+	return out, nil
+}
+
+// Full begins a full copy: the position kept is forgotten first (a crash
+// in the middle must not resume from it), then every key goes.
+func (n *Node) Full(replid string, shards int) error {
+	if !n.isReplica() {
+		return errors.New("this node is not a replica")
+	}
+	if shards < 1 || shards > shard.MaxShards || shards&(shards-1) != 0 {
+		return errors.New("invalid shard count")
+	}
+	r := &n.rep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n.cfg.Dir != "" {
+		if err := os.Remove(filepath.Join(n.cfg.Dir, offsetsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	n.cfg.Store.ClearAll()
+	r.replid, r.synced, r.lastIO = replid, false, time.Now()
+	r.pos = make([]int64, shards)
+	for i := range r.pos {
+		r.pos[i] = -1
+	}
+	n.cfg.Logf("replication: full copy from primary (replication id %s) begins", replid)
+	return nil
+}
+
+// Apply applies stream bytes of primary shard i that end at position pos
+// (-1: a piece of a snapshot, the position comes with the last piece).
+func (n *Node) Apply(i int, pos int64, raw []byte) error {
+	r := &n.rep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !n.isReplica() {
+		return errors.New("this node is not a replica")
+	}
+	if r.replid == "" || i < 0 || i >= len(r.pos) {
+		return errors.New("no replication stream agreed (RLREPL HELLO/FULL first)")
+	}
+	var err error
+	r.entries, err = shard.ParseEntries(r.entries[:0], raw)
+	if err != nil {
+		return err
+	}
+	store := n.cfg.Store
+	for _, e := range r.entries {
+		if e.Event == shard.EventFlush {
+			store.ApplyFlush(i, len(r.pos))
+			continue
+		}
+		sh := store.ShardFor(e.Key)
+		sh.Lock()
+		err := sh.Apply(e)
+		sh.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	clear(r.entries) // don't keep the request's buffer alive
+	if pos >= 0 {
+		r.pos[i] = pos
+	}
+	r.lastIO = time.Now()
+	return nil
+}
+
+// Synced ends a full copy.
+func (n *Node) Synced() error {
+	r := &n.rep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pos {
+		if p < 0 {
+			return errors.New("the full copy is missing shards")
+		}
+	}
+	r.synced, r.lastIO = true, time.Now()
+	n.cfg.Logf("replication: full copy complete (%d keys)", n.keys())
+	return nil
+}
+
+func (n *Node) keys() int {
+	k := 0
+	for i := 0; i < n.cfg.Store.NumShards(); i++ {
+		sh := n.cfg.Store.Shard(i)
+		sh.Lock()
+		k += sh.Len()
+		sh.Unlock()
+	}
+	return k
+}
+
+// Online reports whether replica id of this node's shard holds a
+// synchronised copy: a primary knows from its link, a replica of itself.
+func (n *Node) Online(id string) bool {
+	v := n.cfg.Cluster.View()
+	if v.Self.Replica {
+		if id != v.Self.Node.ID {
+			return true // another replica of the shard: its primary knows
+		}
+		n.rep.mu.Lock()
+		defer n.rep.mu.Unlock()
+		return n.rep.synced
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	l := n.links[id]
+	return l != nil && l.online.Load()
+}
+
+// Link is a replica's link state as ROLE words it.
+func (n *Node) Link() string {
+	n.rep.mu.Lock()
+	defer n.rep.mu.Unlock()
+	switch {
+	case !n.rep.linked:
+		return "connect"
+	case !n.rep.synced:
+		return "sync"
+	}
+	return "connected"
+}
+
+// Replicas lists a primary's replicas with their acknowledged offsets.
+func (n *Node) Replicas() []command.ReplicaInfo {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []command.ReplicaInfo
+	for _, r := range n.cfg.Cluster.View().MyShard().Replicas {
+		l := n.links[r.ID]
+		if l == nil || !l.online.Load() {
+			continue
+		}
+		out = append(out, command.ReplicaInfo{Host: r.Host, Port: r.Port, Offset: l.offset()})
+	}
+	return out
+}
+
+func (l *link) offset() int64 {
+	var s int64
+	for i := range l.acked {
+		s += int64(l.acked[i].Load())
+	}
+	return s
+}
+
+// Info returns INFO replication's fields.
+func (n *Node) Info() [][2]string {
+	v := n.cfg.Cluster.View()
+	off := strconv.FormatInt(n.Offset(), 10)
+	if v.Self.Replica {
+		p := v.MyShard().Primary
+		r := &n.rep
+		r.mu.Lock()
+		status, sync, ago, replid := "down", "0", "-1", r.replid
+		if r.linked && r.synced {
+			status = "up"
+		}
+		if r.linked && !r.synced {
+			sync = "1"
+		}
+		if !r.lastIO.IsZero() {
+			ago = strconv.FormatInt(int64(time.Since(r.lastIO)/time.Second), 10)
+		}
+		r.mu.Unlock()
+		if replid == "" {
+			replid = "0000000000000000000000000000000000000000"
+		}
+		return [][2]string{
+			{"role", "slave"}, {"master_host", p.Host}, {"master_port", strconv.Itoa(p.Port)},
+			{"master_link_status", status}, {"master_last_io_seconds_ago", ago}, {"master_sync_in_progress", sync},
+			{"slave_read_repl_offset", off}, {"slave_repl_offset", off}, {"slave_priority", "100"}, {"slave_read_only", "1"},
+			{"replica_announced", "1"}, {"connected_slaves", "0"}, {"master_failover_state", "no-failover"},
+			{"master_replid", replid}, {"master_replid2", "0000000000000000000000000000000000000000"},
+			{"master_repl_offset", off}, {"second_repl_offset", "-1"},
+		}
+	}
+	reps := n.Replicas()
+	out := [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(len(reps))}}
+	now := time.Now()
+	for i, r := range reps {
+		lag := int64(0)
+		n.mu.Lock()
+		for _, l := range n.links {
+			if l.node.Host == r.Host && l.node.Port == r.Port {
+				lag = int64(now.Sub(time.Unix(0, l.lastAck.Load())) / time.Second)
+			}
+		}
+		n.mu.Unlock()
+		out = append(out, [2]string{"slave" + strconv.Itoa(i),
+			fmt.Sprintf("ip=%s,port=%d,state=online,offset=%d,lag=%d", r.Host, r.Port, r.Offset, lag)})
+	}
+	return append(out, [][2]string{
+		{"master_failover_state", "no-failover"}, {"master_replid", n.replid},
+		{"master_replid2", "0000000000000000000000000000000000000000"}, {"master_repl_offset", off},
+		{"second_repl_offset", "-1"}, {"repl_backlog_active", "1"},
+		{"repl_backlog_size", strconv.Itoa(shard.DefaultFeedBytes * n.cfg.Store.NumShards())},
+	}...)
+}
