@@ -22,10 +22,10 @@ type replicaState struct {
 	n *Node
 
 	mu      sync.Mutex
-	replid  string   // the primary's replication id ("" none)
-	pos     []int64  // per primary shard: the position applied up to (-1 unknown)
-	synced  bool     // a full copy was completed, or the position was kept
-	linked  bool     // a primary's link said HELLO
+	replid  string  // the primary's replication id ("" none)
+	pos     []int64 // per primary shard: the position applied up to (-1 unknown)
+	synced  bool    // a full copy was completed, or the position was kept
+	linked  bool    // a primary's link said HELLO
 	lastIO  time.Time
 	entries []shard.Entry
 }

@@ -1,0 +1,255 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/rlserver/rlserver/cluster"
+)
+
+// rlCluster is a cluster of rlserver processes with the reference layout
+// (refShardSlots): Nodes[0..2] the primaries of shards 0-2, Nodes[3..5]
+// their replicas, from a static topology file.
+type rlCluster struct {
+	Nodes []*server
+	IDs   []string
+	Ports []int
+	Topo  string // the --cluster-config file
+	Dirs  []string
+	args  []string
+}
+
+// topology writes the reference layout's topology at version, with the
+// roles of shard 0's two nodes swapped when swap0 is set.
+func (c *rlCluster) writeTopology(t *testing.T, version int, swap0 bool) {
+	t.Helper()
+	node := func(i int) cluster.Node { return cluster.Node{ID: c.IDs[i], Host: "127.0.0.1", Port: c.Ports[i]} }
+	topo := cluster.Topology{Version: int64(version)}
+	for i, r := range refShardSlots {
+		p, rep := i, i+3
+		if i == 0 && swap0 {
+			p, rep = rep, p
+		}
+		topo.Shards = append(topo.Shards, cluster.Shard{Slots: []cluster.Range{{r[0], r[1]}}, Primary: node(p), Replicas: []cluster.Node{node(rep)}})
+	}
+	b, err := json.MarshalIndent(topo, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.Topo, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startRLCluster starts six rlservers (debug command on, persisting to
+// their own directories) and waits until every replica is synchronised.
+func startRLCluster(t *testing.T, args ...string) *rlCluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &rlCluster{Topo: filepath.Join(dir, "topology.json"), Ports: freePorts(t, 6), args: args}
+	for i := range 6 {
+		c.IDs = append(c.IDs, fmt.Sprintf("%040x", 0xa0+i))
+		c.Dirs = append(c.Dirs, filepath.Join(dir, "node"+strconv.Itoa(i)))
+	}
+	c.writeTopology(t, 1, false)
+	c.Nodes = make([]*server, 6)
+	for i := range 6 {
+		c.Nodes[i] = c.startNode(t, i)
+	}
+	c.waitSynced(t)
+	return c
+}
+
+func (c *rlCluster) startNode(t *testing.T, i int) *server {
+	t.Helper()
+	args := append([]string{"--port", strconv.Itoa(c.Ports[i]), "--dir", c.Dirs[i], "--enable-debug-command", "--cluster-config", c.Topo}, c.args...)
+	s, err := startCmd(t, c.Dirs[i], serverCommand(args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitSynced waits until every primary's ROLE lists its replica.
+func (c *rlCluster) waitSynced(t *testing.T) {
+	t.Helper()
+	for i := range 6 {
+		cl := c.Nodes[i].client(t, 2)
+		eventually(t, fmt.Sprintf("node %d to be a primary with a synchronised replica, or a connected replica", i), func() bool {
+			role, err := cl.Do(ctx, "ROLE").Slice()
+			if err != nil || len(role) < 3 {
+				return false
+			}
+			if role[0] == "master" {
+				reps, _ := role[2].([]any)
+				return len(reps) == 1
+			}
+			return role[3] == "connected"
+		})
+	}
+}
+
+func (c *rlCluster) clusterClient(t *testing.T) *redis.ClusterClient {
+	t.Helper()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}})
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// keysOverSlots returns n keys whose slots spread over all three shards.
+func keysOverSlots(n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// TestClusterRouting: a 3 primary + 3 replica rlserver cluster from a
+// static topology. go-redis ClusterClient and rueidis, from one seed, get
+// exact replies on keys spread over every slot range, each key stored on
+// its slot's primary only; MOVED, CROSSSLOT (CL.ALL, DEL, EXEC) and the
+// hash-tag way around it; replicas refuse writes (MOVED, READONLY) and
+// serve reads after READONLY; the topology commands agree with the file.
+func TestClusterRouting(t *testing.T) {
+	t.Parallel()
+	c := startRLCluster(t)
+	cc := c.clusterClient(t)
+	keys := keysOverSlots(150)
+	perShard := [3]int{}
+	for _, k := range keys {
+		got, err := cc.Do(ctx, "CL.THROTTLE", k, "10", "10", "60").Slice()
+		if err != nil {
+			t.Fatalf("CL.THROTTLE %s: %v", k, err)
+		}
+		if fmt.Sprint(got) != "[0 11 10 -1 6]" {
+			t.Fatalf("CL.THROTTLE %s = %v, want [0 11 10 -1 6]", k, got)
+		}
+		slot := cluster.Slot([]byte(k))
+		for i, r := range refShardSlots {
+			if slot >= r[0] && slot <= r[1] {
+				perShard[i]++
+			}
+		}
+	}
+	for i := range 3 {
+		if perShard[i] == 0 {
+			t.Fatalf("no key in shard %d: %v", i, perShard)
+		}
+		n := do(t, c.Nodes[i].client(t, 2), "DBSIZE")
+		n.equal(perShard[i])
+	}
+	// A second call per key: one token less, on the same node.
+	for _, k := range keys[:20] {
+		got, _ := cc.Do(ctx, "CL.THROTTLE", k, "10", "10", "60").Slice()
+		if fmt.Sprint(got) != "[0 11 9 -1 12]" {
+			t.Fatalf("second CL.THROTTLE %s = %v", k, got)
+		}
+	}
+
+	// rueidis, from the same seed.
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Nodes[0].Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	for i, k := range keysOverSlots(60) {
+		key := "rueidis:" + k
+		got, err := rc.Do(ctx, rc.B().Arbitrary("CL.THROTTLE").Keys(key).Args("5", "5", "60").Build()).AsIntSlice()
+		if err != nil || fmt.Sprint(got) != "[0 6 5 -1 12]" {
+			t.Fatalf("rueidis CL.THROTTLE %s (#%d) = %v, %v", key, i, got, err)
+		}
+	}
+
+	// Redirections and errors, to a plain client of node 0 (shard 0).
+	n0 := c.Nodes[0].client(t, 2)
+	far := "foo" // slot 12182: shard 2
+	do(t, n0, "CL.THROTTLE", far, "1", "1", "1").errIs(fmt.Sprintf("MOVED 12182 127.0.0.1:%d", c.Ports[2]))
+	do(t, n0, "CLUSTER", "KEYSLOT", far).equal(12182)
+	do(t, n0, "DEL", "a", "b").errIs("CROSSSLOT Keys in request don't hash to the same slot")
+	do(t, n0, "CL.ALL", "2", "THROTTLE", "a", "1", "1", "1", "FIXED", "b", "5", "1m").errIs("CROSSSLOT Keys in request don't hash to the same slot")
+	// {user1000} is slot 3443: shard 0's.
+	setClock(t, n0, t0)
+	do(t, n0, "CL.ALL", "2", "THROTTLE", "{user1000}.a", "1", "1", "1", "FIXED", "{user1000}.b", "5", "1m").equal("[1 [1 2 1 0 1000] [1 5 4 0 60000]]")
+	tx := n0.TxPipeline()
+	tx.Do(ctx, "CL.THROTTLE", "{user1000}.a", "1", "1", "1")
+	tx.Do(ctx, "CL.THROTTLE", "{user1000}.c", "1", "1", "1")
+	if _, err := tx.Exec(ctx); err != nil {
+		t.Fatalf("MULTI/EXEC in one slot: %v", err)
+	}
+	raw := dial(t, c.Nodes[0])
+	raw.cmd("MULTI").expect("+OK")
+	raw.cmd("CL.THROTTLE", "{user1000}.a", "1", "1", "1").expect("+QUEUED")
+	raw.cmd("CL.THROTTLE", "bar", "1", "1", "1").expect("+QUEUED") // slot 5061: shard 0 too
+	raw.cmd("EXEC").expect("-CROSSSLOT Keys in request don't hash to the same slot")
+	raw.cmd("EXEC").expect("-ERR EXEC without MULTI") // discarded
+	raw.cmd("MULTI").expect("+OK")
+	raw.cmd("CL.THROTTLE", far, "1", "1", "1").expect(fmt.Sprintf("-MOVED 12182 127.0.0.1:%d", c.Ports[2]))
+	raw.cmd("EXEC").expect("-EXECABORT Transaction discarded because of previous errors.")
+
+	// Replica of shard 0: writes go to the primary, reads after READONLY.
+	r0 := dial(t, c.Nodes[3])
+	moved := fmt.Sprintf("-MOVED 3443 127.0.0.1:%d", c.Ports[0])
+	r0.cmd("CL.THROTTLE", "{user1000}.a", "1", "1", "1").expect(moved)
+	r0.cmd("EXISTS", "{user1000}.a").expect(moved)
+	r0.cmd("FLUSHALL").expect("-READONLY You can't write against a read only replica.")
+	// A key written at the real clock (the replica expires keys by its
+	// own clock, which DEBUG CLOCK did not set).
+	do(t, n0, "DEBUG", "CLOCK", "REAL").equal("OK")
+	do(t, n0, "CL.THROTTLE", "{user1000}.r", "1", "1", "60").equal("[0 2 1 -1 60]")
+	do(t, n0, "WAIT", "1", "5000").equal(1)
+	r0.cmd("READONLY").expect("+OK")
+	r0.cmd("EXISTS", "{user1000}.r").expect(":1")
+	r0.cmd("CL.THROTTLE", "{user1000}.a", "1", "1", "1").expect(moved)
+	r0.cmd("TTL", far).expect(fmt.Sprintf("-MOVED 12182 127.0.0.1:%d", c.Ports[2]))
+	r0.cmd("READWRITE").expect("+OK")
+	r0.cmd("EXISTS", "{user1000}.r").expect(moved)
+	do(t, c.Nodes[3].client(t, 2), "WAIT", "1", "10").errIs("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
+
+	// Topology commands agree with the file.
+	do(t, n0, "CLUSTER", "MYID").equal(c.IDs[0])
+	info := do(t, n0, "CLUSTER", "INFO")
+	for _, want := range []string{"cluster_state:ok", "cluster_slots_assigned:16384", "cluster_known_nodes:6", "cluster_size:3"} {
+		if !strings.Contains(fmt.Sprint(info.val), want+"\r\n") {
+			t.Fatalf("CLUSTER INFO lacks %s:\n%v", want, info.val)
+		}
+	}
+	nodes := fmt.Sprint(do(t, c.Nodes[4].client(t, 2), "CLUSTER", "NODES").val)
+	wantLine := fmt.Sprintf("%s 127.0.0.1:%d@0 myself,slave %s 0 0 1 connected\n", c.IDs[4], c.Ports[4], c.IDs[1])
+	if !strings.Contains(nodes, wantLine) || strings.Count(nodes, "\n") != 6 {
+		t.Fatalf("CLUSTER NODES on node 4 lacks %q:\n%s", wantLine, nodes)
+	}
+	slot := cluster.Slot([]byte(keys[0]))
+	owner := 0
+	for i, r := range refShardSlots {
+		if slot >= r[0] && slot <= r[1] {
+			owner = i
+		}
+	}
+	oc := c.Nodes[owner].client(t, 2)
+	do(t, oc, "CLUSTER", "COUNTKEYSINSLOT", slot).equal(1)
+	do(t, oc, "CLUSTER", "GETKEYSINSLOT", slot, 10).equal([]any{keys[0]})
+	do(t, oc, "CLUSTER", "COUNTKEYSINSLOT", 16384).errIs("ERR Invalid slot")
+	do(t, oc, "CLUSTER", "GETKEYSINSLOT", slot, -1).errIs("ERR Invalid slot or number of keys")
+	do(t, oc, "INFO", "cluster").equal("# Cluster\r\ncluster_enabled:1\r\n")
+}
+
+// cmd sends one request as a RESP array and returns r, for expect.
+func (r *rawConn) cmd(args ...string) *rawConn {
+	r.t.Helper()
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	r.send(b.String())
+	return r
+}
