@@ -253,3 +253,102 @@ func (r *rawConn) cmd(args ...string) *rawConn {
 	r.send(b.String())
 	return r
 }
+
+// TestClusterReplication: replicas hold their primary's resulting states.
+// A replica killed mid-stream (SIGKILL) and restarted resumes from the
+// position it kept (partial resynchronisation, the primary logs it); one
+// whose directory was wiped takes a full copy; both end with the
+// primary's keys. A newer topology that swaps shard 0's primary and
+// replica (CLUSTER RELOAD) makes the replica the primary: it continues
+// the limiter from the state it received, admitting exactly what the old
+// primary had left.
+func TestClusterReplication(t *testing.T) {
+	t.Parallel()
+	c := startRLCluster(t, "--save-interval", "100ms")
+	p0 := c.Nodes[0].client(t, 2)
+	const n = 300
+	write := func(prefix string) {
+		t.Helper()
+		for i := range n {
+			// {r} is slot 8858... use keys of shard 0: tagged {user1000}.
+			do(t, p0, "CL.THROTTLE", fmt.Sprintf("{user1000}.%s%d", prefix, i), "10", "10", "60").equal("[0 11 10 -1 6]")
+		}
+		do(t, p0, "WAIT", "1", "10000").equal(1)
+	}
+	dbsize := func(i int) int64 {
+		t.Helper()
+		v, err := c.Nodes[i].client(t, 2).DBSize(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	write("a")
+	if got := dbsize(3); got != n {
+		t.Fatalf("replica holds %d keys, want %d", got, n)
+	}
+	// Kill the replica once its position is on disk, write more, restart.
+	offsets := filepath.Join(c.Dirs[3], "replication-offsets")
+	eventually(t, "the replica to keep a position", func() bool {
+		b, err := os.ReadFile(offsets)
+		return err == nil && strings.Contains(string(b), `"offsets"`) && !strings.Contains(string(b), `"offsets":[0,0,0,0,0,0,0,0]`)
+	})
+	c.Nodes[3].kill()
+	write2 := func(prefix string) {
+		for i := range n {
+			do(t, p0, "CL.THROTTLE", fmt.Sprintf("{user1000}.%s%d", prefix, i), "10", "10", "60").equal("[0 11 10 -1 6]")
+		}
+	}
+	write2("b")
+	c.Nodes[3] = c.startNode(t, 3)
+	do(t, p0, "WAIT", "1", "10000").equal(1)
+	eventually(t, "the primary to log the partial resynchronisation", func() bool {
+		return strings.Contains(c.Nodes[0].logs.String(), "replica "+c.IDs[3]+" (127.0.0.1:"+strconv.Itoa(c.Ports[3])+") resumes from offset")
+	})
+	if got := dbsize(3); got != 2*n {
+		t.Fatalf("restarted replica holds %d keys, want %d", got, 2*n)
+	}
+	if full := strings.Count(c.Nodes[0].logs.String(), "full copy of"); full != 1 {
+		t.Fatalf("the primary sent %d full copies, want 1 (the first):\n%s", full, c.Nodes[0].logs)
+	}
+
+	// Wiped: a full copy.
+	c.Nodes[3].kill()
+	if err := os.RemoveAll(c.Dirs[3]); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[3] = c.startNode(t, 3)
+	do(t, p0, "WAIT", "1", "10000").equal(1)
+	if got := dbsize(3); got != 2*n {
+		t.Fatalf("wiped replica holds %d keys after resynchronising, want %d", got, 2*n)
+	}
+	if full := strings.Count(c.Nodes[0].logs.String(), "full copy of "+strconv.Itoa(2*n)+" keys"); full != 1 {
+		t.Fatalf("the primary did not send the wiped replica a full copy of %d keys:\n%s", 2*n, c.Nodes[0].logs)
+	}
+
+	// Spend a limiter down to its last token on the primary, then promote
+	// the replica: it admits exactly one more.
+	key := "{user1000}.spent"
+	for i := range 9 {
+		do(t, p0, "CL.THROTTLE", key, "9", "1", "3600").equal(fmt.Sprintf("[0 10 %d -1 %d]", 9-i, 3600*(i+1)))
+	}
+	do(t, p0, "WAIT", "1", "10000").equal(1)
+	c.writeTopology(t, 2, true)
+	do(t, c.Nodes[3].client(t, 2), "CLUSTER", "RELOAD").equal("OK")
+	do(t, p0, "CLUSTER", "RELOAD").equal("OK")
+	do(t, p0, "CLUSTER", "RELOAD").errIs("ERR the topology file's version is not newer than the current one (2)")
+	newP := c.Nodes[3].client(t, 2)
+	got := do(t, newP, "CL.THROTTLE", key, "9", "1", "3600")
+	if r := got.ints(); r[0] != 0 || r[2] != 0 {
+		t.Fatalf("promoted replica: %v, want the last token admitted (remaining 0)", r)
+	}
+	if r := do(t, newP, "CL.THROTTLE", key, "9", "1", "3600").ints(); r[0] != 1 {
+		t.Fatalf("promoted replica admitted beyond the limit: %v", r)
+	}
+	do(t, p0, "CL.THROTTLE", key, "9", "1", "3600").errIs(fmt.Sprintf("MOVED 3443 127.0.0.1:%d", c.Ports[3]))
+	// The old primary, now a replica, gets the new primary's states.
+	do(t, newP, "WAIT", "1", "10000").equal(1)
+	if a, b := dbsize(0), dbsize(3); a != b || a != 2*n+1 {
+		t.Fatalf("after the swap: old primary %d keys, new primary %d, want %d both", a, b, 2*n+1)
+	}
+}
