@@ -352,3 +352,62 @@ func TestClusterReplication(t *testing.T) {
 		t.Fatalf("after the swap: old primary %d keys, new primary %d, want %d both", a, b, 2*n+1)
 	}
 }
+
+// TestClusterClientsOfOtherLanguages: redis-py RedisCluster, phpredis
+// RedisCluster and ioredis Cluster, each connected from one seed of a
+// 3+3 rlserver cluster, get exact replies from limiters on every shard,
+// CL.ALL over hash-tagged keys, and CROSSSLOT across slots.
+func TestClusterClientsOfOtherLanguages(t *testing.T) {
+	t.Parallel()
+	c := startRLCluster(t)
+	var tags [3]string
+	for s := range tags {
+		tags[s] = tagInShard(t, s)
+	}
+	for _, lang := range []string{"python", "php", "node"} {
+		t.Run(lang, func(t *testing.T) {
+			key := func(name string, s int) string { return lang + ":" + name + "{" + tags[s] + "}" }
+			type step struct {
+				cmd  []string
+				want any
+			}
+			var steps []step
+			add := func(want any, cmd ...string) { steps = append(steps, step{cmd, want}) }
+			ints := func(v ...int64) []any {
+				out := make([]any, len(v))
+				for i, x := range v {
+					out[i] = x
+				}
+				return out
+			}
+			for s := range 3 {
+				add(ints(0, 11, 10, -1, 6), "CL.THROTTLE", key("t", s), "10", "10", "60")
+				add(ints(0, 11, 9, -1, 12), "CL.THROTTLE", key("t", s), "10", "10", "60")
+				add(int64(1), "EXISTS", key("t", s))
+				add(int64(0), "EXISTS", key("none", s))
+			}
+			add([]any{int64(1), ints(1, 3, 2, 0, 60000), ints(1, 11, 10, 0, 6000)},
+				"CL.ALL", "2", "THROTTLE", key("a", 1), "2", "1", "60", "THROTTLE", key("b", 1), "10", "10", "60")
+			crossSlot := replyErr("CROSSSLOT Keys in request don't hash to the same slot")
+			switch lang {
+			case "python":
+				crossSlot = replyErr("DEL - all keys must map to the same key slot") // refused by the client itself
+			}
+			add(crossSlot, "DEL", key("t", 0), key("t", 2))
+			cmds := make([][]string, len(steps))
+			for i, s := range steps {
+				cmds[i] = s.cmd
+			}
+			got := runClusterClient(t, lang, c.Nodes[0].Addr, cmds)
+			for i, s := range steps {
+				if fmt.Sprintf("%#v", got[i]) != fmt.Sprintf("%#v", s.want) {
+					t.Errorf("%v = %#v, want %#v", s.cmd, got[i], s.want)
+				}
+			}
+			// Each limiter lives on its shard's primary.
+			for s := range 3 {
+				do(t, c.Nodes[s].client(t, 2), "EXISTS", key("t", s)).equal(1)
+			}
+		})
+	}
+}
