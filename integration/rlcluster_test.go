@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -410,4 +411,142 @@ func TestClusterClientsOfOtherLanguages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterRepliesMatchRedis: CLUSTER SLOTS, SHARDS and NODES of a
+// 3+3 rlserver cluster and of a real Redis Cluster (Debian's
+// redis-server) with the same layout, compared field by field (RESP2 and
+// RESP3) once each node's id and port is replaced by its place in the
+// layout. Values Redis makes up as it runs (ping times, epochs, offsets,
+// the bus port) are compared by their type only.
+func TestClusterRepliesMatchRedis(t *testing.T) {
+	t.Parallel()
+	rl := startRLCluster(t)
+	rc := startRedisCluster(t)
+	var rlNames, rcNames = map[string]string{}, map[string]string{}
+	for i := range 6 {
+		name := "node" + strconv.Itoa(i)
+		rlNames[rl.IDs[i]], rlNames[strconv.Itoa(rl.Ports[i])] = name, name
+		rcNames[rc.Nodes[i].ID], rcNames[strconv.Itoa(rc.Nodes[i].Port)] = name, name
+	}
+	for _, proto := range []int{2, 3} {
+		for i := range 6 {
+			rlc := redis.NewClient(&redis.Options{Addr: rl.Nodes[i].Addr, Protocol: proto})
+			rcc := redis.NewClient(&redis.Options{Addr: rc.Nodes[i].Addr, Protocol: proto})
+			for _, cmd := range []string{"SLOTS", "SHARDS", "NODES"} {
+				a, err1 := rlc.Do(ctx, "CLUSTER", cmd).Result()
+				b, err2 := rcc.Do(ctx, "CLUSTER", cmd).Result()
+				if err1 != nil || err2 != nil {
+					t.Fatalf("CLUSTER %s on node %d: rlserver %v, redis %v", cmd, i, err1, err2)
+				}
+				if cmd == "NODES" {
+					a, b = nodesLines(a.(string)), nodesLines(b.(string))
+				}
+				na, nb := normalise(a, rlNames, ""), normalise(b, rcNames, "")
+				if cmd != "SLOTS" {
+					// Redis lists shards and nodes in its dictionary's order.
+					na, nb = sortedByText(na.([]any)), sortedByText(nb.([]any))
+				}
+				if fmt.Sprintf("%#v", na) != fmt.Sprintf("%#v", nb) {
+					t.Errorf("RESP%d CLUSTER %s on node %d:\nrlserver %#v\nredis    %#v", proto, cmd, i, na, nb)
+				}
+			}
+			rlc.Close()
+			rcc.Close()
+		}
+	}
+}
+
+func sortedByText(v []any) []any {
+	slices.SortFunc(v, func(a, b any) int { return strings.Compare(fmt.Sprintf("%#v", a), fmt.Sprintf("%#v", b)) })
+	return v
+}
+
+// nodesLines splits CLUSTER NODES into its lines' fields.
+func nodesLines(s string) []any {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		lines = append(lines, l)
+	}
+	out := make([]any, 0, len(lines))
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) > 1 {
+			f[1], _, _ = strings.Cut(f[1], "@") // the bus port: Redis's, or 0
+		}
+		row := make([]any, len(f))
+		for i, x := range f {
+			switch i {
+			case 4, 5, 6: // ping sent, pong received, config epoch
+				row[i] = "<int>"
+			default:
+				row[i] = x
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// normalise replaces node ids and ports by the names of their places in
+// the layout, and run-time values by their type; field names the value's
+// map key.
+func normalise(v any, names map[string]string, field string) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalise(e, names, "")
+		}
+		if field == "" && len(out) > 0 {
+			// A flat map in RESP2 (SHARDS): key, value, key, value.
+			if k, ok := out[0].(string); ok && (k == "slots" || k == "id") {
+				for i := 1; i < len(out); i += 2 {
+					out[i] = normalise(x[i], names, out[i-1].(string))
+				}
+			}
+		}
+		return out
+	case map[any]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		slices.Sort(keys)
+		out := make([]any, 0, 2*len(keys))
+		for _, k := range keys {
+			out = append(out, k, normalise(x[k], names, k))
+		}
+		return out
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		out := make([]any, 0, 2*len(keys))
+		for _, k := range keys {
+			out = append(out, k, normalise(x[k], names, k))
+		}
+		return out
+	case string:
+		if n, ok := names[x]; ok {
+			return n
+		}
+		if host, port, ok := strings.Cut(x, ":"); ok {
+			if n, ok := names[port]; ok {
+				return host + ":" + n
+			}
+		}
+		return x
+	case int64:
+		if field == "replication-offset" {
+			return "<int>"
+		}
+		if n, ok := names[strconv.FormatInt(x, 10)]; ok {
+			return n
+		}
+		return x
+	}
+	return v
 }
