@@ -183,6 +183,18 @@ func clusterContainer() *Command {
 		}
 		c.Subs = append(c.Subs, sc)
 	}
+	// HELP lists the subcommands, in cluster mode only.
+	help := helpFor(c)
+	run := help.Run
+	help.Run = func(ctx *Ctx, args [][]byte) {
+		if ctx.h.cfg.Cluster == nil {
+			ctx.err(resp.ErrClusterDisabled)
+			return
+		}
+		run(ctx, args)
+	}
+	help.Group, help.Since = "cluster", "5.0.0"
+	c.Subs = append(c.Subs, help)
 	return c
 }
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench/cluster.sh: what cluster mode and replication cost one rlserver
+# build, side by side, with persistence on (the default configuration):
+#   standalone   --port P
+#   cluster      --cluster-config (one shard, every slot, no replica)
+#   replicated   the same with one replica (a second process)
+# Server CPU per request of the node serving the load (the primary: its
+# replica's CPU is not counted) and requests a second, alternating the
+# three in each round; medians over ROUNDS. Then replication lag under
+# that load (bench/repllag) and the time a new replica takes to copy
+# KEYS_SYNC keys.
+#
+# Usage: bench/cluster.sh BIN
+# Environment: ROUNDS (3), N (800000 per run), KEYS (100000),
+#   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000)
+set -euo pipefail
+bin=$(realpath "$1")
+rounds=${ROUNDS:-3} n=${N:-800000}
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+go build -o "$tmp/repllag" ./bench/repllag
+
+cpu_ns() {
+	local t=0 v
+	for f in /proc/$1/task/*/schedstat; do
+		read -r v _ <"$f" && t=$((t + v))
+	done
+	echo $t
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+topology() { # file primary_port [replica_port]
+	local reps=''
+	[ -n "${3:-}" ] && reps=", \"replicas\": [{\"id\": \"$(printf 'b%.0s' {1..40})\", \"host\": \"127.0.0.1\", \"port\": $3}]"
+	cat >"$1" <<JSON
+{"version": 1, "shards": [{"slots": [[0, 16383]], "primary": {"id": "$(printf 'a%.0s' {1..40})", "host": "127.0.0.1", "port": $2}$reps}]}
+JSON
+}
+
+dir_of() { if [ "${PERSIST:-1}" = 1 ]; then mktemp -d -p "$tmp"; else echo ''; fi; }
+
+wait_ready() { # log
+	for _ in $(seq 400); do grep -q 'ready: listening' "$1" && return 0; sleep 0.05; done
+	echo "not ready: $1" >&2; cat "$1" >&2; return 1
+}
+
+start_mode() { # mode -> sets pid, port, rpid
+	port=$(free_port) rpid=''
+	local args=(--port "$port" --dir "$(dir_of)" --threads 1)
+	case $1 in
+	cluster) topology "$tmp/topo.json" "$port"; args+=(--cluster-config "$tmp/topo.json") ;;
+	replicated)
+		rport=$(free_port)
+		topology "$tmp/topo.json" "$port" "$rport"
+		"$bin" --port "$rport" --dir "$(dir_of)" --threads 1 --cluster-config "$tmp/topo.json" >"$tmp/rlog" 2>&1 &
+		rpid=$!
+		wait_ready "$tmp/rlog"
+		args+=(--cluster-config "$tmp/topo.json") ;;
+	esac
+	"$bin" "${args[@]}" >"$tmp/log" 2>&1 &
+	pid=$!
+	wait_ready "$tmp/log"
+	if [ "$1" = replicated ]; then
+		for _ in $(seq 400); do grep -q 'full copy complete' "$tmp/rlog" && break; sleep 0.05; done
+	fi
+}
+
+stop_mode() {
+	kill $pid ${rpid:-} 2>/dev/null || true
+	wait $pid ${rpid:-} 2>/dev/null || true
+}
+
+declare -A res
+for r in $(seq "$rounds"); do
+	for mode in standalone cluster replicated; do
+		start_mode $mode
+		before=$(cpu_ns $pid) start=$(date +%s%N)
+		redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >/dev/null
+		end=$(date +%s%N) after=$(cpu_ns $pid)
+		stop_mode
+		line=$(awk -v c=$((after - before)) -v n="$n" -v d=$((end - start)) 'BEGIN{printf "%.3f %.0f", c/n/1000, n/(d/1e9)}')
+		echo "round $r $mode: cpu_us/req ops/s = $line"
+		res[$mode]+="$line"$'\n'
+	done
+done
+median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+for mode in standalone cluster replicated; do
+	cpu=$(printf '%s' "${res[$mode]}" | awk '{print $1}' | median)
+	ops=$(printf '%s' "${res[$mode]}" | awk '{print $2}' | median)
+	echo "median $mode: ${cpu} us/req, ${ops} ops/s"
+done
+
+# Lag under load, then a full copy of KEYS_SYNC keys to a new replica.
+start_mode replicated
+redis-benchmark -p "$port" -c 50 -P 16 -n 4000000 -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >"$tmp/load" 2>&1 &
+load=$!
+sleep 1
+"$tmp/repllag" -primary "127.0.0.1:$port" -replica "127.0.0.1:$rport" -n 2000
+kill $load 2>/dev/null || true
+wait $load 2>/dev/null || true
+kill $rpid; wait $rpid 2>/dev/null || true
+ks=${KEYS_SYNC:-1000000}
+redis-benchmark -p "$port" -c 50 -P 64 -n "$ks" -r 1000000000 -q CL.THROTTLE s:__rand_int__ 1000000 1000000 3600 >/dev/null
+echo "primary holds $(redis-cli -p "$port" dbsize) keys"
+"$bin" --port "$rport" --dir "$(dir_of)" --threads 1 --cluster-config "$tmp/topo.json" >"$tmp/rlog2" 2>&1 &
+rpid=$!
+for _ in $(seq 1200); do grep -q 'full copy complete' "$tmp/rlog2" && break; sleep 0.05; done
+grep -E 'full copy' "$tmp/rlog2" "$tmp/log" | tail -3
+stop_mode
