@@ -12,7 +12,9 @@
 #
 # Usage: bench/cluster.sh BIN
 # Environment: ROUNDS (3), N (800000 per run), KEYS (100000),
-#   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000)
+#   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000),
+#   LOAD_CLIENTS (50), LOAD_PIPELINE (16), LOAD_N (4000000): the load
+#   on the primary while the lag is probed (it runs to its end)
 set -euo pipefail
 bin=$(realpath "$1")
 rounds=${ROUNDS:-3} n=${N:-800000}
@@ -41,7 +43,7 @@ JSON
 dir_of() { if [ "${PERSIST:-1}" = 1 ]; then mktemp -d -p "$tmp"; else echo ''; fi; }
 
 wait_ready() { # log
-	for _ in $(seq 400); do grep -q 'ready: listening' "$1" && return 0; sleep 0.05; done
+	for _ in $(seq 400); do grep -qs 'ready: listening' "$1" && return 0; sleep 0.05; done
 	echo "not ready: $1" >&2; cat "$1" >&2; return 1
 }
 
@@ -86,6 +88,7 @@ for r in $(seq "$rounds"); do
 done
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 for mode in standalone cluster replicated; do
+	[ -n "${res[$mode]:-}" ] || continue
 	cpu=$(printf '%s' "${res[$mode]}" | awk '{print $1}' | median)
 	ops=$(printf '%s' "${res[$mode]}" | awk '{print $2}' | median)
 	echo "median $mode: ${cpu} us/req, ${ops} ops/s"
@@ -93,18 +96,25 @@ done
 
 # Lag under load, then a full copy of KEYS_SYNC keys to a new replica.
 start_mode replicated
-redis-benchmark -p "$port" -c 50 -P 16 -n 4000000 -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >"$tmp/load" 2>&1 &
+redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "${LOAD_N:-4000000}" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >"$tmp/load" 2>&1 &
 load=$!
 sleep 1
 "$tmp/repllag" -primary "127.0.0.1:$port" -replica "127.0.0.1:$rport" -n 2000
-kill $load 2>/dev/null || true
 wait $load 2>/dev/null || true
+echo "load during the probes: $(tr '\r' '\n' <"$tmp/load" | grep -oE '[0-9.]+ requests per second' | tail -1)"
 kill $rpid; wait $rpid 2>/dev/null || true
 ks=${KEYS_SYNC:-1000000}
-redis-benchmark -p "$port" -c 50 -P 64 -n "$ks" -r 1000000000 -q CL.THROTTLE s:__rand_int__ 1000000 1000000 3600 >/dev/null
+# Limiters that stay non-fresh for an hour, on ~KEYS_SYNC distinct keys.
+redis-benchmark -p "$port" -c 50 -P 64 -n "$ks" -r 100000000 -q CL.THROTTLE s:__rand_int__ 10 1 3600 >/dev/null
 echo "primary holds $(redis-cli -p "$port" dbsize) keys"
 "$bin" --port "$rport" --dir "$(dir_of)" --threads 1 --cluster-config "$tmp/topo.json" >"$tmp/rlog2" 2>&1 &
 rpid=$!
 for _ in $(seq 1200); do grep -q 'full copy complete' "$tmp/rlog2" && break; sleep 0.05; done
-grep -E 'full copy' "$tmp/rlog2" "$tmp/log" | tail -3
+grep -hE 'full copy' "$tmp/rlog2" "$tmp/log" | tail -3
+b=$(grep 'full copy from primary' "$tmp/rlog2" | tail -1 | awk '{print $3}')
+e=$(grep 'full copy complete' "$tmp/rlog2" | tail -1 | awk '{print $3}')
+python3 -c "
+from datetime import datetime as d
+f='%H:%M:%S.%f'
+print('replica full copy: %.3f s from FULL to complete' % (d.strptime('$e', f) - d.strptime('$b', f)).total_seconds())"
 stop_mode

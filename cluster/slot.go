@@ -5,9 +5,13 @@ package cluster
 // Slots is the number of hash slots, as in Redis Cluster.
 const Slots = 16384
 
-// crcTable is CRC-16/XMODEM's (polynomial 0x1021), a byte at a time.
-var crcTable = func() (t [256]uint16) {
-	for i := range t {
+// crcTables[k][i] is the CRC-16/XMODEM (polynomial 0x1021) register
+// after byte i followed by k zero bytes, from a zero register: eight
+// bytes then take eight independent lookups (slicing-by-8) instead of a
+// chain of eight dependent ones. Every command of a cluster node hashes
+// its keys, so this is on the hot path.
+var crcTables = func() (t [8][256]uint16) {
+	for i := range t[0] {
 		c := uint16(i) << 8
 		for range 8 {
 			if c&0x8000 != 0 {
@@ -16,16 +20,28 @@ var crcTable = func() (t [256]uint16) {
 				c <<= 1
 			}
 		}
-		t[i] = c
+		t[0][i] = c
+	}
+	for k := 1; k < 8; k++ {
+		for i := range t[k] {
+			p := t[k-1][i]
+			t[k][i] = p<<8 ^ t[0][p>>8]
+		}
 	}
 	return t
 }()
 
 // crc16 is CRC-16/XMODEM of b: Redis Cluster's key hash.
 func crc16(b []byte) uint16 {
+	t := &crcTables
 	var c uint16
+	for len(b) >= 8 {
+		c = t[7][byte(c>>8)^b[0]] ^ t[6][byte(c)^b[1]] ^ t[5][b[2]] ^ t[4][b[3]] ^
+			t[3][b[4]] ^ t[2][b[5]] ^ t[1][b[6]] ^ t[0][b[7]]
+		b = b[8:]
+	}
 	for _, x := range b {
-		c = c<<8 ^ crcTable[byte(c>>8)^x]
+		c = c<<8 ^ t[0][byte(c>>8)^x]
 	}
 	return c
 }

@@ -20,3 +20,42 @@ func TestSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestCRC16Slicing: the sliced CRC equals the byte-at-a-time one for
+// every length up to 40 and random contents.
+func TestCRC16Slicing(t *testing.T) {
+	slow := func(b []byte) uint16 {
+		var c uint16
+		for _, x := range b {
+			c ^= uint16(x) << 8
+			for range 8 {
+				if c&0x8000 != 0 {
+					c = c<<1 ^ 0x1021
+				} else {
+					c <<= 1
+				}
+			}
+		}
+		return c
+	}
+	b := make([]byte, 40)
+	seed := uint32(1)
+	for n := 0; n <= len(b); n++ {
+		for trial := 0; trial < 50; trial++ {
+			for i := range b[:n] {
+				seed = seed*1664525 + 1013904223
+				b[i] = byte(seed >> 24)
+			}
+			if got, want := crc16(b[:n]), slow(b[:n]); got != want {
+				t.Fatalf("crc16(%x) = %#x, want %#x", b[:n], got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkSlot(b *testing.B) {
+	key := []byte("t:000000012345")
+	for b.Loop() {
+		Slot(key)
+	}
+}

@@ -207,6 +207,14 @@ func TestClusterRouting(t *testing.T) {
 	do(t, n0, "DEBUG", "CLOCK", "REAL").equal("OK")
 	do(t, n0, "CL.THROTTLE", "{user1000}.r", "1", "1", "60").equal("[0 2 1 -1 60]")
 	do(t, n0, "WAIT", "1", "5000").equal(1)
+	// WAIT for more replicas than there are: it times out with the count,
+	// the request pipelined after it answered after it, and another
+	// connection served meanwhile.
+	w := dial(t, c.Nodes[0])
+	w.send("*3\r\n$4\r\nWAIT\r\n$1\r\n2\r\n$3\r\n300\r\n*1\r\n$4\r\nPING\r\n")
+	do(t, n0, "PING").equal("PONG")
+	w.expect(":1")
+	w.expect("+PONG")
 	r0.cmd("READONLY").expect("+OK")
 	r0.cmd("EXISTS", "{user1000}.r").expect(":1")
 	r0.cmd("CL.THROTTLE", "{user1000}.a", "1", "1", "1").expect(moved)

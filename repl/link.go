@@ -17,8 +17,8 @@ import (
 // entry goes alone), well under the replica's proto-max-bulk-len.
 const chunkBytes = 256 << 10
 
-// idlePoll is how long a link with nothing to send waits before looking
-// at the rings again (a WAIT nudges it at once).
+// idlePoll is how often a link looks at the rings for changes to send (a
+// WAIT nudges it at once).
 const idlePoll = time.Millisecond
 
 // link is a primary's connection to one replica, redialled until stopped.
@@ -226,6 +226,7 @@ func (l *link) session() error {
 	defer idle.Stop()
 	lastSend := time.Now()
 	for {
+		passBegan := time.Now()
 		sent := false
 		for i := 0; i < ns; i++ {
 			var pos uint64
@@ -254,10 +255,10 @@ func (l *link) session() error {
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		if sent {
-			continue
-		}
-		idle.Reset(idlePoll)
+		// One pass a poll period at most: the changes of a busy primary
+		// go in a few large writes instead of many small ones (a WAIT
+		// nudges the link at once).
+		idle.Reset(max(idlePoll-time.Since(passBegan), 0))
 		select {
 		case <-l.quit:
 			return errors.New("stopped")

@@ -86,10 +86,12 @@ func (n *Node) follow(v *cluster.View) {
 		for _, r := range v.MyShard().Replicas {
 			want[r.ID] = r
 		}
-		if n.anchor == nil {
-			n.anchor = n.cfg.Store.Subscribe()
-		}
-	} else if n.anchor != nil {
+	}
+	// The rings record changes only while the shard has replicas: a
+	// primary without any pays nothing for the feed.
+	if len(want) > 0 && n.anchor == nil {
+		n.anchor = n.cfg.Store.Subscribe()
+	} else if len(want) == 0 && n.anchor != nil {
 		n.anchor.Close()
 		n.anchor = nil
 	}
