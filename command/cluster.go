@@ -225,6 +225,13 @@ func cmdAsking(c *Ctx, args [][]byte)    { c.W.OK() } // no slot migrates in a s
 // answer, or "".
 func (c *Ctx) route(cmd *Command, args [][]byte) string {
 	v := c.h.cfg.Cluster.View()
+	if k := cmd.Keys; k.First == 1 && k.Last == 1 && k.Find == nil {
+		// One key, the first argument (every limiter but CL.ALL): no
+		// key list to build.
+		slot := cluster.Slot(args[1])
+		c.slotKey, c.slot = args[1], slot
+		return c.routeSlot(v, slot, cmd.write)
+	}
 	slot, write := -1, cmd.write
 	check := func(cmd *Command, args [][]byte) string {
 		for _, k := range cmd.keysOf(args, c.aclKeys[:0]) {
@@ -241,7 +248,7 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 		}
 		return ""
 	}
-	if cmd.Run == nil || cmd.Name == "exec" {
+	if cmd.Name == "exec" {
 		if !c.sess.inMulti {
 			return ""
 		}
@@ -260,6 +267,14 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 	}
 	if slot < 0 {
 		return ""
+	}
+	return c.routeSlot(v, slot, write)
+}
+
+// routeSlot is route's decision for a command on slot.
+func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
+	if v.Topo.Owner(slot) < 0 {
+		return resp.ErrSlotUnbound
 	}
 	if !v.Topo.Complete() {
 		return resp.ErrClusterDown

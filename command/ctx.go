@@ -18,9 +18,13 @@ type Ctx struct {
 	h    *Handler
 	srv  *resp.Server // the server's connections and counters (CLIENT, INFO)
 
-	now    int64      // the clock, read once per batch of pipelined commands (0: not yet)
-	inExec bool       // EXEC holds every shard lock, through txn
-	txn    shard.View // EXEC's view (see keys)
+	now int64 // the clock, read once per batch of pipelined commands (0: not yet)
+	// In cluster mode, the running command's key and its slot, as route
+	// found them (slotKey nil: none), for keys.
+	slotKey []byte
+	slot    int
+	inExec  bool       // EXEC holds every shard lock, through txn
+	txn     shard.View // EXEC's view (see keys)
 	scratch
 }
 
@@ -57,6 +61,9 @@ func (c *Ctx) Store() *shard.Store { return c.h.store }
 func (c *Ctx) keys() shard.View {
 	if c.inExec {
 		return c.txn
+	}
+	if c.slotKey != nil {
+		return c.h.store.View().WithSlot(c.slotKey, c.slot)
 	}
 	return c.h.store.View()
 }
@@ -163,6 +170,7 @@ func (c *Ctx) exec(args [][]byte) {
 		}
 	}
 	if c.h.cfg.Cluster != nil && !c.inExec {
+		c.slotKey = nil
 		if cmd.routed {
 			if msg := c.route(cmd, args); msg != "" {
 				if cmd.Name == "exec" {

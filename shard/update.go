@@ -44,6 +44,20 @@ const (
 type View struct {
 	s    *Store
 	held bool
+
+	// A key whose slot the caller already computed (cluster mode, see
+	// WithSlot): its hash needs no second CRC16.
+	slotKey *byte
+	slot    int
+}
+
+// WithSlot returns v knowing that key (this very slice) is in slot, so
+// that updating it does not compute the slot again.
+func (v View) WithSlot(key []byte, slot int) View {
+	if len(key) > 0 {
+		v.slotKey, v.slot = &key[0], slot
+	}
+	return v
 }
 
 // View returns a view that locks per call.
@@ -97,7 +111,12 @@ func (v View) UpdateLive(key []byte, now int64, op Op) (engine.Decision, Status)
 }
 
 func (v View) update(key []byte, now int64, op Op, live bool) (engine.Decision, Status) {
-	h := v.s.Hash(key)
+	var h uint64
+	if v.slotKey != nil && len(key) > 0 && &key[0] == v.slotKey {
+		h = v.s.hash.bytes(key)&^v.s.mask | uint64(v.slot)&v.s.mask
+	} else {
+		h = v.s.Hash(key)
+	}
 	sh := v.s.ShardOf(h)
 	v.Lock(sh)
 	d, st := sh.update(key, h, now, op, live)
