@@ -2,6 +2,8 @@
 // key → slot mapping every cluster-aware client computes itself.
 package cluster
 
+import "bytes"
+
 // Slots is the number of hash slots, as in Redis Cluster.
 const Slots = 16384
 
@@ -51,19 +53,10 @@ func crc16(b []byte) uint16 {
 // when that part is not empty (so "{user1}.a" and "{user1}.b" share a
 // slot, and "{}x" hashes whole), as Redis's keyHashSlot.
 func Slot(key []byte) int {
-	for i, c := range key {
-		if c != '{' {
-			continue
+	if i := bytes.IndexByte(key, '{'); i >= 0 {
+		if j := bytes.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
 		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == '}' {
-				if j > i+1 {
-					key = key[i+1 : j]
-				}
-				return int(crc16(key) & (Slots - 1))
-			}
-		}
-		break
 	}
 	return int(crc16(key) & (Slots - 1))
 }
