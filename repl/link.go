@@ -118,6 +118,8 @@ func (l *link) session() error {
 	}
 	l.conn.Store(&nc)
 	defer nc.Close()
+	l.n.streaming.Add(1)
+	defer l.n.streaming.Add(-1)
 	if l.stopped() {
 		return errors.New("stopped")
 	}

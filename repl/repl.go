@@ -53,7 +53,8 @@ type Node struct {
 	links  map[string]*link // by replica id
 	closed bool
 
-	acked atomic.Pointer[chan struct{}] // closed and replaced when an acknowledgement arrives
+	acked     atomic.Pointer[chan struct{}] // closed and replaced when an acknowledgement arrives
+	streaming atomic.Int32                  // links in session with their replica
 
 	rep replicaState
 }
@@ -124,6 +125,10 @@ func (n *Node) Close() {
 		n.anchor = nil
 	}
 }
+
+// Streaming reports whether the node, a primary, is streaming to a
+// replica: its links then need turns on the event loops' threads.
+func (n *Node) Streaming() bool { return n.streaming.Load() > 0 }
 
 // notify wakes the WAITs: an acknowledgement arrived.
 func (n *Node) notify() {

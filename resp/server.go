@@ -30,7 +30,7 @@ type Config struct {
 	// outside Linux.
 	EventLoops int
 	// Background, if set, reports whether background work that must keep
-	// up with the loops (a flush of persistence) is under way: a busy
+	// up with the loops (a flush of persistence, replication) is under way: a busy
 	// loop then yields its P every 200 µs instead of every 32 passes.
 	Background func() bool
 	// MaxClients bounds the connections served at once: one more is

@@ -323,8 +323,13 @@ func run(args []string) int {
 	}
 	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), QueryBufferLimit: int(queryLimit), EventLoops: eventLoops(o), MaxClients: maxclients,
 		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive, Admit: commands.Admit}
-	if p != nil {
-		rcfg.Background = p.Flushing
+	// A flush of persistence and a primary's replication links need turns
+	// on a busy loop's thread (see resp.Config.Background).
+	rcfg.Background = func() bool {
+		if n := o.replication.Load(); n != nil && n.Streaming() {
+			return true
+		}
+		return p != nil && p.Flushing()
 	}
 	srv := resp.New(rcfg, commands)
 	var certs *tlsCerts
