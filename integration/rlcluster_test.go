@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -268,7 +269,7 @@ func (r *rawConn) cmd(args ...string) *rawConn {
 // position it kept (partial resynchronisation, the primary logs it); one
 // whose directory was wiped takes a full copy; both end with the
 // primary's keys. A newer topology that swaps shard 0's primary and
-// replica (CLUSTER RELOAD) makes the replica the primary: it continues
+// replica (CLUSTER RELOAD on one, SIGHUP on the other) makes the replica the primary: it continues
 // the limiter from the state it received, admitting exactly what the old
 // primary had left.
 func TestClusterReplication(t *testing.T) {
@@ -344,7 +345,14 @@ func TestClusterReplication(t *testing.T) {
 	do(t, p0, "WAIT", "1", "10000").equal(1)
 	c.writeTopology(t, 2, true)
 	do(t, c.Nodes[3].client(t, 2), "CLUSTER", "RELOAD").equal("OK")
-	do(t, p0, "CLUSTER", "RELOAD").equal("OK")
+	// Node 0 adopts it on SIGHUP.
+	if err := c.Nodes[0].cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node 0 to follow topology version 2 as a replica", func() bool {
+		role, err := p0.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "slave"
+	})
 	do(t, p0, "CLUSTER", "RELOAD").errIs("ERR the topology file's version is not newer than the current one (2)")
 	newP := c.Nodes[3].client(t, 2)
 	got := do(t, newP, "CL.THROTTLE", key, "9", "1", "3600")
