@@ -224,6 +224,24 @@ func TestClusterRouting(t *testing.T) {
 	r0.cmd("EXISTS", "{user1000}.r").expect(moved)
 	do(t, c.Nodes[3].client(t, 2), "WAIT", "1", "10").errIs("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
 
+	// ROLE and INFO replication, primary and replica.
+	role := do(t, n0, "ROLE").val.([]any)
+	if role[0] != "master" || fmt.Sprint(role[2]) != fmt.Sprintf("[[127.0.0.1 %d %v]]", c.Ports[3], role[2].([]any)[0].([]any)[2]) {
+		t.Fatalf("ROLE on a primary: %v", role)
+	}
+	do(t, c.Nodes[3].client(t, 2), "ROLE").equal(fmt.Sprintf("[slave 127.0.0.1 %d connected %v]", c.Ports[0], role[1]))
+	for i, want := range map[int][]string{
+		0: {"role:master", "connected_slaves:1", fmt.Sprintf("slave0:ip=127.0.0.1,port=%d,state=online,offset=", c.Ports[3])},
+		3: {"role:slave", fmt.Sprintf("master_port:%d", c.Ports[0]), "master_link_status:up", "master_sync_in_progress:0"},
+	} {
+		info := fmt.Sprint(do(t, c.Nodes[i].client(t, 2), "INFO", "replication").val)
+		for _, w := range want {
+			if !strings.Contains(info, w) {
+				t.Fatalf("INFO replication on node %d lacks %q:\n%s", i, w, info)
+			}
+		}
+	}
+
 	// Topology commands agree with the file.
 	do(t, n0, "CLUSTER", "MYID").equal(c.IDs[0])
 	info := do(t, n0, "CLUSTER", "INFO")
