@@ -54,6 +54,24 @@ func NewStatic(file, host string, port int) (*State, error) {
 	return s, nil
 }
 
+// NewDynamic returns the state of a node whose topology comes from
+// elsewhere (etcd): until one names it, the node serves no slot (every
+// keyed command answers CLUSTERDOWN), as the primary of an empty shard of
+// its own in a topology of version 0.
+func NewDynamic(self Node) (*State, error) {
+	t := &Topology{Shards: []Shard{{Primary: self}}}
+	if err := t.index(); err != nil {
+		return nil, err
+	}
+	s := &State{host: self.Host, port: self.Port}
+	v, err := s.view(t)
+	if err != nil {
+		return nil, err
+	}
+	s.cur.Store(v)
+	return s, nil
+}
+
 func (s *State) view(t *Topology) (*View, error) {
 	r, ok := t.Find(s.host, s.port)
 	if !ok {

@@ -239,3 +239,13 @@ func LoadNodeID(dir, want string) (string, error) {
 	}
 	return id, nil
 }
+
+// NewTopology validates and indexes a topology built in code (the
+// coordinator's).
+func NewTopology(version int64, shards []Shard) (*Topology, error) {
+	t := &Topology{Version: version, Shards: shards}
+	if err := t.index(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

@@ -6,7 +6,8 @@
 # - the cluster clients in other languages that integration/clients/ drives:
 #   redis-py for /usr/bin/python3 (Debian's python3-redis), PHP's CLI with
 #   phpredis (php-cli, php-redis), and Node.js with npm, then ioredis from
-#   integration/clients/node's lockfile.
+#   integration/clients/node's lockfile;
+# - etcd (Debian's etcd-server), which the etcd-run cluster tests start.
 # Run as root or with sudo available. Safe to run again: it installs only
 # what is missing, and runs apt-get update only when something is.
 set -euo pipefail
@@ -15,6 +16,7 @@ cd "$(dirname "$0")/.."
 need=()
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 if ! command -v php >/dev/null 2>&1; then
   need+=(php-cli php-redis)

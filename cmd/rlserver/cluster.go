@@ -4,42 +4,69 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"strings"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
+	"github.com/rlserver/rlserver/coord"
 	"github.com/rlserver/rlserver/repl"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
-// startCluster puts a listening server in cluster mode with the static
-// topology of --cluster-config: it finds the node by its announced address,
-// checks the node id kept in --dir against the topology's, and hands the
-// state to the commands before they serve.
-func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *shard.Clock) (*repl.Node, error) {
+// startCluster puts a listening server in cluster mode: with the static
+// topology of --cluster-config (the node found by its announced address,
+// its id checked against the one kept in --dir), or through etcd
+// (--cluster-etcd: the node registers with the id kept in --dir and
+// follows the topology the elected coordinator writes). The commands get
+// the state before they serve; stop leaves etcd.
+func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *shard.Clock) (*repl.Node, func(), error) {
 	port := o.announcePort
 	if port == 0 {
 		port = srv.Addr().(*net.TCPAddr).Port
 	}
-	st, err := cluster.NewStatic(o.clusterConfig, o.announceHost, port)
-	if err != nil {
-		return nil, fmt.Errorf("--cluster-config: %v", err)
-	}
-	v := st.View()
-	if o.dir != "" {
-		if _, err := cluster.LoadNodeID(o.dir, v.Self.Node.ID); err != nil {
-			return nil, err
+	var st *cluster.State
+	var err error
+	if o.clusterConfig != "" {
+		if st, err = cluster.NewStatic(o.clusterConfig, o.announceHost, port); err != nil {
+			return nil, nil, fmt.Errorf("--cluster-config: %v", err)
+		}
+		if o.dir != "" {
+			if _, err := cluster.LoadNodeID(o.dir, st.View().Self.Node.ID); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else {
+		id := cluster.NewID()
+		if o.dir != "" {
+			if id, err = cluster.LoadNodeID(o.dir, ""); err != nil {
+				return nil, nil, err
+			}
+		}
+		if st, err = cluster.NewDynamic(cluster.Node{ID: id, Host: o.announceHost, Port: port}); err != nil {
+			return nil, nil, err
 		}
 	}
-	role := "primary"
-	if v.Self.Replica {
-		role = "replica"
-	}
-	log.Printf("cluster: node %s (%s:%d), %s of shard %d, topology version %d", v.Self.Node.ID, o.announceHost, port, role, v.Self.Shard, v.Topo.Version)
+	v := st.View()
 	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf})
 	o.replication.Store(r)
 	commands.SetCluster(st, r)
-	return r, nil
+	if o.clusterEtcd == "" {
+		role := "primary"
+		if v.Self.Replica {
+			role = "replica"
+		}
+		log.Printf("cluster: node %s (%s:%d), %s of shard %d, topology version %d", v.Self.Node.ID, o.announceHost, port, role, v.Self.Shard, v.Topo.Version)
+		return r, nil, nil
+	}
+	c, err := coord.Start(coord.Config{Endpoints: strings.Split(o.clusterEtcd, ","), Name: o.clusterName,
+		Replicas: o.clusterReplicas, Self: v.Self.Node, Logf: log.Printf}, st)
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("--cluster-etcd: %v", err)
+	}
+	log.Printf("cluster: node %s (%s:%d) registered in etcd cluster %q", v.Self.Node.ID, o.announceHost, port, o.clusterName)
+	return r, c.Close, nil
 }
 
 // reloadTopology adopts a newer topology file (SIGHUP).

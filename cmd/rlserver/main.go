@@ -59,11 +59,14 @@ type options struct {
 	tlsCA          string
 	tlsAuthClients string
 
-	clusterConfig string
-	announceHost  string
-	announcePort  int
-	masterUser    string
-	masterAuth    string
+	clusterConfig   string
+	announceHost    string
+	announcePort    int
+	clusterEtcd     string
+	clusterName     string
+	clusterReplicas int
+	masterUser      string
+	masterAuth      string
 
 	replication atomic.Pointer[repl.Node] // set once cluster mode starts; persistence marks its position
 }
@@ -106,6 +109,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.clusterConfig, "cluster-config", "", "cluster mode with a static topology: a JSON file of shards (slot ranges, primary, replicas) and a version; reread on CLUSTER RELOAD and SIGHUP")
 	fs.StringVar(&o.announceHost, "announce-host", "", "in cluster mode, the host clients are told to reach this node at (default --bind)")
 	fs.IntVar(&o.announcePort, "announce-port", 0, "in cluster mode, the port clients are told (default the bound --port)")
+	fs.StringVar(&o.clusterEtcd, "cluster-etcd", "", "cluster mode run by etcd: its v3 endpoints (host:port[,host:port...]); nodes register, elect a coordinator and follow the topology it writes")
+	fs.StringVar(&o.clusterName, "cluster-name", "rlserver", "with --cluster-etcd, the cluster's name (its keys live under /rlserver/NAME/)")
+	fs.IntVar(&o.clusterReplicas, "cluster-replicas", 1, "with --cluster-etcd, replicas wanted per primary")
 	fs.StringVar(&o.masterUser, "masteruser", "", "in cluster mode, the ACL user a primary authenticates as to its replicas (default: the default user)")
 	fs.StringVar(&o.masterAuth, "masterauth", "", "in cluster mode, the password a primary authenticates with to its replicas (default --requirepass)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
@@ -163,10 +169,18 @@ func parseOptions(args []string) (*options, error) {
 			return nil, fmt.Errorf("--tls-port must be a port number (0 picks a free one)")
 		}
 	}
+	if o.clusterConfig != "" && o.clusterEtcd != "" {
+		return nil, fmt.Errorf("--cluster-config and --cluster-etcd cannot be used together")
+	}
+	if o.clusterReplicas < 0 {
+		return nil, fmt.Errorf("--cluster-replicas must be 0 or more")
+	}
 	if o.clusterConfig != "" {
 		if _, err := cluster.ParseFile(o.clusterConfig); err != nil {
 			return nil, fmt.Errorf("--cluster-config: %v", err)
 		}
+	}
+	if o.clusterConfig != "" || o.clusterEtcd != "" {
 		if o.announceHost == "" {
 			if ip := net.ParseIP(o.bind); ip == nil || ip.IsUnspecified() {
 				return nil, fmt.Errorf("--announce-host is needed in cluster mode when --bind (%q) is not one address", o.bind)
@@ -257,7 +271,7 @@ func run(args []string) int {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	clock := shard.NewClock()
-	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != ""})
+	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != ""})
 
 	p, err := openPersistence(o, store, clock)
 	if err != nil {
@@ -361,8 +375,9 @@ func run(args []string) int {
 		return 1
 	}
 	var replication *repl.Node
-	if o.clusterConfig != "" {
-		if replication, err = startCluster(o, srv, commands, store, clock); err != nil {
+	var stopCluster func()
+	if o.clusterConfig != "" || o.clusterEtcd != "" {
+		if replication, stopCluster, err = startCluster(o, srv, commands, store, clock); err != nil {
 			log.Printf("error: %v", err)
 			srv.Close(time.Second)
 			if p != nil {
@@ -410,6 +425,9 @@ func run(args []string) int {
 	case err := <-serveErr:
 		log.Printf("error: serve: %v", err)
 		code = 1
+	}
+	if stopCluster != nil {
+		stopCluster() // leave etcd first: the lease goes at once
 	}
 	if replication != nil {
 		replication.Close()
