@@ -35,6 +35,7 @@ type State struct {
 
 	mu      sync.Mutex // serialises Reload and Adopt
 	cur     atomic.Pointer[View]
+	fenced  atomic.Bool
 	watches []func(old, new *View)
 }
 
@@ -82,6 +83,14 @@ func (s *State) view(t *Topology) (*View, error) {
 	}
 	return &View{Topo: t, Self: r}, nil
 }
+
+// Fence stops (true) or resumes (false) the node's serving of keys: a
+// node that cannot renew its membership fences itself before anyone can
+// take its slots over, so that two primaries never serve one slot.
+func (s *State) Fence(on bool) { s.fenced.Store(on) }
+
+// Fenced reports whether the node is fenced.
+func (s *State) Fenced() bool { return s.fenced.Load() }
 
 // View returns the current view.
 func (s *State) View() *View { return s.cur.Load() }

@@ -276,7 +276,7 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 	if v.Topo.Owner(slot) < 0 {
 		return resp.ErrSlotUnbound
 	}
-	if !v.Topo.Complete() {
+	if !v.Topo.Complete() || c.h.cfg.Cluster.Fenced() {
 		return resp.ErrClusterDown
 	}
 	owner := v.Topo.Owner(slot)

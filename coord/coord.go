@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -33,14 +35,19 @@ type Config struct {
 	// Settle is how long the member set must stay unchanged before the
 	// first topology is formed. Default 2 s.
 	Settle time.Duration
+	// Offset returns the node's replication offset, published with its
+	// registration once a second: failover promotes the replica with the
+	// highest.
+	Offset func() int64
 	Logf   func(format string, args ...any)
 }
 
 // Member is what a node registers about itself.
 type Member struct {
-	ID   string `json:"id"`
-	Host string `json:"host"`
-	Port int    `json:"port"`
+	ID     string `json:"id"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Offset int64  `json:"offset"`
 }
 
 // Coord is a running node's membership, campaign and topology watch.
@@ -48,9 +55,17 @@ type Coord struct {
 	cfg    Config
 	st     *cluster.State
 	cli    *clientv3.Client
-	sess   *concurrency.Session
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	lease   clientv3.LeaseID
+	sess    *concurrency.Session
+	sessCtx context.Context // cancelled when the session is replaced
+	sessEnd context.CancelFunc
+	joined  chan struct{} // closed and replaced at each join
+
+	renewed atomic.Int64 // Unix ns when the last successful renewal was sent
 }
 
 func (c *Coord) prefix() string   { return "/rlserver/" + c.cfg.Name + "/" }
@@ -58,7 +73,8 @@ func (c *Coord) topoKey() string  { return c.prefix() + "topology" }
 func (c *Coord) nodesKey() string { return c.prefix() + "nodes/" }
 
 // Start connects to etcd, registers the node under a lease, follows the
-// topology document into st, and campaigns to coordinate.
+// topology document into st, keeps the lease (fencing the node when it
+// cannot), and campaigns to coordinate.
 func Start(cfg Config, st *cluster.State) (*Coord, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 5 * time.Second
@@ -69,33 +85,120 @@ func Start(cfg Config, st *cluster.State) (*Coord, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.Offset == nil {
+		cfg.Offset = func() int64 { return 0 }
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: %w", err)
 	}
-	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(max(1, int(cfg.TTL/time.Second))))
-	if err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("etcd: %w", err)
-	}
-	c := &Coord{cfg: cfg, st: st, cli: cli, sess: sess}
-	me, _ := json.Marshal(Member{ID: cfg.Self.ID, Host: cfg.Self.Host, Port: cfg.Self.Port})
+	c := &Coord{cfg: cfg, st: st, cli: cli, joined: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if _, err := cli.Put(ctx, c.nodesKey()+cfg.Self.ID, string(me), clientv3.WithLease(sess.Lease())); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("etcd: registering: %w", err)
+	if err := c.join(ctx); err != nil {
+		cancel()
+		cli.Close()
+		return nil, err
 	}
-	c.wg.Add(2)
+	c.wg.Add(4)
 	go func() { defer c.wg.Done(); c.follow(ctx) }()
+	go func() { defer c.wg.Done(); c.keep(ctx) }()
+	go func() { defer c.wg.Done(); c.fence(ctx) }()
 	go func() { defer c.wg.Done(); c.campaign(ctx) }()
 	return c, nil
+}
+
+// join takes a new lease, a session on it and registers the node.
+func (c *Coord) join(ctx context.Context) error {
+	sent := time.Now()
+	g, err := c.cli.Grant(ctx, max(1, int64(c.cfg.TTL/time.Second)))
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	sess, err := concurrency.NewSession(c.cli, concurrency.WithLease(g.ID))
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	if err := c.register(ctx, g.ID); err != nil {
+		sess.Close()
+		return fmt.Errorf("etcd: registering: %w", err)
+	}
+	c.renewed.Store(sent.UnixNano())
+	sctx, end := context.WithCancel(ctx)
+	c.mu.Lock()
+	if c.sessEnd != nil {
+		c.sessEnd()
+		c.sess.Orphan()
+	}
+	c.lease, c.sess, c.sessCtx, c.sessEnd = g.ID, sess, sctx, end
+	close(c.joined)
+	c.joined = make(chan struct{})
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Coord) register(ctx context.Context, lease clientv3.LeaseID) error {
+	me, _ := json.Marshal(Member{ID: c.cfg.Self.ID, Host: c.cfg.Self.Host, Port: c.cfg.Self.Port, Offset: c.cfg.Offset()})
+	_, err := c.cli.Put(ctx, c.nodesKey()+c.cfg.Self.ID, string(me), clientv3.WithLease(lease))
+	return err
+}
+
+// keep renews the lease every third of its TTL (noting when a renewal that
+// worked was sent), publishes the node's offset with it, and joins again
+// when the lease is gone.
+func (c *Coord) keep(ctx context.Context) {
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		lease := c.lease
+		c.mu.Unlock()
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.TTL/3)
+		_, err := c.cli.KeepAliveOnce(rctx, lease)
+		if err == nil {
+			c.renewed.Store(sent.UnixNano())
+			err = c.register(rctx, lease)
+		}
+		cancel()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			c.cfg.Logf("cluster: membership lease expired: joining again")
+			if err := c.join(ctx); err != nil {
+				c.cfg.Logf("cluster: joining again: %v", err)
+			}
+		}
+		sleep(ctx, max(c.cfg.TTL/3-time.Since(sent), 0))
+	}
+}
+
+// fence stops the node serving keys once two thirds of its lease's TTL
+// passed since the last renewal that worked was sent: the lease cannot
+// have expired in etcd yet, so no other node has been given its slots.
+func (c *Coord) fence(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		late := time.Since(time.Unix(0, c.renewed.Load())) > c.cfg.TTL*2/3
+		if late != c.st.Fenced() {
+			if late {
+				c.cfg.Logf("cluster: membership lease not renewed: fenced (keyed commands answer CLUSTERDOWN)")
+			} else {
+				c.cfg.Logf("cluster: membership lease renewed: serving again")
+			}
+			c.st.Fence(late)
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 }
 
 // Close leaves: the lease is revoked, so the node's registration goes.
 func (c *Coord) Close() {
 	c.cancel()
-	c.sess.Close()
+	c.mu.Lock()
+	sess := c.sess
+	c.mu.Unlock()
+	sess.Close()
 	c.wg.Wait()
 	c.cli.Close()
 }
@@ -140,14 +243,23 @@ func (c *Coord) follow(ctx context.Context) {
 	}
 }
 
-// campaign waits to be elected, then coordinates until the session ends.
+// campaign runs for coordinator on the current session, coordinates while
+// elected, and starts again on the next session when this one is replaced.
 func (c *Coord) campaign(ctx context.Context) {
-	e := concurrency.NewElection(c.sess, c.prefix()+"coordinator")
-	if err := e.Campaign(ctx, c.cfg.Self.ID); err != nil {
-		return
+	for ctx.Err() == nil {
+		c.mu.Lock()
+		sess, sctx, joined := c.sess, c.sessCtx, c.joined
+		c.mu.Unlock()
+		e := concurrency.NewElection(sess, c.prefix()+"coordinator")
+		if err := e.Campaign(sctx, c.cfg.Self.ID); err == nil {
+			c.cfg.Logf("cluster: this node coordinates cluster %q", c.cfg.Name)
+			c.coordinate(sctx)
+		}
+		select {
+		case <-ctx.Done():
+		case <-joined:
+		}
 	}
-	c.cfg.Logf("cluster: this node coordinates cluster %q", c.cfg.Name)
-	c.coordinate(ctx)
 }
 
 // coordinate keeps the topology in line with the members: the first one
@@ -208,8 +320,10 @@ func (c *Coord) step(ctx context.Context, members []Member, settled bool) error 
 	switch {
 	case cur == nil && settled && len(members) > 0:
 		next, err = Form(members, c.cfg.Replicas)
-	case cur != nil:
-		next, err = Place(cur, members)
+	case cur != nil && settled:
+		// Only once the member set is steady: a coordinator elected as a
+		// whole cluster restarts must not fail over nodes still starting.
+		next, err = Reconcile(cur, members)
 	}
 	if err != nil || next == nil {
 		return err
@@ -251,30 +365,57 @@ func Form(members []Member, replicas int) (*cluster.Topology, error) {
 	return cluster.NewTopology(1, t.Shards)
 }
 
-// Place returns the next version of cur with each member it does not name
-// added as a replica (where fewest are), or nil when there is none.
-func Place(cur *cluster.Topology, members []Member) (*cluster.Topology, error) {
-	known := map[string]bool{}
-	for _, s := range cur.Shards {
-		known[s.Primary.ID] = true
-		for _, r := range s.Replicas {
-			known[r.ID] = true
-		}
+// Reconcile returns the next version of cur for the members registered
+// now, or nil when it needs none:
+//   - a shard whose primary is gone gets the registered replica with the
+//     highest offset as its primary (failover);
+//   - replicas that are gone leave the topology;
+//   - members the topology does not name become replicas where fewest
+//     are (a node that comes back after a failover rejoins this way).
+//
+// A shard whose primary and replicas are all gone keeps them: there is no
+// copy of its state to promote.
+func Reconcile(cur *cluster.Topology, members []Member) (*cluster.Topology, error) {
+	alive := map[string]Member{}
+	for _, m := range members {
+		alive[m.ID] = m
 	}
+	known := map[string]bool{}
+	changed := false
 	shards := make([]cluster.Shard, len(cur.Shards))
 	for i, s := range cur.Shards {
-		s.Replicas = slices.Clone(s.Replicas)
+		known[s.Primary.ID] = true
+		var reps []cluster.Node
+		for _, r := range s.Replicas {
+			known[r.ID] = true
+			if _, ok := alive[r.ID]; ok {
+				reps = append(reps, r)
+			} else {
+				changed = true
+			}
+		}
+		if _, ok := alive[s.Primary.ID]; !ok && len(reps) > 0 {
+			best := 0
+			for j, r := range reps {
+				if b := alive[reps[best].ID]; alive[r.ID].Offset > b.Offset || alive[r.ID].Offset == b.Offset && r.ID < reps[best].ID {
+					best = j
+				}
+			}
+			s.Primary = reps[best]
+			reps = append(reps[:best:best], reps[best+1:]...)
+			changed = true
+		}
+		s.Replicas = reps
 		shards[i] = s
 	}
 	t := &cluster.Topology{Shards: shards}
-	added := false
 	for _, m := range members {
 		if !known[m.ID] {
 			addReplica(t, m)
-			added = true
+			changed = true
 		}
 	}
-	if !added {
+	if !changed {
 		return nil, nil
 	}
 	return cluster.NewTopology(cur.Version+1, t.Shards)

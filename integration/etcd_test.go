@@ -2,10 +2,13 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -39,7 +42,11 @@ func startEtcd(t *testing.T) string {
 	eventually(t, "etcd to serve", func() bool {
 		return strings.Contains(logs.String(), "ready to serve client requests")
 	})
-	return "127.0.0.1:" + strconv.Itoa(ports[0])
+	endpoint := "127.0.0.1:" + strconv.Itoa(ports[0])
+	etcdMu.Lock()
+	etcdProcs[endpoint] = cmd.Process
+	etcdMu.Unlock()
+	return endpoint
 }
 
 // TestEtcdClusterForms: six rlservers given only an etcd endpoint form a
@@ -123,3 +130,135 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
+
+// etcdCluster starts n rlservers on etcd (cluster "it") and waits until
+// every one serves a complete topology and every replica is synchronised.
+func etcdCluster(t *testing.T, etcd string, n int) *rlCluster {
+	t.Helper()
+	c := &rlCluster{Ports: freePorts(t, n), args: []string{"--cluster-etcd", etcd, "--cluster-name", "it"}}
+	dir := t.TempDir()
+	for i := range n {
+		c.Dirs = append(c.Dirs, filepath.Join(dir, "node"+strconv.Itoa(i)))
+		c.IDs = append(c.IDs, "")
+	}
+	c.Nodes = make([]*server, n)
+	for i := range n {
+		c.Nodes[i] = c.startNode(t, i)
+	}
+	for i := range n {
+		cl := c.Nodes[i].client(t, 2)
+		eventually(t, fmt.Sprintf("node %d to adopt a complete topology", i), func() bool {
+			info, err := cl.ClusterInfo(ctx).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok")
+		})
+	}
+	c.waitSynced(t)
+	return c
+}
+
+// primaryOf returns the index of the node a live node's CLUSTER SLOTS
+// names as slot's primary, or -1.
+func (c *rlCluster) primaryOf(t *testing.T, from, slot int) int {
+	t.Helper()
+	slots, err := c.Nodes[from].client(t, 2).ClusterSlots(ctx).Result()
+	if err != nil {
+		return -1
+	}
+	for _, s := range slots {
+		if slot >= s.Start && slot <= s.End {
+			for i, p := range c.Ports {
+				if s.Nodes[0].Addr == "127.0.0.1:"+strconv.Itoa(p) {
+					return i
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// TestEtcdFailover: in a 3+3 cluster run by etcd, a primary killed
+// (SIGKILL) is replaced by its replica once its lease expires; the
+// promoted replica continues the limiter from the state it received
+// (admitting exactly the token left); the old node, restarted, rejoins as
+// a replica and synchronises. With etcd unreachable (SIGSTOP), primaries
+// fence themselves (CLUSTERDOWN) before their leases could expire, and
+// serve again once it is back.
+func TestEtcdFailover(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 6)
+	const key = "{user1000}.f" // slot 3443
+	p := c.primaryOf(t, 0, 3443)
+	if p < 0 {
+		t.Fatal("no primary for slot 3443")
+	}
+	pc := c.Nodes[p].client(t, 2)
+	for i := range 9 {
+		do(t, pc, "CL.THROTTLE", key, "9", "1", "3600").equal(fmt.Sprintf("[0 10 %d -1 %d]", 9-i, 3600*(i+1)))
+	}
+	do(t, pc, "WAIT", "1", "10000").equal(1)
+	c.Nodes[p].kill()
+	other := (p + 1) % 6
+	var np int
+	eventually(t, "another node to serve slot 3443", func() bool {
+		np = c.primaryOf(t, other, 3443)
+		return np >= 0 && np != p
+	})
+	npc := c.Nodes[np].client(t, 2)
+	eventually(t, "the promoted node to take writes", func() bool {
+		return npc.Do(ctx, "ROLE").Val().([]any)[0] == "master"
+	})
+	if r := do(t, npc, "CL.THROTTLE", key, "9", "1", "3600").ints(); r[0] != 0 || r[2] != 0 {
+		t.Fatalf("promoted replica: %v, want the last token admitted", r)
+	}
+	if r := do(t, npc, "CL.THROTTLE", key, "9", "1", "3600").ints(); r[0] != 1 {
+		t.Fatalf("promoted replica admitted beyond the limit: %v", r)
+	}
+	// The old primary comes back: a replica, synchronised.
+	c.Nodes[p] = c.startNode(t, p)
+	old := c.Nodes[p].client(t, 2)
+	eventually(t, "the old primary to rejoin as a connected replica", func() bool {
+		role, err := old.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) == 5 && role[0] == "slave" && role[3] == "connected"
+	})
+
+	// etcd unreachable: primaries fence themselves, then serve again.
+	etcdProc := findEtcd(t, etcd)
+	if err := etcdProc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			etcdProc.Signal(syscall.SIGCONT)
+		}
+	}()
+	eventually(t, "the primary of slot 3443 to fence itself", func() bool {
+		err := npc.Do(ctx, "CL.THROTTLE", key, "9", "1", "3600").Err()
+		return err != nil && err.Error() == "CLUSTERDOWN The cluster is down"
+	})
+	etcdProc.Signal(syscall.SIGCONT)
+	stopped = false
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[other].Addr}})
+	defer cc.Close()
+	eventually(t, "the cluster to serve slot 3443 again", func() bool {
+		return cc.Do(ctx, "CL.THROTTLE", key+"x", "9", "1", "3600").Err() == nil
+	})
+}
+
+// findEtcd returns the etcd process serving endpoint (started by startEtcd).
+func findEtcd(t *testing.T, endpoint string) *os.Process {
+	t.Helper()
+	etcdMu.Lock()
+	defer etcdMu.Unlock()
+	p := etcdProcs[endpoint]
+	if p == nil {
+		t.Fatalf("no etcd started at %s", endpoint)
+	}
+	return p
+}
+
+var (
+	etcdMu    sync.Mutex
+	etcdProcs = map[string]*os.Process{}
+)

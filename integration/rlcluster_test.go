@@ -72,7 +72,11 @@ func startRLCluster(t *testing.T, args ...string) *rlCluster {
 
 func (c *rlCluster) startNode(t *testing.T, i int) *server {
 	t.Helper()
-	args := append([]string{"--port", strconv.Itoa(c.Ports[i]), "--dir", c.Dirs[i], "--enable-debug-command", "--cluster-config", c.Topo}, c.args...)
+	args := []string{"--port", strconv.Itoa(c.Ports[i]), "--dir", c.Dirs[i], "--enable-debug-command"}
+	if c.Topo != "" {
+		args = append(args, "--cluster-config", c.Topo)
+	}
+	args = append(args, c.args...)
 	s, err := startCmd(t, c.Dirs[i], serverCommand(args...))
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 		return r, nil, nil
 	}
 	c, err := coord.Start(coord.Config{Endpoints: strings.Split(o.clusterEtcd, ","), Name: o.clusterName,
-		Replicas: o.clusterReplicas, Self: v.Self.Node, Logf: log.Printf}, st)
+		Replicas: o.clusterReplicas, Self: v.Self.Node, Offset: r.Offset, Logf: log.Printf}, st)
 	if err != nil {
 		r.Close()
 		return nil, nil, fmt.Errorf("--cluster-etcd: %v", err)
