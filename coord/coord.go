@@ -30,7 +30,8 @@ type Config struct {
 	Name      string // the cluster's name: its keys live under /rlserver/<name>/
 	Replicas  int    // replicas wanted per primary
 	Self      cluster.Node
-	// TTL is the membership lease's time to live. Default 5 s.
+	// TTL is the membership lease's time to live: how long a dead node
+	// keeps its slots, and about how long a failover takes. Default 3 s.
 	TTL time.Duration
 	// Settle is how long the member set must stay unchanged before the
 	// first topology is formed. Default 2 s.
@@ -77,7 +78,7 @@ func (c *Coord) nodesKey() string { return c.prefix() + "nodes/" }
 // cannot), and campaigns to coordinate.
 func Start(cfg Config, st *cluster.State) (*Coord, error) {
 	if cfg.TTL <= 0 {
-		cfg.TTL = 5 * time.Second
+		cfg.TTL = 3 * time.Second
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 2 * time.Second
@@ -143,10 +144,16 @@ func (c *Coord) register(ctx context.Context, lease clientv3.LeaseID) error {
 	return err
 }
 
-// keep renews the lease every third of its TTL (noting when a renewal that
-// worked was sent), publishes the node's offset with it, and joins again
+// pollEvery is how often a node renews its lease (so that its fencing
+// deadline trails real time by no more than this) and the coordinator
+// looks at the members.
+const pollEvery = 250 * time.Millisecond
+
+// keep renews the lease every pollEvery (noting when a renewal that worked
+// was sent), publishes the node's offset once a second, and joins again
 // when the lease is gone.
 func (c *Coord) keep(ctx context.Context) {
+	var published time.Time
 	for ctx.Err() == nil {
 		c.mu.Lock()
 		lease := c.lease
@@ -156,7 +163,11 @@ func (c *Coord) keep(ctx context.Context) {
 		_, err := c.cli.KeepAliveOnce(rctx, lease)
 		if err == nil {
 			c.renewed.Store(sent.UnixNano())
-			err = c.register(rctx, lease)
+			if time.Since(published) >= time.Second {
+				if err = c.register(rctx, lease); err == nil {
+					published = time.Now()
+				}
+			}
 		}
 		cancel()
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -165,18 +176,20 @@ func (c *Coord) keep(ctx context.Context) {
 				c.cfg.Logf("cluster: joining again: %v", err)
 			}
 		}
-		sleep(ctx, max(c.cfg.TTL/3-time.Since(sent), 0))
+		sleep(ctx, max(pollEvery-time.Since(sent), 0))
 	}
 }
 
-// fence stops the node serving keys once two thirds of its lease's TTL
-// passed since the last renewal that worked was sent: the lease cannot
-// have expired in etcd yet, so no other node has been given its slots.
+// fence stops the node serving keys once its lease's TTL less a sixth
+// passed since the last renewal that worked was sent: the lease, renewed
+// by etcd after that, cannot have expired there yet (the sixth covers
+// the two clocks' rates), so no other node has been given its slots. An
+// etcd blip shorter than that (2.5 s of a 3 s TTL) fences nothing.
 func (c *Coord) fence(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		late := time.Since(time.Unix(0, c.renewed.Load())) > c.cfg.TTL*2/3
+		late := time.Since(time.Unix(0, c.renewed.Load())) > c.cfg.TTL-c.cfg.TTL/6
 		if late != c.st.Fenced() {
 			if late {
 				c.cfg.Logf("cluster: membership lease not renewed: fenced (keyed commands answer CLUSTERDOWN)")
@@ -265,23 +278,36 @@ func (c *Coord) campaign(ctx context.Context) {
 // coordinate keeps the topology in line with the members: the first one
 // once the member set has settled, then each newcomer placed.
 func (c *Coord) coordinate(ctx context.Context) {
-	var last []Member
+	elected := time.Now()
+	var ids []string
 	changed := time.Now()
-	tick := time.NewTicker(c.cfg.Settle / 4)
+	nodes := c.cli.Watch(ctx, c.nodesKey(), clientv3.WithPrefix())
+	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		members, err := c.members(ctx)
 		if err == nil {
-			if !slices.Equal(members, last) {
-				last, changed = members, time.Now()
+			now := make([]string, len(members))
+			for i, m := range members {
+				now[i] = m.ID
 			}
-			if err := c.step(ctx, members, time.Since(changed) >= c.cfg.Settle); err != nil {
+			if !slices.Equal(now, ids) {
+				ids, changed = now, time.Now()
+			}
+			// The first topology waits for the member set to settle; a
+			// newly elected coordinator waits as long before it fails
+			// anyone over (a whole cluster restarting registers over
+			// seconds).
+			form := time.Since(changed) >= c.cfg.Settle
+			reconcile := time.Since(elected) >= c.cfg.Settle
+			if err := c.step(ctx, members, form, reconcile); err != nil {
 				c.cfg.Logf("cluster: coordinating: %v", err)
 			}
 		}
 		select {
 		case <-ctx.Done():
 		case <-tick.C:
+		case <-nodes:
 		}
 	}
 }
@@ -303,7 +329,7 @@ func (c *Coord) members(ctx context.Context) ([]Member, error) {
 }
 
 // step writes the next topology if the members call for one.
-func (c *Coord) step(ctx context.Context, members []Member, settled bool) error {
+func (c *Coord) step(ctx context.Context, members []Member, form, reconcile bool) error {
 	resp, err := c.cli.Get(ctx, c.topoKey())
 	if err != nil {
 		return err
@@ -318,11 +344,9 @@ func (c *Coord) step(ctx context.Context, members []Member, settled bool) error 
 	}
 	var next *cluster.Topology
 	switch {
-	case cur == nil && settled && len(members) > 0:
+	case cur == nil && form && len(members) > 0:
 		next, err = Form(members, c.cfg.Replicas)
-	case cur != nil && settled:
-		// Only once the member set is steady: a coordinator elected as a
-		// whole cluster restarts must not fail over nodes still starting.
+	case cur != nil && reconcile:
 		next, err = Reconcile(cur, members)
 	}
 	if err != nil || next == nil {
