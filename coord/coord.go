@@ -294,13 +294,10 @@ func (c *Coord) coordinate(ctx context.Context) {
 			if !slices.Equal(now, ids) {
 				ids, changed = now, time.Now()
 			}
-			// The first topology waits for the member set to settle; a
-			// newly elected coordinator waits as long before it fails
-			// anyone over (a whole cluster restarting registers over
-			// seconds).
+			// The first topology waits for the member set to settle.
 			form := time.Since(changed) >= c.cfg.Settle
-			reconcile := time.Since(elected) >= c.cfg.Settle
-			if err := c.step(ctx, members, form, reconcile); err != nil {
+			fresh := time.Since(elected) < c.cfg.Settle
+			if err := c.step(ctx, members, form, fresh); err != nil {
 				c.cfg.Logf("cluster: coordinating: %v", err)
 			}
 		}
@@ -329,7 +326,7 @@ func (c *Coord) members(ctx context.Context) ([]Member, error) {
 }
 
 // step writes the next topology if the members call for one.
-func (c *Coord) step(ctx context.Context, members []Member, form, reconcile bool) error {
+func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) error {
 	resp, err := c.cli.Get(ctx, c.topoKey())
 	if err != nil {
 		return err
@@ -346,7 +343,10 @@ func (c *Coord) step(ctx context.Context, members []Member, form, reconcile bool
 	switch {
 	case cur == nil && form && len(members) > 0:
 		next, err = Form(members, c.cfg.Replicas)
-	case cur != nil && reconcile:
+	case cur != nil && (!fresh || registered(cur, members)*2 >= cur.Nodes()):
+		// A newly elected coordinator that sees fewer than half of the
+		// topology's nodes registered waits before it fails anyone over:
+		// the whole cluster is restarting, and registers over seconds.
 		next, err = Reconcile(cur, members)
 	}
 	if err != nil || next == nil {
@@ -365,6 +365,17 @@ func (c *Coord) step(ctx context.Context, members []Member, form, reconcile bool
 		c.cfg.Logf("cluster: topology version %d written (%d shards, %d nodes)", next.Version, len(next.Shards), next.Nodes())
 	}
 	return nil
+}
+
+// registered counts the topology's nodes that are members.
+func registered(t *cluster.Topology, members []Member) int {
+	n := 0
+	for _, m := range members {
+		if _, ok := t.Find(m.Host, m.Port); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // Form lays out a first topology: members sorted by id, as many primaries
