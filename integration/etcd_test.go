@@ -54,7 +54,8 @@ func startEtcd(t *testing.T) string {
 // them is elected coordinator and writes the topology, every node adopts
 // it, replicas synchronise, and go-redis ClusterClient gets exact replies
 // on keys over every slot. A seventh node that joins becomes a replica
-// in version 2, which every node adopts.
+// in version 2, which every node adopts. The coordinator's node killed,
+// another is elected and every slot is served again.
 func TestEtcdClusterForms(t *testing.T) {
 	t.Parallel()
 	etcd := startEtcd(t)
@@ -121,6 +122,37 @@ func TestEtcdClusterForms(t *testing.T) {
 	eventually(t, "the new node to be a connected replica", func() bool {
 		role, err := clients[6].Do(ctx, "ROLE").Slice()
 		return err == nil && len(role) == 5 && role[0] == "slave" && role[3] == "connected"
+	})
+
+	// The coordinator's node is killed: another node is elected, and the
+	// cluster serves every slot again (its shard failed over if it was a
+	// primary).
+	coord := -1
+	for i := range 7 {
+		if strings.Contains(c.Nodes[i].logs.String(), "this node coordinates") {
+			coord = i
+		}
+	}
+	c.Nodes[coord].kill()
+	eventually(t, "another node to coordinate", func() bool {
+		for i := range 7 {
+			if i != coord && strings.Contains(c.Nodes[i].logs.String(), "this node coordinates") {
+				return true
+			}
+		}
+		return false
+	})
+	survivor := c.Nodes[(coord+1)%7].Addr
+	cc2 := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{survivor}})
+	defer cc2.Close()
+	eventually(t, "every slot to be served without the coordinator's node", func() bool {
+		for _, k := range keysOverSlots(30) {
+			if cc2.Do(ctx, "CL.THROTTLE", "after:"+k, "10", "10", "60").Err() != nil {
+				cc2.ReloadState(ctx)
+				return false
+			}
+		}
+		return true
 	})
 }
 
