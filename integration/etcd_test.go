@@ -294,3 +294,54 @@ var (
 	etcdMu    sync.Mutex
 	etcdProcs = map[string]*os.Process{}
 )
+
+// TestEtcdFailoverWithWaitLosesNothing: decisions each followed by
+// WAIT 1 that returned 1 survive a failover exactly, for a GCRA, a token
+// bucket and a fixed window: a primary SIGKILLed after 12 admissions of a
+// limit of 20 is replaced by its replica, which admits exactly the 8 left
+// of each, then denies.
+func TestEtcdFailoverWithWaitLosesNothing(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 6)
+	limiters := []struct {
+		name    string
+		cmd     []any
+		allowed func(r []int64) bool
+	}{
+		{"gcra", []any{"CL.THROTTLE", "{user1000}.thr", "19", "1", "3600"}, func(r []int64) bool { return r[0] == 0 }},
+		{"tokenbucket", []any{"CL.TOKENBUCKET", "{user1000}.tb", "20", "1", "1h"}, func(r []int64) bool { return r[0] == 1 }},
+		{"fixed window", []any{"CL.WINDOW", "{user1000}.win", "20", "1h", "FIXED"}, func(r []int64) bool { return r[0] == 1 }},
+	}
+	p := c.primaryOf(t, 0, 3443)
+	pc := c.Nodes[p].client(t, 2)
+	for _, l := range limiters {
+		for i := range 12 {
+			if r := do(t, pc, l.cmd...).ints(); !l.allowed(r) {
+				t.Fatalf("%s: decision %d denied before the failover: %v", l.name, i, r)
+			}
+			do(t, pc, "WAIT", "1", "5000").equal(1)
+		}
+	}
+	c.Nodes[p].kill()
+	var np int
+	eventually(t, "another node to serve slot 3443", func() bool {
+		np = c.primaryOf(t, (p+1)%6, 3443)
+		return np >= 0 && np != p
+	})
+	npc := c.Nodes[np].client(t, 2)
+	eventually(t, "the promoted node to take decisions", func() bool {
+		return npc.Do(ctx, "CL.THROTTLE", "{user1000}.probe", "1", "1", "1").Err() == nil
+	})
+	for _, l := range limiters {
+		admitted := 0
+		for range 20 {
+			if l.allowed(do(t, npc, l.cmd...).ints()) {
+				admitted++
+			}
+		}
+		if admitted != 8 {
+			t.Errorf("%s: the promoted replica admitted %d, want exactly the 8 the limit had left", l.name, admitted)
+		}
+	}
+}
