@@ -4,7 +4,8 @@
 # then KILLS times: SIGKILL the primary of slot 3443, time until another
 # node answers a decision on that slot as its primary, restart the killed
 # node and wait until it is a connected replica again. Prints each time
-# and min/median/max.
+# and min/median/max. Then one more kill under load, with bench/overadmit
+# counting what the failover over-admits per limiter kind without WAIT.
 set -euo pipefail
 bin=$(realpath "$1")
 kills=${KILLS:-10}
@@ -62,3 +63,11 @@ for k in $(seq "$kills"); do
 	for _ in $(seq 300); do synced && break; sleep 0.1; done
 done
 printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END{printf "failover over %d kills: min %d ms, median %d ms, max %d ms\n", NR, a[1], a[int((NR+1)/2)], a[NR]}'
+
+# What a failover over-admits without WAIT, per limiter kind, under load.
+p=$(primary_of_3443 "${ports[0]}")
+[ -n "$p" ] || p=$(primary_of_3443 "${ports[1]}")
+for i in 0 1 2 3 4 5; do [ "${ports[$i]}" = "$p" ] && victim=$i; done
+others=$(for i in 0 1 2 3 4 5; do if [ "$i" != "$victim" ]; then printf '127.0.0.1:%s,' "${ports[$i]}"; fi; done)
+go build -o "$tmp/overadmit" ./bench/overadmit
+"$tmp/overadmit" -primary "127.0.0.1:$p" -others "${others%,}" -kill "kill -9 ${pids[$victim]}"
