@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // View is the topology a node follows and its own place in it. A View
@@ -36,6 +37,7 @@ type State struct {
 	mu      sync.Mutex // serialises Reload and Adopt
 	cur     atomic.Pointer[View]
 	fenced  atomic.Bool
+	fenceBy atomic.Int64 // Unix ns after which the node is fenced (0: never)
 	watches []func(old, new *View)
 }
 
@@ -89,8 +91,42 @@ func (s *State) view(t *Topology) (*View, error) {
 // take its slots over, so that two primaries never serve one slot.
 func (s *State) Fence(on bool) { s.fenced.Store(on) }
 
+// FenceAfter fences the node from deadline on, unless it is called again
+// with a later one (each renewal of its membership does). Checked at every
+// keyed command, so a node frozen past its deadline serves nothing when it
+// runs again, before any goroutine could notice.
+func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(deadline.UnixNano()) }
+
 // Fenced reports whether the node is fenced.
-func (s *State) Fenced() bool { return s.fenced.Load() }
+func (s *State) Fenced() bool {
+	if s.fenced.Load() {
+		return true
+	}
+	d := s.fenceBy.Load()
+	return d != 0 && time.Now().UnixNano() > d
+}
+
+// Orphan makes the node serve nothing, in a view of the given version: a
+// topology of that version no longer names it (another node took its
+// place while it was away). It reports whether it changed the view.
+func (s *State) Orphan(version int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.cur.Load()
+	if version <= old.Topo.Version {
+		return false
+	}
+	t := &Topology{Version: version, Shards: []Shard{{Primary: old.Self.Node}}}
+	if t.index() != nil {
+		return false
+	}
+	v := &View{Topo: t, Self: Role{Node: old.Self.Node}}
+	s.cur.Store(v)
+	for _, fn := range s.watches {
+		fn(old, v)
+	}
+	return true
+}
 
 // View returns the current view.
 func (s *State) View() *View { return s.cur.Load() }

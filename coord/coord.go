@@ -124,7 +124,16 @@ func (c *Coord) join(ctx context.Context) error {
 		sess.Close()
 		return fmt.Errorf("etcd: registering: %w", err)
 	}
+	// The topology as it is now, before serving again: a node back from
+	// a freeze must not serve slots given to another meanwhile.
+	if resp, err := c.cli.Get(ctx, c.topoKey()); err == nil && len(resp.Kvs) > 0 {
+		c.adopt(resp.Kvs[0].Value)
+	} else if err != nil {
+		sess.Close()
+		return fmt.Errorf("etcd: reading the topology: %w", err)
+	}
 	c.renewed.Store(sent.UnixNano())
+	c.st.FenceAfter(sent.Add(c.cfg.TTL - c.cfg.TTL/6))
 	sctx, end := context.WithCancel(ctx)
 	c.mu.Lock()
 	if c.sessEnd != nil {
@@ -163,6 +172,7 @@ func (c *Coord) keep(ctx context.Context) {
 		_, err := c.cli.KeepAliveOnce(rctx, lease)
 		if err == nil {
 			c.renewed.Store(sent.UnixNano())
+			c.st.FenceAfter(sent.Add(c.cfg.TTL - c.cfg.TTL/6))
 			if time.Since(published) >= time.Second {
 				if err = c.register(rctx, lease); err == nil {
 					published = time.Now()
@@ -218,25 +228,6 @@ func (c *Coord) Close() {
 
 // follow adopts every newer topology the document holds.
 func (c *Coord) follow(ctx context.Context) {
-	adopt := func(b []byte) {
-		t, err := cluster.Parse(b)
-		if err != nil {
-			c.cfg.Logf("cluster: topology in etcd is invalid: %v", err)
-			return
-		}
-		if adopted, err := c.st.Adopt(t); err != nil {
-			if _, named := t.Find(c.cfg.Self.Host, c.cfg.Self.Port); named {
-				c.cfg.Logf("cluster: topology version %d not adopted: %v", t.Version, err)
-			}
-		} else if adopted {
-			v := c.st.View()
-			role := "primary"
-			if v.Self.Replica {
-				role = "replica"
-			}
-			c.cfg.Logf("cluster: topology version %d adopted: %s of shard %d", t.Version, role, v.Self.Shard)
-		}
-	}
 	for ctx.Err() == nil {
 		resp, err := c.cli.Get(ctx, c.topoKey())
 		if err != nil {
@@ -244,15 +235,43 @@ func (c *Coord) follow(ctx context.Context) {
 			continue
 		}
 		if len(resp.Kvs) > 0 {
-			adopt(resp.Kvs[0].Value)
+			c.adopt(resp.Kvs[0].Value)
 		}
 		for w := range c.cli.Watch(ctx, c.topoKey(), clientv3.WithRev(resp.Header.Revision+1)) {
 			for _, ev := range w.Events {
 				if ev.Type == clientv3.EventTypePut {
-					adopt(ev.Kv.Value)
+					c.adopt(ev.Kv.Value)
 				}
 			}
 		}
+	}
+}
+
+// adopt follows a topology document: a newer version naming this node
+// becomes its view; one that no longer names it leaves it serving nothing.
+func (c *Coord) adopt(b []byte) {
+	t, err := cluster.Parse(b)
+	if err != nil {
+		c.cfg.Logf("cluster: topology in etcd is invalid: %v", err)
+		return
+	}
+	if _, named := t.Find(c.cfg.Self.Host, c.cfg.Self.Port); !named {
+		if c.st.View().Topo.Assigned() > 0 && c.st.Orphan(t.Version) {
+			c.cfg.Logf("cluster: topology version %d no longer names this node: it serves nothing until placed again", t.Version)
+		}
+		return
+	}
+	adopted, err := c.st.Adopt(t)
+	switch {
+	case err != nil:
+		c.cfg.Logf("cluster: topology version %d not adopted: %v", t.Version, err)
+	case adopted:
+		v := c.st.View()
+		role := "primary"
+		if v.Self.Replica {
+			role = "replica"
+		}
+		c.cfg.Logf("cluster: topology version %d adopted: %s of shard %d", t.Version, role, v.Self.Shard)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -344,4 +345,61 @@ func TestEtcdFailoverWithWaitLosesNothing(t *testing.T) {
 			t.Errorf("%s: the promoted replica admitted %d, want exactly the 8 the limit had left", l.name, admitted)
 		}
 	}
+}
+
+// TestEtcdFrozenPrimary: a primary frozen (SIGSTOP) until its replica has
+// been promoted never serves its old slots when it runs again (SIGCONT):
+// requests it had queued and ones sent after are answered CLUSTERDOWN or
+// MOVED, never a decision; it then rejoins as a replica.
+func TestEtcdFrozenPrimary(t *testing.T) {
+	t.Parallel()
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 6)
+	p := c.primaryOf(t, 0, 3443)
+	frozen := c.Nodes[p].cmd.Process
+	if err := frozen.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Signal(syscall.SIGCONT)
+	var np int
+	eventually(t, "another node to serve slot 3443", func() bool {
+		np = c.primaryOf(t, (p+1)%6, 3443)
+		return np >= 0 && np != p
+	})
+	npc := c.Nodes[np].client(t, 2)
+	eventually(t, "the promoted node to take decisions", func() bool {
+		return npc.Do(ctx, "CL.THROTTLE", "{user1000}.fz", "10", "10", "60").Err() == nil
+	})
+	// Queued while frozen: answered when it runs again.
+	queued := dial(t, c.Nodes[p])
+	queued.cmd("CL.THROTTLE", "{user1000}.fz", "10", "10", "60")
+	if err := frozen.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(line string) bool {
+		return strings.HasPrefix(line, "-CLUSTERDOWN") || strings.HasPrefix(line, "-MOVED 3443 ")
+	}
+	if line := queued.line(); !refused(line) {
+		t.Fatalf("the old primary answered a queued decision with %q", line)
+	}
+	old := c.Nodes[p].client(t, 2)
+	eventually(t, "the old primary to rejoin as a connected replica", func() bool {
+		err := old.Do(ctx, "CL.THROTTLE", "{user1000}.fz", "10", "10", "60").Err()
+		if err == nil || !refused("-"+err.Error()) {
+			t.Fatalf("the old primary answered a decision on its old slot: %v", err)
+		}
+		role, err := old.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) == 5 && role[0] == "slave" && role[3] == "connected"
+	})
+}
+
+// line reads one reply line (without CRLF).
+func (r *rawConn) line() string {
+	r.t.Helper()
+	r.nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	l, err := r.rd.ReadString('\n')
+	if err != nil {
+		r.t.Fatalf("reading a reply: %v", err)
+	}
+	return strings.TrimRight(l, "\r\n")
 }
