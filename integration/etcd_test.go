@@ -58,7 +58,7 @@ func startEtcd(t *testing.T) string {
 // in version 2, which every node adopts. The coordinator's node killed,
 // another is elected and every slot is served again.
 func TestEtcdClusterForms(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
 	c := &rlCluster{Ports: freePorts(t, 7)}
 	dir := t.TempDir()
@@ -217,7 +217,7 @@ func (c *rlCluster) primaryOf(t *testing.T, from, slot int) int {
 // fence themselves (CLUSTERDOWN) before their leases could expire, and
 // serve again once it is back.
 func TestEtcdFailover(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
 	c := etcdCluster(t, etcd, 6)
 	const key = "{user1000}.f" // slot 3443
@@ -302,7 +302,7 @@ var (
 // limit of 20 is replaced by its replica, which admits exactly the 8 left
 // of each, then denies.
 func TestEtcdFailoverWithWaitLosesNothing(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
 	c := etcdCluster(t, etcd, 6)
 	limiters := []struct {
@@ -352,7 +352,7 @@ func TestEtcdFailoverWithWaitLosesNothing(t *testing.T) {
 // requests it had queued and ones sent after are answered CLUSTERDOWN or
 // MOVED, never a decision; it then rejoins as a replica.
 func TestEtcdFrozenPrimary(t *testing.T) {
-	t.Parallel()
+	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
 	c := etcdCluster(t, etcd, 6)
 	p := c.primaryOf(t, 0, 3443)
