@@ -36,7 +36,6 @@ type State struct {
 
 	mu      sync.Mutex // serialises Reload and Adopt
 	cur     atomic.Pointer[View]
-	fenced  atomic.Bool
 	fenceBy atomic.Int64 // Unix ns after which the node is fenced (0: never)
 	watches []func(old, new *View)
 }
@@ -86,22 +85,16 @@ func (s *State) view(t *Topology) (*View, error) {
 	return &View{Topo: t, Self: r}, nil
 }
 
-// Fence stops (true) or resumes (false) the node's serving of keys: a
-// node that cannot renew its membership fences itself before anyone can
-// take its slots over, so that two primaries never serve one slot.
-func (s *State) Fence(on bool) { s.fenced.Store(on) }
-
 // FenceAfter fences the node from deadline on, unless it is called again
-// with a later one (each renewal of its membership does). Checked at every
+// with a later one (each renewal of its membership does): a node that
+// cannot renew its membership stops serving keys before anyone can take
+// its slots over, so that two primaries never serve one slot. Checked at every
 // keyed command, so a node frozen past its deadline serves nothing when it
 // runs again, before any goroutine could notice.
 func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(deadline.UnixNano()) }
 
 // Fenced reports whether the node is fenced.
 func (s *State) Fenced() bool {
-	if s.fenced.Load() {
-		return true
-	}
 	d := s.fenceBy.Load()
 	return d != 0 && time.Now().UnixNano() > d
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -65,8 +64,6 @@ type Coord struct {
 	sessCtx context.Context // cancelled when the session is replaced
 	sessEnd context.CancelFunc
 	joined  chan struct{} // closed and replaced at each join
-
-	renewed atomic.Int64 // Unix ns when the last successful renewal was sent
 }
 
 func (c *Coord) prefix() string   { return "/rlserver/" + c.cfg.Name + "/" }
@@ -132,7 +129,6 @@ func (c *Coord) join(ctx context.Context) error {
 		sess.Close()
 		return fmt.Errorf("etcd: reading the topology: %w", err)
 	}
-	c.renewed.Store(sent.UnixNano())
 	c.st.FenceAfter(sent.Add(c.cfg.TTL - c.cfg.TTL/6))
 	sctx, end := context.WithCancel(ctx)
 	c.mu.Lock()
@@ -171,7 +167,6 @@ func (c *Coord) keep(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, c.cfg.TTL/3)
 		_, err := c.cli.KeepAliveOnce(rctx, lease)
 		if err == nil {
-			c.renewed.Store(sent.UnixNano())
 			c.st.FenceAfter(sent.Add(c.cfg.TTL - c.cfg.TTL/6))
 			if time.Since(published) >= time.Second {
 				if err = c.register(rctx, lease); err == nil {
@@ -190,7 +185,7 @@ func (c *Coord) keep(ctx context.Context) {
 	}
 }
 
-// fence stops the node serving keys once its lease's TTL less a sixth
+// fence logs when the node stops serving keys: once its lease's TTL less a sixth
 // passed since the last renewal that worked was sent: the lease, renewed
 // by etcd after that, cannot have expired there yet (the sixth covers
 // the two clocks' rates), so no other node has been given its slots. An
@@ -198,15 +193,15 @@ func (c *Coord) keep(ctx context.Context) {
 func (c *Coord) fence(ctx context.Context) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
+	fenced := false
 	for ctx.Err() == nil {
-		late := time.Since(time.Unix(0, c.renewed.Load())) > c.cfg.TTL-c.cfg.TTL/6
-		if late != c.st.Fenced() {
+		if late := c.st.Fenced(); late != fenced {
 			if late {
 				c.cfg.Logf("cluster: membership lease not renewed: fenced (keyed commands answer CLUSTERDOWN)")
 			} else {
 				c.cfg.Logf("cluster: membership lease renewed: serving again")
 			}
-			c.st.Fence(late)
+			fenced = late
 		}
 		select {
 		case <-ctx.Done():

@@ -265,17 +265,8 @@ func (f *Feed) Read(i int, dst []Entry, buf []byte) ([]Entry, []byte, error) {
 // what Read returns from there on, reproduces the shard. The shard is
 // locked while its keys are copied.
 func (f *Feed) Snapshot(i int, now int64, dst []Entry, buf []byte) ([]Entry, []byte) {
-	sh := &f.s.shards[i]
-	sh.Lock()
 	start := len(buf)
-	sh.Each(now, func(it Item) bool {
-		payload := sh.encoded(sh.slabs.get(it.ref), it.ExpireAt)
-		buf = append(entryHead(buf, EventPut, it.Kind, it.ExpireAt, len(it.Key), len(payload)), it.Key...)
-		buf = append(buf, payload...)
-		return true
-	})
-	f.pos[i] = sh.feed.head
-	sh.Unlock()
+	buf, _ = f.SnapshotRaw(i, now, buf)
 	return parseEntries(dst, buf[start:]), buf
 }
 
