@@ -69,6 +69,8 @@ type options struct {
 	masterAuth      string
 
 	replication atomic.Pointer[repl.Node] // set once cluster mode starts; persistence marks its position
+
+	cli cliFlags // --version, --healthcheck, --help (cli.go)
 }
 
 func main() {
@@ -128,11 +130,15 @@ func parseOptions(args []string) (*options, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
+	o.cli.register(fs) // after the environment: command line only
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.cli.any() {
+		return o, nil // no server starts: its flags need no checks
 	}
 	if o.shards < 1 || o.shards > shard.MaxShards || o.shards&(o.shards-1) != 0 {
 		return nil, fmt.Errorf("--shards must be a power of two between 1 and %d", shard.MaxShards)
@@ -240,6 +246,9 @@ func run(args []string) int {
 		}
 		log.Printf("error: %v", err)
 		return 2
+	}
+	if o.cli.any() {
+		return o.cli.run(o)
 	}
 	maxmem, err := parseBytes(o.maxmemory)
 	if err != nil {
