@@ -37,6 +37,7 @@ type State struct {
 	mu      sync.Mutex // serialises Reload and Adopt
 	cur     atomic.Pointer[View]
 	fenceBy atomic.Int64 // Unix ns after which the node is fenced (0: never)
+	gate    atomic.Pointer[Gate]
 	watches []func(old, new *View)
 }
 
@@ -163,3 +164,19 @@ func (s *State) Adopt(t *Topology) (bool, error) {
 	}
 	return true, nil
 }
+
+// Gate says how a slot on the move is served, overriding the topology
+// until its next version: the source's primary redirects it with ASK to
+// the importing primary once it handed it over (Handed), and that primary
+// serves it to ASKING connections (Imported).
+type Gate struct {
+	Handed   SlotSet
+	Imported SlotSet
+	To       Node // the importing primary the Handed slots are asked of
+}
+
+// SetGate replaces the gate (nil: none).
+func (s *State) SetGate(g *Gate) { s.gate.Store(g) }
+
+// Gate returns the gate, nil when no slot is on the move here.
+func (s *State) Gate() *Gate { return s.gate.Load() }

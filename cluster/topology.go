@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"os"
 	"path/filepath"
@@ -37,6 +38,57 @@ type Shard struct {
 	Slots    []Range `json:"slots"`
 	Primary  Node    `json:"primary"`
 	Replicas []Node  `json:"replicas,omitempty"`
+	// Importing lists the slots moving to this shard, each from the shard
+	// that serves them until the move is done (etcd mode: the
+	// coordinator writes it, the source's primary streams the slots' states
+	// here, and the next version gives the slots to this shard).
+	Importing []Import `json:"importing,omitempty"`
+}
+
+// Import is a move of slots to a shard from another (by shard id).
+type Import struct {
+	From  string  `json:"from"`
+	Slots []Range `json:"slots"`
+}
+
+// SlotSet is a set of slots.
+type SlotSet [Slots / 64]uint64
+
+// Has reports whether slot is in the set.
+func (s *SlotSet) Has(slot int) bool { return s[slot>>6]&(1<<(slot&63)) != 0 }
+
+// Add adds the slots of ranges.
+func (s *SlotSet) Add(ranges []Range) {
+	for _, r := range ranges {
+		for slot := r[0]; slot <= r[1]; slot++ {
+			s[slot>>6] |= 1 << (slot & 63)
+		}
+	}
+}
+
+// Count returns how many slots the set has.
+func (s *SlotSet) Count() int {
+	n := 0
+	for _, w := range s {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// Ranges returns the set as ranges, in order.
+func (s *SlotSet) Ranges() []Range {
+	var out []Range
+	for slot := 0; slot < Slots; slot++ {
+		if !s.Has(slot) {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1][1] == slot-1 {
+			out[n-1][1] = slot
+		} else {
+			out = append(out, Range{slot, slot})
+		}
+	}
+	return out
 }
 
 // Topology is the cluster's layout at one version: the document of
@@ -145,7 +197,45 @@ func (t *Topology) index() error {
 			}
 		}
 	}
+	// An import names another shard, which serves every slot it moves; a
+	// slot moves to one shard at a time.
+	var moving SlotSet
+	for i, s := range t.Shards {
+		for _, im := range s.Importing {
+			from := t.ShardByID(im.From)
+			if from < 0 || from == i {
+				return fmt.Errorf("shard %d: imports from %q, which is not another shard", i, im.From)
+			}
+			if len(im.Slots) == 0 {
+				return fmt.Errorf("shard %d: imports no slot from shard %d", i, from)
+			}
+			for _, r := range im.Slots {
+				if r[0] < 0 || r[1] >= Slots || r[0] > r[1] {
+					return fmt.Errorf("shard %d: imported slot range %d-%d is not within 0-%d", i, r[0], r[1], Slots-1)
+				}
+				for slot := r[0]; slot <= r[1]; slot++ {
+					if t.owner[slot] != int16(from) {
+						return fmt.Errorf("shard %d: imports slot %d from shard %d, which does not serve it", i, slot, from)
+					}
+					if moving.Has(slot) {
+						return fmt.Errorf("shard %d: slot %d is imported twice", i, slot)
+					}
+					moving.Add([]Range{{slot, slot}})
+				}
+			}
+		}
+	}
 	return nil
+}
+
+// ShardByID returns the index of the shard with id, or -1.
+func (t *Topology) ShardByID(id string) int {
+	for i, s := range t.Shards {
+		if s.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // ValidID reports whether id is a node or shard id: 40 lower-case hex

@@ -191,8 +191,8 @@ func cmdAll(c *Ctx, args [][]byte) {
 	}
 	a := &c.all
 	all, st := c.keys().UpdateAll(a.rules, c.Now())
-	if st == shard.WrongType {
-		c.err(resp.ErrWrongType)
+	if st != shard.Done {
+		c.notDone(st)
 		c.clearAll()
 		return
 	}

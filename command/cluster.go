@@ -39,6 +39,16 @@ type Replication interface {
 	Full(replid string, shards int) error
 	Apply(i int, pos int64, raw []byte) error
 	Synced() error
+
+	// An importing primary's side of a slot move (RLREPL IMPORT, MOVE,
+	// HANDOVER): Import begins the import from shard from (its slots'
+	// keys are removed), ImportApply applies stream bytes of shard i of
+	// the source's n, Handover says the source stopped serving the slots:
+	// this node serves them to ASKING connections until the topology gives
+	// them to it.
+	Import(from string) error
+	ImportApply(from string, n, i int, raw []byte) error
+	Handover(from string) error
 }
 
 // rlreplContainer is RLREPL, the commands a primary sends its replicas
@@ -50,6 +60,10 @@ func rlreplContainer() *Command {
 		sub("rlrepl|full", 4, "Begins a full copy: every key is removed.", cmdReplFull, argStr("replid"), argInt("shards")),
 		sub("rlrepl|apply", 5, "Applies change-stream bytes of one primary shard.", cmdReplApply, argInt("shard"), argInt("position"), argStr("entries")),
 		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
+		sub("rlrepl|import", 3, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard")),
+		sub("rlrepl|move", 6, "Applies change-stream bytes of the slots moving from a shard.", cmdReplMove,
+			argStr("from-shard"), argInt("shards"), argInt("shard"), argStr("entries")),
+		sub("rlrepl|handover", 3, "The source stopped serving the moving slots: serve them to ASKING connections.", cmdReplHandover, argStr("from-shard")),
 	)
 	c.Since = "0.1.0"
 	for _, s := range c.Subs {
@@ -138,6 +152,40 @@ func cmdReplSynced(c *Ctx, args [][]byte) {
 	c.W.OK()
 }
 
+func cmdReplImport(c *Ctx, args [][]byte) {
+	if r := replSink(c); r != nil {
+		c.okOrErr(r.Import(string(args[2])))
+	}
+}
+
+func cmdReplMove(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	n, ok1 := resp.ParseInt(args[3])
+	i, ok2 := resp.ParseInt(args[4])
+	if !ok1 || !ok2 {
+		c.err(resp.ErrNotInt)
+		return
+	}
+	c.okOrErr(r.ImportApply(string(args[2]), int(n), int(i), args[5]))
+}
+
+func cmdReplHandover(c *Ctx, args [][]byte) {
+	if r := replSink(c); r != nil {
+		c.okOrErr(r.Handover(string(args[2])))
+	}
+}
+
+func (c *Ctx) okOrErr(err error) {
+	if err != nil {
+		c.err(resp.ErrFailed(err))
+		return
+	}
+	c.W.OK()
+}
+
 // ReplicaInfo is one replica as its primary sees it.
 type ReplicaInfo struct {
 	Host   string
@@ -164,6 +212,7 @@ func clusterContainer() *Command {
 		{"countkeysinslot", "Returns the number of keys in a hash slot.", 3, cmdClusterCountKeys, []Arg{argInt("slot")}},
 		{"getkeysinslot", "Returns the key names in a hash slot.", 4, cmdClusterGetKeys, []Arg{argInt("slot"), argInt("count")}},
 		{"reload", "Adopts a newer version of the static topology file (--cluster-config).", 2, cmdClusterReload, nil},
+		{"forget", "Removes a node that will not come back from the cluster.", 3, cmdClusterForget, []Arg{argStr("node-id")}},
 	}
 	c := container("cluster", "cluster", "A container for Redis Cluster commands.")
 	for _, s := range subs {
@@ -176,6 +225,10 @@ func clusterContainer() *Command {
 			run(c, args)
 		}, s.args...)
 		sc.Group, sc.Since = "cluster", "3.0.0"
+		if s.name == "forget" {
+			sc.Flags = append(sc.Flags, "admin")
+			sc.ACL = append(sc.ACL, "admin", "dangerous")
+		}
 		if s.name == "reload" {
 			sc.Since = "0.1.0"
 			sc.Flags = append(sc.Flags, "admin")
@@ -214,7 +267,7 @@ func clusterOnly(name, summary string, run func(c *Ctx, args [][]byte)) *Command
 
 func cmdReadOnly(c *Ctx, args [][]byte)  { c.sess.readOnly = true; c.W.OK() }
 func cmdReadWrite(c *Ctx, args [][]byte) { c.sess.readOnly = false; c.W.OK() }
-func cmdAsking(c *Ctx, args [][]byte)    { c.W.OK() } // no slot migrates in a static topology
+func cmdAsking(c *Ctx, args [][]byte)    { c.sess.asking = true; c.W.OK() }
 
 // route decides, in cluster mode, whether this node runs a command with
 // keys, as Redis's getNodeByQuery: every key in one slot (CROSSSLOT), the
@@ -280,6 +333,16 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 		return resp.ErrClusterDown
 	}
 	owner := v.Topo.Owner(slot)
+	if g := c.h.cfg.Cluster.Gate(); g != nil && !v.Self.Replica {
+		// A slot on the move: the source's primary sends what it handed
+		// over to the importing primary, which serves it after ASKING.
+		if owner == v.Self.Shard && g.Handed.Has(slot) {
+			return resp.ErrAsk(slot, g.To.Addr())
+		}
+		if c.asking && g.Imported.Has(slot) {
+			return ""
+		}
+	}
 	if owner == v.Self.Shard && (!v.Self.Replica || c.sess.readOnly && !write) {
 		return ""
 	}
@@ -541,6 +604,23 @@ func cmdClusterReload(c *Ctx, args [][]byte) {
 	default:
 		c.W.OK()
 	}
+}
+
+// CLUSTER FORGET node-id: in an etcd-run cluster, the coordinator removes
+// the node (which must not be running): a replica leaves its shard; a
+// primary's slots, when no replica is left to promote, go to the other
+// shards without their states.
+func cmdClusterForget(c *Ctx, args [][]byte) {
+	if c.h.cfg.Forget == nil {
+		c.err("ERR this node's topology is a static file: remove the node from it (--cluster-config)")
+		return
+	}
+	id := strings.ToLower(string(args[2]))
+	if !cluster.ValidID(id) {
+		c.err("ERR Unknown node " + string(args[2]))
+		return
+	}
+	c.okOrErr(c.h.cfg.Forget(id))
 }
 
 // replicationInfo returns INFO replication's fields.

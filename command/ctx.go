@@ -23,6 +23,7 @@ type Ctx struct {
 	// found them (slotKey nil: none), for keys.
 	slotKey []byte
 	slot    int
+	asking  bool       // the command follows ASKING (cluster mode)
 	inExec  bool       // EXEC holds every shard lock, through txn
 	txn     shard.View // EXEC's view (see keys)
 	scratch
@@ -171,6 +172,7 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	if c.h.cfg.Cluster != nil && !c.inExec {
 		c.slotKey = nil
+		c.asking, s.asking = s.asking, false // ASKING covers the next command
 		if cmd.routed {
 			if msg := c.route(cmd, args); msg != "" {
 				if cmd.Name == "exec" {

@@ -57,6 +57,9 @@ type Config struct {
 	// Replication serves ROLE, WAIT, INFO replication and which replicas
 	// CLUSTER SLOTS lists; nil without replication.
 	Replication Replication
+	// Forget asks an etcd-run cluster's coordinator to remove a node
+	// (CLUSTER FORGET); nil with a static topology.
+	Forget func(id string) error
 }
 
 // TLSCerts is the certificate the TLS listener serves.
@@ -128,6 +131,9 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 func (h *Handler) SetCluster(st *cluster.State, r Replication) {
 	h.cfg.Cluster, h.cfg.Replication = st, r
 }
+
+// SetForget gives CLUSTER FORGET its way to the coordinator.
+func (h *Handler) SetForget(fn func(id string) error) { h.cfg.Forget = fn }
 
 // Cluster returns the cluster state (nil: standalone).
 func (h *Handler) Cluster() *cluster.State { return h.cfg.Cluster }

@@ -37,13 +37,22 @@ func cmdExists(c *Ctx, args [][]byte) {
 // DEL key [key ...] and UNLINK key [key ...]
 func cmdDel(c *Ctx, args [][]byte) {
 	var n int64
+	moving := false
 	for _, k := range args[1:] {
 		withKey(c, k, func(sh *shard.Shard, f shard.Found, _ int64) {
+			if moving = moving || sh.Frozen(k); moving {
+				return
+			}
 			if f.OK {
 				sh.Remove(f)
 				n++
 			}
 		})
+	}
+	if moving {
+		// Keys of one slot (cluster mode): none was removed.
+		c.err(resp.ErrTryAgain)
+		return
 	}
 	c.W.Int(n)
 }

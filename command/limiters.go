@@ -219,11 +219,21 @@ func (o *leaseOp) Run(st engine.State, now int64, commit bool) (engine.Decision,
 // reply answers a single-key command's update: the decision in the form
 // fmt appends, or WRONGTYPE.
 func (c *Ctx) reply(d engine.Decision, st shard.Status, form func([]byte, engine.Decision) []byte) {
-	if st == shard.WrongType {
-		c.err(resp.ErrWrongType)
+	if st != shard.Done {
+		c.notDone(st)
 		return
 	}
 	c.W.Buf = form(c.W.Buf, d)
+}
+
+// notDone answers an update that did not run: WRONGTYPE, or, for a
+// key whose slot is being handed to another node, TRYAGAIN.
+func (c *Ctx) notDone(st shard.Status) {
+	if st == shard.Moving {
+		c.err(resp.ErrTryAgain)
+		return
+	}
+	c.err(resp.ErrWrongType)
 }
 
 // appendDecision appends the contract's five-integer decision reply.
@@ -506,8 +516,8 @@ func cmdAcquire(c *Ctx, args [][]byte) {
 	}
 	c.newLeaseID(&o.id)
 	d, st := c.keys().Update(args[1], c.Now(), o)
-	if st == shard.WrongType {
-		c.err(resp.ErrWrongType)
+	if st != shard.Done {
+		c.notDone(st)
 		return
 	}
 	c.W.Buf = o.appendRule(c.W.Buf, c.W.Proto, d, true)
@@ -521,8 +531,8 @@ func (c *Ctx) lease(key, id []byte, renew bool, lease time.Duration) {
 	d, st := c.keys().UpdateLive(key, c.Now(), o)
 	o.id = nil
 	switch {
-	case st == shard.WrongType:
-		c.err(resp.ErrWrongType)
+	case st == shard.WrongType || st == shard.Moving:
+		c.notDone(st)
 	case st == shard.Done && d.Allowed:
 		c.W.Int(1)
 	default:

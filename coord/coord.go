@@ -9,10 +9,13 @@ package coord
 import (
 	"cmp"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +72,12 @@ type Coord struct {
 func (c *Coord) prefix() string   { return "/rlserver/" + c.cfg.Name + "/" }
 func (c *Coord) topoKey() string  { return c.prefix() + "topology" }
 func (c *Coord) nodesKey() string { return c.prefix() + "nodes/" }
+
+// movedKey is where a move's source reports it done: moves/<to>/<from>.
+func (c *Coord) movedKey() string { return c.prefix() + "moves/" }
+
+// forgetKey holds the nodes an operator forgot: forget/<id>.
+func (c *Coord) forgetKey() string { return c.prefix() + "forget/" }
 
 // Start connects to etcd, registers the node under a lease, follows the
 // topology document into st, keeps the lease (fencing the node when it
@@ -295,7 +304,8 @@ func (c *Coord) coordinate(ctx context.Context) {
 	elected := time.Now()
 	var ids []string
 	changed := time.Now()
-	nodes := c.cli.Watch(ctx, c.nodesKey(), clientv3.WithPrefix())
+	// Registrations, reports of moves done and forgotten nodes wake it.
+	nodes := c.cli.Watch(ctx, c.prefix(), clientv3.WithPrefix())
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -361,7 +371,12 @@ func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) er
 		// A newly elected coordinator that sees fewer than half of the
 		// topology's nodes registered waits before it fails anyone over:
 		// the whole cluster is restarting, and registers over seconds.
-		next, err = Reconcile(cur, members)
+		var ch Change
+		if ch, err = c.change(ctx); err != nil {
+			return err
+		}
+		next, err = Reconcile(cur, members, c.cfg.Replicas, ch)
+		defer func() { c.tidy(ctx, next, cur, ch) }()
 	}
 	if err != nil || next == nil {
 		return err
@@ -379,6 +394,89 @@ func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) er
 		c.cfg.Logf("cluster: topology version %d written (%d shards, %d nodes)", next.Version, len(next.Shards), next.Nodes())
 	}
 	return nil
+}
+
+// change reads the moves reported done and the nodes forgotten.
+func (c *Coord) change(ctx context.Context) (Change, error) {
+	ch := Change{Moved: map[[2]string]bool{}, Forget: map[string]bool{}}
+	resp, err := c.cli.Get(ctx, c.movedKey(), clientv3.WithPrefix())
+	if err != nil {
+		return ch, err
+	}
+	for _, kv := range resp.Kvs {
+		if to, from, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), c.movedKey()), "/"); ok {
+			ch.Moved[[2]string{to, from}] = true
+		}
+	}
+	if resp, err = c.cli.Get(ctx, c.forgetKey(), clientv3.WithPrefix()); err != nil {
+		return ch, err
+	}
+	for _, kv := range resp.Kvs {
+		ch.Forget[strings.TrimPrefix(string(kv.Key), c.forgetKey())] = true
+	}
+	return ch, nil
+}
+
+// tidy removes the reports of moves no topology names any more, and the
+// forgotten nodes it does not name (the current one if next was not
+// written).
+func (c *Coord) tidy(ctx context.Context, next, cur *cluster.Topology, ch Change) {
+	t := next
+	if t == nil {
+		t = cur
+	}
+	if resp, err := c.cli.Get(ctx, c.topoKey()); err != nil || len(resp.Kvs) == 0 {
+		return
+	} else if now, err := cluster.Parse(resp.Kvs[0].Value); err != nil || now.Version != t.Version {
+		return // another version was written meanwhile: tidy next time
+	}
+	for k := range ch.Moved {
+		if to := t.ShardByID(k[0]); to < 0 || !slices.ContainsFunc(t.Shards[to].Importing, func(im cluster.Import) bool { return im.From == k[1] }) {
+			c.cli.Delete(ctx, c.movedKey()+k[0]+"/"+k[1])
+		}
+	}
+	for id := range ch.Forget {
+		if !names(t, id) {
+			c.cli.Delete(ctx, c.forgetKey()+id)
+		}
+	}
+}
+
+func names(t *cluster.Topology, id string) bool {
+	for _, s := range t.Shards {
+		if s.Primary.ID == id || slices.ContainsFunc(s.Replicas, func(n cluster.Node) bool { return n.ID == id }) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReportMoved records that the move of slots to shard to from shard from
+// is done: the importing shard holds every state of them.
+func (c *Coord) ReportMoved(to, from string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.cli.Put(ctx, c.movedKey()+to+"/"+from, "done")
+	return err
+}
+
+// Forget asks the coordinator to remove node id, which must be named by
+// the topology and not be running.
+func (c *Coord) Forget(id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if !names(c.st.View().Topo, id) {
+		return fmt.Errorf("Unknown node %s", id)
+	}
+	members, err := c.members(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(members, func(m Member) bool { return m.ID == id }) {
+		return fmt.Errorf("node %s is running: stop it first (a running node cannot be forgotten)", id)
+	}
+	_, err = c.cli.Put(ctx, c.forgetKey()+id, "forget")
+	return err
 }
 
 // registered counts the topology's nodes that are members.
@@ -409,22 +507,38 @@ func Form(members []Member, replicas int) (*cluster.Topology, error) {
 	}
 	t := &cluster.Topology{Version: 1, Shards: shards}
 	for _, m := range members[np:] {
-		addReplica(t, m)
+		addReplica(t, m, replicas)
 	}
 	return cluster.NewTopology(1, t.Shards)
 }
 
+// Change is what the coordinator knows beside the members: the moves
+// their sources reported done, and the nodes an operator had forgotten
+// (CLUSTER FORGET).
+type Change struct {
+	Moved  map[[2]string]bool // {importing shard id, source shard id}
+	Forget map[string]bool    // node ids
+}
+
 // Reconcile returns the next version of cur for the members registered
 // now, or nil when it needs none:
+//   - a move reported done gives its slots to the importing shard;
 //   - a shard whose primary is gone gets the registered replica with the
 //     highest offset as its primary (failover);
 //   - replicas that are gone leave the topology;
-//   - members the topology does not name become replicas where fewest
-//     are (a node that comes back after a failover rejoins this way).
+//   - a shard that serves no slot yet and lost its primary with no
+//     replica is dropped with its moves (nothing is lost); one that does
+//     serve slots is dropped only once its primary is forgotten, its slots
+//     going, without their states, to the shards with the fewest;
+//   - members the topology does not name become replicas where fewer than
+//     replicas are (a node that comes back after a failover rejoins this
+//     way); otherwise, while no move is under way, one becomes the
+//     primary of a new shard importing an even share of every shard's
+//     slots.
 //
-// A shard whose primary and replicas are all gone keeps them: there is no
-// copy of its state to promote.
-func Reconcile(cur *cluster.Topology, members []Member) (*cluster.Topology, error) {
+// A shard whose primary and replicas are all gone otherwise keeps them:
+// there is no copy of its state to promote.
+func Reconcile(cur *cluster.Topology, members []Member, replicas int, ch Change) (*cluster.Topology, error) {
 	alive := map[string]Member{}
 	for _, m := range members {
 		alive[m.ID] = m
@@ -433,6 +547,31 @@ func Reconcile(cur *cluster.Topology, members []Member) (*cluster.Topology, erro
 	changed := false
 	shards := make([]cluster.Shard, len(cur.Shards))
 	for i, s := range cur.Shards {
+		s.Slots = slices.Clone(s.Slots)
+		s.Replicas = slices.Clone(s.Replicas)
+		s.Importing = slices.Clone(s.Importing)
+		shards[i] = s
+	}
+	// Moves done.
+	for i := range shards {
+		t := &shards[i]
+		var left []cluster.Import
+		for _, im := range t.Importing {
+			from := cur.ShardByID(im.From)
+			if !ch.Moved[[2]string{t.ID, im.From}] || from < 0 {
+				left = append(left, im)
+				continue
+			}
+			shards[from].Slots = without(shards[from].Slots, im.Slots)
+			t.Slots = merge(t.Slots, im.Slots)
+			changed = true
+		}
+		t.Importing = left
+	}
+	var orphaned []cluster.Range
+	drop := map[string]bool{}
+	for i := range shards {
+		s := &shards[i]
 		known[s.Primary.ID] = true
 		var reps []cluster.Node
 		for _, r := range s.Replicas {
@@ -443,26 +582,79 @@ func Reconcile(cur *cluster.Topology, members []Member) (*cluster.Topology, erro
 				changed = true
 			}
 		}
-		if _, ok := alive[s.Primary.ID]; !ok && len(reps) > 0 {
-			best := 0
-			for j, r := range reps {
-				if b := alive[reps[best].ID]; alive[r.ID].Offset > b.Offset || alive[r.ID].Offset == b.Offset && r.ID < reps[best].ID {
-					best = j
+		if _, ok := alive[s.Primary.ID]; !ok {
+			switch {
+			case len(reps) > 0:
+				best := 0
+				for j, r := range reps {
+					if b := alive[reps[best].ID]; alive[r.ID].Offset > b.Offset || alive[r.ID].Offset == b.Offset && r.ID < reps[best].ID {
+						best = j
+					}
 				}
+				s.Primary = reps[best]
+				reps = append(reps[:best:best], reps[best+1:]...)
+				changed = true
+			case len(s.Slots) == 0 || ch.Forget[s.Primary.ID]:
+				drop[s.ID] = true
+				orphaned = append(orphaned, s.Slots...)
+				changed = true
 			}
-			s.Primary = reps[best]
-			reps = append(reps[:best:best], reps[best+1:]...)
-			changed = true
 		}
 		s.Replicas = reps
-		shards[i] = s
 	}
-	t := &cluster.Topology{Shards: shards}
-	for _, m := range members {
-		if !known[m.ID] {
-			addReplica(t, m)
-			changed = true
+	var kept []cluster.Shard
+	for _, s := range shards {
+		if drop[s.ID] {
+			continue
 		}
+		var ims []cluster.Import
+		for _, im := range s.Importing {
+			if !drop[im.From] {
+				ims = append(ims, im)
+			}
+		}
+		s.Importing = ims
+		kept = append(kept, s)
+	}
+	if len(kept) == 0 {
+		return nil, nil // nobody left to serve: keep the last topology
+	}
+	if len(orphaned) > 0 {
+		counts := make([]int, len(kept))
+		gets := make([]cluster.SlotSet, len(kept))
+		for i := range kept {
+			counts[i] = count(kept[i].Slots)
+		}
+		for _, r := range orphaned {
+			for slot := r[0]; slot <= r[1]; slot++ {
+				fewest := 0
+				for i := range counts {
+					if counts[i] < counts[fewest] {
+						fewest = i
+					}
+				}
+				gets[fewest].Add([]cluster.Range{{slot, slot}})
+				counts[fewest]++
+			}
+		}
+		for i := range kept {
+			kept[i].Slots = merge(kept[i].Slots, gets[i].Ranges())
+		}
+	}
+	t := &cluster.Topology{Shards: kept}
+	for _, m := range members {
+		if known[m.ID] {
+			continue
+		}
+		if lacking(t, replicas) || moving(t) {
+			if lacking(t, replicas) {
+				addReplica(t, m, replicas)
+				changed = true
+			}
+			continue
+		}
+		addShard(t, m)
+		changed = true
 	}
 	if !changed {
 		return nil, nil
@@ -470,11 +662,94 @@ func Reconcile(cur *cluster.Topology, members []Member) (*cluster.Topology, erro
 	return cluster.NewTopology(cur.Version+1, t.Shards)
 }
 
-// addReplica gives m to the shard with the fewest replicas, preferring one
-// whose primary is on another host.
-func addReplica(t *cluster.Topology, m Member) {
+// lacking reports whether a shard has fewer than want replicas.
+func lacking(t *cluster.Topology, want int) bool {
+	for _, s := range t.Shards {
+		if len(s.Replicas) < want {
+			return true
+		}
+	}
+	return false
+}
+
+// moving reports whether slots are on the move.
+func moving(t *cluster.Topology) bool {
+	for _, s := range t.Shards {
+		if len(s.Importing) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// addShard makes m the primary of a new shard importing, from every shard
+// serving slots, its highest ones beyond an even share.
+func addShard(t *cluster.Topology, m Member) {
+	serving := 0
+	for _, s := range t.Shards {
+		if len(s.Slots) > 0 {
+			serving++
+		}
+	}
+	share := cluster.Slots / (serving + 1)
+	ns := cluster.Shard{Primary: cluster.Node{ID: m.ID, Host: m.Host, Port: m.Port}}
+	sum := sha1.Sum([]byte("rlserver shard " + m.ID))
+	ns.ID = hex.EncodeToString(sum[:])
+	for _, s := range t.Shards {
+		give := count(s.Slots) - share
+		if give <= 0 {
+			continue
+		}
+		var take []cluster.Range
+		for i := len(s.Slots) - 1; i >= 0 && give > 0; i-- {
+			r := s.Slots[i]
+			n := min(give, r[1]-r[0]+1)
+			take = append([]cluster.Range{{r[1] - n + 1, r[1]}}, take...)
+			give -= n
+		}
+		ns.Importing = append(ns.Importing, cluster.Import{From: s.ID, Slots: take})
+	}
+	if len(ns.Importing) > 0 {
+		t.Shards = append(t.Shards, ns)
+	}
+}
+
+func count(rs []cluster.Range) int {
+	n := 0
+	for _, r := range rs {
+		n += r[1] - r[0] + 1
+	}
+	return n
+}
+
+// merge returns the ranges of a and b together, sorted and joined.
+func merge(a, b []cluster.Range) []cluster.Range {
+	var set cluster.SlotSet
+	set.Add(a)
+	set.Add(b)
+	return set.Ranges()
+}
+
+// without returns the ranges of a less those of b.
+func without(a, b []cluster.Range) []cluster.Range {
+	var set, minus cluster.SlotSet
+	set.Add(a)
+	minus.Add(b)
+	for w := range set {
+		set[w] &^= minus[w]
+	}
+	return set.Ranges()
+}
+
+// addReplica gives m to a shard with the fewest replicas (one with fewer
+// than want when there is one), preferring one whose primary is on another
+// host.
+func addReplica(t *cluster.Topology, m Member, want int) {
 	best := -1
 	for i, s := range t.Shards {
+		if lacking(t, want) && len(s.Replicas) >= want {
+			continue
+		}
 		if best < 0 {
 			best = i
 			continue

@@ -2,7 +2,11 @@ package coord
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 func member(i int, host string) Member {
@@ -46,8 +50,9 @@ func TestForm(t *testing.T) {
 	}
 }
 
-// TestPlace: a member the topology does not name becomes a replica of the
-// shard with the fewest, in the next version; nothing new, no new version.
+// TestReconcile: a member the topology does not name becomes a replica of
+// the shard with the fewest, in the next version, while one lacks a
+// replica; nothing new, no new version.
 func TestReconcile(t *testing.T) {
 	var ms []Member
 	for i := range 5 {
@@ -57,10 +62,10 @@ func TestReconcile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next, err := Reconcile(topo, ms); next != nil || err != nil {
+	if next, err := Reconcile(topo, ms, 2, Change{}); next != nil || err != nil {
 		t.Fatalf("no newcomer: %v %v", next, err)
 	}
-	next, err := Reconcile(topo, append(ms, member(9, "h")))
+	next, err := Reconcile(topo, append(ms, member(9, "h")), 2, Change{})
 	if err != nil || next == nil || next.Version != 2 || next.Nodes() != 6 {
 		t.Fatalf("newcomer: %+v %v", next, err)
 	}
@@ -103,7 +108,7 @@ func TestReconcileFailover(t *testing.T) {
 		m.Offset = offsets[m.ID]
 		alive = append(alive, m)
 	}
-	next, err := Reconcile(topo, alive)
+	next, err := Reconcile(topo, alive, 3, Change{})
 	if err != nil || next == nil || next.Version != 2 {
 		t.Fatalf("failover: %+v %v", next, err)
 	}
@@ -128,16 +133,132 @@ func TestReconcileFailover(t *testing.T) {
 			fewer = append(fewer, m)
 		}
 	}
-	v3, err := Reconcile(next, fewer)
+	v3, err := Reconcile(next, fewer, 3, Change{})
 	if err != nil || v3 == nil || len(v3.Shards[1].Replicas) != 2 || v3.Version != 3 {
 		t.Fatalf("dropping a replica: %+v %v", v3, err)
 	}
 	// The old primary comes back: a replica, where fewest are.
-	v4, err := Reconcile(v3, append(fewer, member(0, "h")))
+	v4, err := Reconcile(v3, append(fewer, member(0, "h")), 3, Change{})
 	if err != nil || v4 == nil || v4.Nodes() != v3.Nodes()+1 {
 		t.Fatalf("rejoin: %+v %v", v4, err)
 	}
 	if r, ok := v4.Find("h", 7000); !ok || !r.Replica {
 		t.Fatalf("the old primary rejoined as %+v (found %v), want a replica", r, ok)
+	}
+}
+
+// TestReconcileNewShard: with every shard holding its replicas, a newcomer
+// becomes the primary of a new shard importing the highest slots beyond
+// an even share from each; a second newcomer becomes its replica; the
+// moves reported done give it the slots, one source at a time.
+func TestReconcileNewShard(t *testing.T) {
+	var ms []Member
+	for i := range 6 {
+		ms = append(ms, member(i, "h"))
+	}
+	topo, err := Form(ms, 1) // 3 primaries with one replica each
+	if err != nil {
+		t.Fatal(err)
+	}
+	seventh := member(6, "h")
+	v2, err := Reconcile(topo, append(ms, seventh), 1, Change{})
+	if err != nil || v2 == nil || len(v2.Shards) != 4 {
+		t.Fatalf("seventh: %+v %v", v2, err)
+	}
+	ns := v2.Shards[3]
+	if ns.Primary.ID != seventh.ID || len(ns.Slots) != 0 || len(ns.Importing) != 3 {
+		t.Fatalf("new shard: %+v", ns)
+	}
+	total := 0
+	for i, im := range ns.Importing {
+		src := v2.Shards[i]
+		if im.From != src.ID {
+			t.Fatalf("import %d from %s, want shard %d's %s", i, im.From, i, src.ID)
+		}
+		// The top of the source's range, down to the even share.
+		if got, want := im.Slots, []cluster.Range{{src.Slots[0][1] - (count(src.Slots) - 4096) + 1, src.Slots[0][1]}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("import %d: %v, want %v", i, got, want)
+		}
+		total += count(im.Slots)
+	}
+	if total != cluster.Slots-3*4096 || !v2.Complete() {
+		t.Fatalf("the new shard imports %d slots (complete %v)", total, v2.Complete())
+	}
+	// An eighth node while the moves run: the new shard lacks a replica.
+	eighth := member(7, "h")
+	all := append(append(slices.Clone(ms), seventh), eighth)
+	v3, err := Reconcile(v2, all, 1, Change{})
+	if err != nil || v3 == nil || len(v3.Shards) != 4 || len(v3.Shards[3].Replicas) != 1 || v3.Shards[3].Replicas[0].ID != eighth.ID {
+		t.Fatalf("eighth: %+v %v", v3, err)
+	}
+	// A ninth waits: every shard has its replica and slots are moving.
+	ninth := member(8, "h")
+	if v, err := Reconcile(v3, append(slices.Clone(all), ninth), 1, Change{}); v != nil || err != nil {
+		t.Fatalf("ninth during moves: %+v %v", v, err)
+	}
+	// Shard 1's move is done.
+	done := Change{Moved: map[[2]string]bool{{ns.ID, v3.Shards[1].ID}: true}}
+	v4, err := Reconcile(v3, all, 1, done)
+	if err != nil || v4 == nil || !v4.Complete() {
+		t.Fatalf("move done: %+v %v", v4, err)
+	}
+	if got := count(v4.Shards[3].Slots); got != count(ns.Importing[1].Slots) || len(v4.Shards[3].Importing) != 2 {
+		t.Fatalf("after one move the new shard serves %d slots, imports %v", got, v4.Shards[3].Importing)
+	}
+	if got := count(v4.Shards[1].Slots); got != 4096 {
+		t.Fatalf("shard 1 serves %d slots after giving its share, want 4096", got)
+	}
+	if v4.Owner(ns.Importing[1].Slots[0][0]) != 3 {
+		t.Fatal("a moved slot is not the new shard's")
+	}
+}
+
+// TestReconcileAbandonedMove: the importing shard's primary dies with no
+// replica before any move is done: the shard and its moves go, the
+// sources keep every slot.
+func TestReconcileAbandonedMove(t *testing.T) {
+	ms := []Member{member(0, "h"), member(1, "h")}
+	topo, err := Form(ms, 0) // 2 primaries
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := Reconcile(topo, append(slices.Clone(ms), member(2, "h")), 0, Change{})
+	if err != nil || v2 == nil || len(v2.Shards) != 3 {
+		t.Fatalf("third: %+v %v", v2, err)
+	}
+	v3, err := Reconcile(v2, ms, 0, Change{})
+	if err != nil || v3 == nil || len(v3.Shards) != 2 || !v3.Complete() || moving(v3) {
+		t.Fatalf("abandoned: %+v %v", v3, err)
+	}
+	for i := range v3.Shards {
+		if !reflect.DeepEqual(v3.Shards[i].Slots, topo.Shards[i].Slots) {
+			t.Fatalf("shard %d serves %v, had %v", i, v3.Shards[i].Slots, topo.Shards[i].Slots)
+		}
+	}
+}
+
+// TestReconcileForget: a dead primary without a replica keeps its slots
+// (the cluster is down for them) until it is forgotten; then its shard
+// goes and its slots are spread over the others.
+func TestReconcileForget(t *testing.T) {
+	ms := []Member{member(0, "h"), member(1, "h"), member(2, "h")}
+	topo, err := Form(ms, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := ms[1:]
+	if v, err := Reconcile(topo, alive, 0, Change{}); v != nil || err != nil {
+		t.Fatalf("dead primary, not forgotten: %+v %v", v, err)
+	}
+	v2, err := Reconcile(topo, alive, 0, Change{Forget: map[string]bool{ms[0].ID: true}})
+	if err != nil || v2 == nil || len(v2.Shards) != 2 || !v2.Complete() {
+		t.Fatalf("forgotten: %+v %v", v2, err)
+	}
+	a, b := count(v2.Shards[0].Slots), count(v2.Shards[1].Slots)
+	if a+b != cluster.Slots || a < 8191 || b < 8191 {
+		t.Fatalf("slots spread %d + %d", a, b)
+	}
+	if _, ok := v2.Find("h", 7000); ok {
+		t.Fatal("the forgotten node is still named")
 	}
 }

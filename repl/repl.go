@@ -40,6 +40,10 @@ type Config struct {
 	Dir string
 	// Logf receives log lines.
 	Logf func(format string, args ...any)
+	// Moved reports a slot move done (see move.go): the coordinator then
+	// gives the slots to the importing shard. nil: no coordinator (a
+	// static topology moves no slot).
+	Moved func(to, from string) error
 }
 
 // Node is a cluster node's replication: the primary's links to its
@@ -53,6 +57,11 @@ type Node struct {
 	links  map[string]*link // by replica id
 	closed bool
 
+	movers   map[moveKey]*mover   // this primary's slots moving away
+	handed   map[moveKey]bool     // moves handed over (ASK)
+	reported map[moveKey]bool     // moves reported done
+	imports  map[string]*importer // slots moving here, by source shard
+
 	acked     atomic.Pointer[chan struct{}] // closed and replaced when an acknowledgement arrives
 	streaming atomic.Int32                  // links in session with their replica
 
@@ -65,7 +74,8 @@ func New(cfg Config) *Node {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	n := &Node{cfg: cfg, replid: cluster.NewID(), links: map[string]*link{}}
+	n := &Node{cfg: cfg, replid: cluster.NewID(), links: map[string]*link{},
+		movers: map[moveKey]*mover{}, handed: map[moveKey]bool{}, reported: map[moveKey]bool{}, imports: map[string]*importer{}}
 	ch := make(chan struct{})
 	n.acked.Store(&ch)
 	n.rep.init(n)
@@ -109,6 +119,7 @@ func (n *Node) follow(v *cluster.View) {
 			go l.run()
 		}
 	}
+	n.followMoves(v)
 }
 
 // Close stops replication.
@@ -119,6 +130,11 @@ func (n *Node) Close() {
 	for id, l := range n.links {
 		l.stop()
 		delete(n.links, id)
+	}
+	for k, m := range n.movers {
+		close(m.quit)
+		m.closeConn()
+		delete(n.movers, k)
 	}
 	if n.anchor != nil {
 		n.anchor.Close()

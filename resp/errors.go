@@ -75,7 +75,12 @@ const (
 	ErrInvalidSlotCount = "ERR Invalid slot or number of keys"
 	ErrWaitOnReplica    = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
 	ErrTimeoutNegative  = "ERR timeout is negative"
+	ErrTryAgain         = "TRYAGAIN Slot being handed to another node, try again"
 )
+
+// ErrAsk sends a client to the node importing slot, for one command
+// preceded by ASKING.
+func ErrAsk(slot int, addr string) string { return "ASK " + strconv.Itoa(slot) + " " + addr }
 
 // ErrMoved redirects a client to the node serving slot.
 func ErrMoved(slot int, addr string) string { return "MOVED " + strconv.Itoa(slot) + " " + addr }

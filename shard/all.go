@@ -105,6 +105,9 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 	for i := range rules {
 		r := &rules[i]
 		sh := &s.shards[r.shard]
+		if sh.frozen != nil && sh.Frozen(r.Key) {
+			return false, Moving
+		}
 		if !sh.find(r, now) {
 			return false, WrongType
 		}

@@ -35,6 +35,9 @@ const (
 	WrongType
 	// Absent: UpdateLive found no live key; nothing ran.
 	Absent
+	// Moving: the key's slot is being handed to another node (cluster
+	// mode, see Store.Freeze); nothing ran.
+	Moving
 )
 
 // View is the keyspace as one command sees it. Its methods take the shard
@@ -126,6 +129,9 @@ func (v View) update(key []byte, now int64, op Op, live bool) (engine.Decision, 
 
 // update is Update's body under the shard lock (no defer on the hot path).
 func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d engine.Decision, status Status) {
+	if sh.frozen != nil && sh.Frozen(key) {
+		return d, Moving
+	}
 	kind := op.Kind()
 	f := sh.Find(key, h)
 	if f.OK && f.Exp <= now {

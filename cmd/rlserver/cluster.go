@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"net"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
@@ -48,7 +50,16 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 		}
 	}
 	v := st.View()
-	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf})
+	// Slot moves report to the coordinator through etcd, which starts
+	// after replication does.
+	var co atomic.Pointer[coord.Coord]
+	moved := func(to, from string) error {
+		if c := co.Load(); c != nil {
+			return c.ReportMoved(to, from)
+		}
+		return errors.New("not connected to etcd yet")
+	}
+	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf, Moved: moved})
 	o.replication.Store(r)
 	commands.SetCluster(st, r)
 	if o.clusterEtcd == "" {
@@ -65,6 +76,8 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 		r.Close()
 		return nil, nil, fmt.Errorf("--cluster-etcd: %v", err)
 	}
+	co.Store(c)
+	commands.SetForget(c.Forget)
 	log.Printf("cluster: node %s (%s:%d) registered in etcd cluster %q", v.Self.Node.ID, o.announceHost, port, o.clusterName)
 	return r, c.Close, nil
 }
