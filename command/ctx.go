@@ -172,7 +172,12 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	if c.h.cfg.Cluster != nil && !c.inExec {
 		c.slotKey = nil
-		c.asking, s.asking = s.asking, false // ASKING covers the next command
+		// ASKING covers the next command, or the transaction it precedes
+		// (as Redis keeps the flag from MULTI to EXEC).
+		c.asking = s.asking
+		if !s.inMulti && cmd.Name != "multi" || cmd.Name == "exec" || cmd.Name == "discard" {
+			s.asking = false
+		}
 		if cmd.routed {
 			if msg := c.route(cmd, args); msg != "" {
 				if cmd.Name == "exec" {
