@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // startEtcd starts Debian's etcd on free loopback ports and returns its
@@ -54,9 +57,12 @@ func startEtcd(t *testing.T) string {
 // cluster of three primaries with one replica each, on their own: one of
 // them is elected coordinator and writes the topology, every node adopts
 // it, replicas synchronise, and go-redis ClusterClient gets exact replies
-// on keys over every slot. A seventh node that joins becomes a replica
-// in version 2, which every node adopts. The coordinator's node killed,
-// another is elected and every slot is served again.
+// on keys over every slot. A seventh node joins while clients run: it
+// becomes the primary of a fourth shard and a quarter of the slots move
+// to it online; the clients get no error, every key's token bucket counts
+// exactly the decisions made, and the moved keys leave their old nodes.
+// The coordinator's node killed, another is elected and every slot is
+// served again.
 func TestEtcdClusterForms(t *testing.T) {
 	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
@@ -110,26 +116,64 @@ func TestEtcdClusterForms(t *testing.T) {
 		}
 	}
 
-	// A seventh node joins: a replica, in version 2 everywhere.
+	// A seventh node joins while clients run: every shard has its
+	// replica, so it becomes the primary of a fourth shard, and a quarter
+	// of the slots move to it online. The clients see redirects only, and
+	// every key's token bucket counts exactly the decisions made.
+	load := startLoad(t, c, 4, 200)
 	c.Nodes = append(c.Nodes, nil)
 	start(6)
 	clients[6] = c.Nodes[6].client(t, 2)
-	for i := range 7 {
-		eventually(t, fmt.Sprintf("node %d to adopt version 2", i), func() bool {
-			info, err := clients[i].ClusterInfo(ctx).Result()
-			return err == nil && strings.Contains(info, "cluster_current_epoch:2\r\n") && strings.Contains(info, "cluster_known_nodes:7\r\n")
+	newAddr := c.Nodes[6].Addr
+	eventually(t, "the seventh node to serve a quarter of the slots on every node", func() bool {
+		var epoch string
+		for i := range 7 {
+			slots, err := clients[i].ClusterSlots(ctx).Result()
+			if err != nil {
+				return false
+			}
+			owned := 0
+			for _, s := range slots {
+				if s.Nodes[0].Addr == newAddr {
+					owned += s.End - s.Start + 1
+				}
+			}
+			info, _ := clients[i].ClusterInfo(ctx).Result()
+			e := strings.SplitN(strings.SplitN(info, "cluster_current_epoch:", 2)[1], "\r\n", 2)[0]
+			if owned != 4096 || i > 0 && e != epoch {
+				return false
+			}
+			epoch = e
+		}
+		return true
+	})
+	load.after(100) // each client's keys, all served after the moves too
+	load.check(t, cc)
+	// A moved slot's keys are on the new node only.
+	moved := -1
+	for _, k := range load.keys {
+		if c.primaryOf(t, 6, cluster.Slot([]byte(k))) == 6 {
+			moved = cluster.Slot([]byte(k))
+			break
+		}
+	}
+	if moved < 0 {
+		t.Fatal("no load key moved to the seventh node")
+	}
+	if n := clients[6].ClusterCountKeysInSlot(ctx, moved).Val(); n < 1 {
+		t.Fatalf("the seventh node holds %d keys of slot %d", n, moved)
+	}
+	for i := range 6 {
+		eventually(t, fmt.Sprintf("node %d to hold no key of moved slot %d", i, moved), func() bool {
+			return clients[i].ClusterCountKeysInSlot(ctx, moved).Val() == 0
 		})
 	}
-	eventually(t, "the new node to be a connected replica", func() bool {
-		role, err := clients[6].Do(ctx, "ROLE").Slice()
-		return err == nil && len(role) == 5 && role[0] == "slave" && role[3] == "connected"
-	})
 
 	// The coordinator's node is killed: another node is elected, and the
 	// cluster serves every slot again (its shard failed over if it was a
 	// primary).
 	coord := -1
-	for i := range 7 {
+	for i := range 6 {
 		if strings.Contains(c.Nodes[i].logs.String(), "this node coordinates") {
 			coord = i
 		}
@@ -402,4 +446,114 @@ func (r *rawConn) line() string {
 		r.t.Fatalf("reading a reply: %v", err)
 	}
 	return strings.TrimRight(l, "\r\n")
+}
+
+// load runs clients on a cluster: each owns keys and makes token-bucket
+// decisions on them in turn (capacity 100000, one token a day: nothing
+// refills in a test), counting what it sent.
+type load struct {
+	keys    []string
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	sent    map[string]int64
+	errs    []error
+	rounds  []int64 // per client: passes over its keys
+	workers int
+}
+
+// startLoad starts n clients (go-redis ClusterClient) over nkeys keys.
+func startLoad(t *testing.T, c *rlCluster, n, nkeys int) *load {
+	t.Helper()
+	keys := keysOverSlots(nkeys)
+	for i := range keys {
+		keys[i] = "load:" + keys[i]
+	}
+	l := &load{keys: keys, stop: make(chan struct{}), sent: map[string]int64{}, rounds: make([]int64, n), workers: n}
+	for w := range n {
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}, MaxRedirects: 8})
+		t.Cleanup(func() { cc.Close() })
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for {
+				for i := w; i < len(l.keys); i += n {
+					select {
+					case <-l.stop:
+						return
+					default:
+					}
+					k := l.keys[i]
+					r, err := cc.Do(ctx, "CL.TOKENBUCKET", k, "100000", "1", "24h").Int64Slice()
+					l.mu.Lock()
+					if err != nil || r[0] != 1 {
+						l.errs = append(l.errs, fmt.Errorf("CL.TOKENBUCKET %s: %v %v", k, r, err))
+					} else {
+						l.sent[k]++
+					}
+					l.mu.Unlock()
+				}
+				l.mu.Lock()
+				l.rounds[w]++
+				l.mu.Unlock()
+			}
+		}()
+	}
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *load) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
+// after lets every client make n more passes over its keys, then stops
+// them.
+func (l *load) after(n int64) {
+	l.mu.Lock()
+	from := slices.Clone(l.rounds)
+	l.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		done := true
+		for w := range l.rounds {
+			done = done && l.rounds[w] >= from[w]+n
+		}
+		l.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling the clients' progress
+	}
+	l.halt()
+}
+
+// check fails on any client error, and unless every key's bucket has
+// exactly as many tokens left as the decisions made on it leave.
+func (l *load) check(t *testing.T, cc *redis.ClusterClient) {
+	t.Helper()
+	for _, err := range l.errs[:min(len(l.errs), 10)] {
+		t.Errorf("client error under load: %v", err)
+	}
+	if len(l.errs) > 0 {
+		t.Fatalf("%d client errors", len(l.errs))
+	}
+	total := int64(0)
+	for _, k := range l.keys {
+		r, err := cc.Do(ctx, "CL.TOKENBUCKET", k, "100000", "1", "24h").Int64Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 100000 - l.sent[k] - 1; r[2] != want {
+			t.Errorf("key %s: %d tokens left after %d decisions, want %d", k, r[2], l.sent[k], want)
+		}
+		total += l.sent[k]
+	}
+	t.Logf("%d decisions on %d keys by %d clients, every one counted once", total, len(l.keys), l.workers)
 }
