@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs beyond Go, idempotently:
-# - redis-cli (Debian's redis-tools) for the redis-cli integration tests;
-# - redis-server, for the reference Redis Cluster the cluster tests compare
+# Installs what the test suite needs beyond Go, idempotently, from Debian's
+# packages (apt-get):
+# - gcc, for the race detector (go test -race needs cgo);
+# - redis-cli (redis-tools) for the redis-cli integration tests, and
+#   redis-server for the reference Redis Cluster the cluster tests compare
 #   against;
 # - the cluster clients in other languages that integration/clients/ drives:
-#   redis-py for /usr/bin/python3 (Debian's python3-redis), PHP's CLI with
-#   phpredis (php-cli, php-redis), and Node.js with npm, then ioredis from
+#   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
+#   (php-cli, php-redis), and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
-# - etcd (Debian's etcd-server), which the etcd-run cluster tests start.
-# Run as root or with sudo available. Safe to run again: it installs only
-# what is missing, and runs apt-get update only when something is.
+# - etcd (etcd-server), which the etcd-run cluster tests start;
+# - Docker (docker.io) for the container test, docker-compose and PyYAML
+#   (python3-yaml) for the deploy/ checks; it starts dockerd when no daemon
+#   answers.
+# As root it installs what is missing (apt-get update only then); otherwise
+# through sudo when sudo needs no password, else it lists what is missing
+# with the command that installs it and exits 1. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+trap 'echo "setup: failed (line $LINENO: $BASH_COMMAND)" >&2' ERR
 
 need=()
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
+/usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || need+=(python3-yaml)
 if ! command -v php >/dev/null 2>&1; then
   need+=(php-cli php-redis)
 elif ! php -m 2>/dev/null | grep -x redis >/dev/null; then
@@ -27,19 +36,69 @@ fi
 # Node.js may come from elsewhere than Debian (with its own npm): Debian's
 # packages are taken only when there is no node at all.
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+# A Docker daemon already reachable (Docker Desktop, a remote DOCKER_HOST)
+# needs no dockerd here; the docker client may come from elsewhere too.
+if ! docker info >/dev/null 2>&1 && ! command -v dockerd >/dev/null 2>&1; then
+  need+=(docker.io)
+fi
+command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || need+=(docker-compose)
 if [ "${1:-}" = "--bench" ]; then
   command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true >/dev/null 2>&1; then
+    sudo="sudo -n"
+  else
+    sudo="none"
+  fi
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
   # One list, without repeats, for one apt-get install.
   mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  if [ "$sudo" = "none" ]; then
+    echo "setup: the tests need Debian packages that are not installed: ${need[*]}" >&2
+    echo "setup: install them as root, then run this again:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${need[*]}" >&2
+    exit 1
+  fi
   echo "setup: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq >/dev/null
-  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  log=$(mktemp)
+  if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"; } >"$log" 2>&1; then
+    echo "setup: apt-get failed to install ${need[*]}:" >&2
+    tail -n 30 "$log" >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+fi
+
+# A Docker daemon for the container test: started here when none answers
+# (CI and these machines have no init system that would start it).
+if ! docker info >/dev/null 2>&1; then
+  if [ "$sudo" = "none" ]; then
+    echo "setup: no Docker daemon answers and dockerd needs root: start it (sudo systemctl start docker, or sudo dockerd &) or the container test fails" >&2
+  else
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+      $sudo systemctl start docker || true
+    fi
+    if ! docker info >/dev/null 2>&1; then
+      dockerd_log=${TMPDIR:-/tmp}/rlserver-dockerd.log
+      echo "setup: starting dockerd (log: $dockerd_log)" >&2
+      $sudo nohup dockerd >"$dockerd_log" 2>&1 </dev/null &
+    fi
+    for _ in $(seq 1 60); do
+      docker info >/dev/null 2>&1 && break
+      sleep 0.5
+    done
+    if ! docker info >/dev/null 2>&1; then
+      echo "setup: dockerd did not come up in 30 s; the container test will fail. Its log:" >&2
+      tail -n 20 "${dockerd_log:-/dev/null}" >&2 || true
+    fi
+  fi
 fi
 
 # ioredis for integration/clients/node/cluster.js, at the lockfile's version.
