@@ -38,6 +38,12 @@ var kinds = []kind{
 		func(r []any) bool { return r[0].(int64) == 1 }, limit},
 	{"fixed window", func(n int) []any { return []any{"CL.WINDOW", "{user1000}.oa.win", limit, "1h", n, "FIXED"} },
 		func(r []any) bool { return r[0].(int64) == 1 }, limit},
+	{"sliding window", func(n int) []any { return []any{"CL.WINDOW", "{user1000}.oa.sw", limit, "1h", n, "SLIDING"} },
+		func(r []any) bool { return r[0].(int64) == 1 }, limit},
+	{"leaky bucket", func(n int) []any { return []any{"CL.LEAKYBUCKET", "{user1000}.oa.lb", limit, 1, "1h", n} },
+		func(r []any) bool { return r[0].(int64) == 1 }, limit},
+	{"leases (CL.ACQUIRE)", func(n int) []any { return []any{"CL.ACQUIRE", "{user1000}.oa.acq", limit, "1h", n} },
+		func(r []any) bool { return r[0].(int64) == 1 }, limit},
 }
 
 func main() {
@@ -47,7 +53,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	p := redis.NewClient(&redis.Options{Addr: *primary, MaxRetries: -1})
-	var admitted [3]atomic.Int64
+	admitted := make([]atomic.Int64, len(kinds))
 	var wg sync.WaitGroup
 	for i, k := range kinds {
 		wg.Add(1)
