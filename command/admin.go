@@ -2,10 +2,7 @@ package command
 
 import (
 	"fmt"
-	"net"
-	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -287,6 +284,7 @@ func cmdMemoryUsage(c *Ctx, args [][]byte) {
 
 // CONFIG RESETSTAT zeroes the counters INFO stats reports.
 func cmdConfigResetStat(c *Ctx, args [][]byte) {
+	c.resetStats()
 	c.h.doneCmds.Store(0)
 	c.srv.ResetStats()
 	for _, other := range c.srv.Clients() {
@@ -303,131 +301,6 @@ func (c *Ctx) totalCommands() int64 {
 		n += sessionOf(other).cmds.Load()
 	}
 	return n
-}
-
-// INFO [section ...]
-func cmdInfo(c *Ctx, args [][]byte) {
-	want := map[string]bool{}
-	for _, a := range args[1:] {
-		want[strings.ToLower(string(a))] = true
-	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
-	var b strings.Builder
-	for _, sec := range c.infoSections() {
-		if !all && !want[strings.ToLower(sec.name)] {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + sec.name + "\r\n")
-		for _, f := range sec.fields {
-			b.WriteString(f[0] + ":" + f[1] + "\r\n")
-		}
-	}
-	c.W.Verbatim(b.String())
-}
-
-type infoSection struct {
-	name   string
-	fields [][2]string
-}
-
-func (c *Ctx) infoSections() []infoSection {
-	h := c.h
-	now := time.Now()
-	up := now.Sub(h.started)
-	st := h.store.Stats()
-	srv := c.srv.Stats()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	port := "0"
-	if addr := c.srv.Addr(); addr != nil {
-		if _, p, err := net.SplitHostPort(addr.String()); err == nil {
-			port = p
-		}
-	}
-	keys := c.dbsize()
-	mode := "standalone"
-	if h.cfg.Cluster != nil {
-		mode = "cluster"
-	}
-	secs := []infoSection{
-		{"Server", [][2]string{
-			{"redis_version", redisVersion},
-			{"rlserver_version", Version},
-			{"redis_mode", mode},
-			{"os", runtime.GOOS + " " + runtime.GOARCH},
-			{"arch_bits", "64"},
-			{"go_version", runtime.Version()},
-			{"process_id", strconv.Itoa(os.Getpid())},
-			{"tcp_port", port},
-			{"server_time_usec", i64(h.clock.Now() / 1e3)},
-			{"uptime_in_seconds", i64(int64(up / time.Second))},
-			{"uptime_in_days", i64(int64(up / (24 * time.Hour)))},
-			{"shards", strconv.Itoa(h.store.NumShards())},
-		}},
-		{"Clients", [][2]string{
-			{"connected_clients", strconv.Itoa(c.srv.NumConns())},
-			{"maxclients", strconv.FormatInt(c.srv.MaxClients(), 10)},
-			{"blocked_clients", "0"},
-		}},
-		{"Memory", [][2]string{
-			{"used_memory", strconv.FormatUint(ms.HeapAlloc, 10)},
-			{"used_memory_human", humanBytes(int64(ms.HeapAlloc))},
-			{"used_memory_rss", strconv.FormatUint(ms.Sys, 10)},
-			{"used_memory_dataset", i64(st.Memory)},
-			{"maxmemory", i64(h.maxMemory.Load())},
-			{"maxmemory_policy", "volatile-ttl"},
-		}},
-	}
-	pers := [][2]string{{"loading", "0"}}
-	if h.cfg.Persistence != nil {
-		pers = append(pers, h.cfg.Persistence.Info()...)
-	} else {
-		pers = append(pers, [][2]string{
-			{"rdb_changes_since_last_save", i64(st.Changes)},
-			{"rdb_bgsave_in_progress", "0"},
-			{"rdb_last_save_time", i64(h.started.Unix())},
-			{"rdb_last_bgsave_status", "ok"},
-			{"aof_enabled", "0"},
-		}...)
-	}
-	secs = append(secs, infoSection{"Persistence", pers})
-	secs = append(secs, infoSection{"Stats", [][2]string{
-		{"total_connections_received", i64(srv.ConnectionsReceived)},
-		{"total_commands_processed", i64(c.totalCommands())},
-		{"rejected_connections", i64(srv.RejectedConnections)},
-		{"acl_access_denied_auth", i64(h.authFailures.Load())},
-		{"protocol_errors", i64(srv.ProtocolErrors)},
-		{"expired_keys", i64(st.Expired)},
-		{"evicted_keys", i64(st.Evicted)},
-	}})
-	secs = append(secs, infoSection{"Replication", c.replicationInfo()})
-	enabled := "0"
-	if h.cfg.Cluster != nil {
-		enabled = "1"
-	}
-	secs = append(secs, infoSection{"Cluster", [][2]string{{"cluster_enabled", enabled}}})
-	ks := [][2]string{}
-	if keys > 0 {
-		ks = append(ks, [2]string{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0,subexpiry=0", keys, keys)})
-	}
-	secs = append(secs, infoSection{"Keyspace", ks})
-	return secs
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + "G"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 2, 64) + "M"
-	case n >= 1<<10:
-		return strconv.FormatFloat(float64(n)/(1<<10), 'f', 2, 64) + "K"
-	}
-	return strconv.FormatInt(n, 10) + "B"
 }
 
 // DEBUG CLOCK SET unix_ms | ADVANCE ms | REAL | GET

@@ -196,6 +196,7 @@ func cmdAll(c *Ctx, args [][]byte) {
 		c.clearAll()
 		return
 	}
+	c.decided(all)
 	c.W.Array(1 + len(a.rules))
 	c.W.Buf = resp.AppendBool(c.W.Buf, 2, all)
 	for i := range a.rules {

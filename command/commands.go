@@ -123,6 +123,23 @@ func commandTable() []*Command {
 			sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))),
 			sub("config|resetstat", 2, "Resets the server's statistics.", cmdConfigResetStat),
 		),
+		container("slowlog", "server", "A container for slow log commands.",
+			admin(&Command{Name: "slowlog|get", Arity: -2, MaxArgs: 3, Summary: "Returns the slow log's entries, newest first.",
+				Complexity: "O(N) where N is the number of entries returned", Args: []Arg{opt(argInt("count"))}}, cmdSlowlogGet),
+			admin(&Command{Name: "slowlog|len", Arity: 2, Summary: "Returns the number of entries in the slow log."}, cmdSlowlogLen),
+			admin(&Command{Name: "slowlog|reset", Arity: 2, Summary: "Clears all entries from the slow log.",
+				Complexity: "O(N) where N is the number of entries in the slowlog"}, cmdSlowlogReset),
+		),
+		container("latency", "server", "A container for latency diagnostics commands.",
+			admin(&Command{Name: "latency|latest", Arity: 2, Summary: "Returns the latest latency samples for all events."}, cmdLatencyLatest),
+			admin(&Command{Name: "latency|history", Arity: 3, Summary: "Returns timestamp-latency samples for an event.",
+				Args: []Arg{argStr("event")}}, cmdLatencyHistory),
+			admin(&Command{Name: "latency|reset", Arity: -2, Summary: "Resets the latency data for one or more events.",
+				Args: []Arg{opt(many(argStr("event")))}}, cmdLatencyReset),
+			admin(&Command{Name: "latency|histogram", Arity: -2, Summary: "Returns the cumulative distribution of latencies of a subset or all commands.",
+				Complexity: "O(N) where N is the number of commands with latency information being retrieved.",
+				Args:       []Arg{opt(many(argStr("command")))}}, cmdLatencyHistogram),
+		),
 		noMulti(server("save", 1, "Synchronously saves the keyspace to disk.", cmdSave)),
 		server("bgsave", -1, "Asynchronously saves the keyspace to disk.", cmdBGSave, opt(token("SCHEDULE"))),
 		with(&Command{Name: "checkpoint", Arity: 2, Flags: []string{"admin", "noscript", "no_multi"}, ACL: []string{"admin", "slow", "dangerous"},
@@ -171,6 +188,17 @@ func commandTable() []*Command {
 func noMulti(c *Command) *Command {
 	c.Flags = append(c.Flags, "no_multi")
 	return c
+}
+
+// admin completes a subcommand of SLOWLOG or LATENCY as Redis flags them.
+func admin(c *Command, run func(*Ctx, [][]byte)) *Command {
+	c.Flags = []string{"admin", "noscript", "loading", "stale"}
+	c.ACL = []string{"admin", "slow", "dangerous"}
+	c.Group, c.Since = "server", "2.2.12"
+	if c.Complexity == "" {
+		c.Complexity = "O(1)"
+	}
+	return with(c, run)
 }
 
 func with(c *Command, run func(*Ctx, [][]byte)) *Command {

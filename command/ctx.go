@@ -2,7 +2,6 @@ package command
 
 import (
 	mrand "math/rand/v2"
-	"time"
 
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -39,8 +38,10 @@ type scratch struct {
 	lastName    *Command       // the command last looked up by name
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
 	lastNameLen int
-	ops         ops        // reusable limiter ops (see limiters.go)
-	all         allScratch // CL.ALL's
+	ops         ops         // reusable limiter ops (see limiters.go)
+	all         allScratch  // CL.ALL's
+	batch       batchStats  // the batch's statistics until published (stats.go)
+	pfx         prefixCache // the key prefix last counted (stats.go)
 }
 
 // Now returns the server clock, read once per batch: the commands of one
@@ -96,10 +97,11 @@ func (c *Ctx) EndBatch() {
 	c.now = 0
 	s := c.sess
 	if s.batchCmd > 0 {
+		m := c.endBatch() // one clock reading: statistics and CLIENT LIST's idle
 		s.cmds.Add(s.batchCmd)
 		s.batchCmd = 0
 		s.lastCmd.Store(s.last)
-		s.lastSeen.Store(time.Now().UnixNano())
+		s.lastSeen.Store(c.h.clock.Wall(m))
 	}
 }
 
@@ -112,7 +114,10 @@ func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
 
 // Close counts the connection's commands into the server's total
 // (resp.Session).
-func (c *Ctx) Close() { c.h.doneCmds.Add(c.sess.cmds.Load()) }
+func (c *Ctx) Close() {
+	c.h.doneCmds.Add(c.sess.cmds.Load())
+	c.h.obs.retire(c.sess.stats)
+}
 
 // command looks name up in the table. Pipelines repeat one command, so the
 // name looked up last is compared first, before the table's map.
@@ -134,6 +139,7 @@ func (c *Ctx) exec(args [][]byte) {
 	s := c.sess
 	s.batchCmd++
 	cmd := c.command(args[0])
+	c.beginCommand(cmd, args)
 	if cmd == nil {
 		c.reject(resp.ErrUnknownCommand(args))
 		return
@@ -145,9 +151,11 @@ func (c *Ctx) exec(args [][]byte) {
 	if cmd.subIndex != nil && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
+			c.batch.curCmd = nil // Redis counts no command's statistics
 			c.reject(resp.ErrUnknownSubcommand(cmd.Name, args[1]))
 			return
 		}
+		c.batch.curCmd = sub
 		if !sub.arityOK(len(args)) {
 			c.reject(resp.ErrWrongArgs(sub.Name))
 			return
@@ -206,21 +214,12 @@ func (c *Ctx) exec(args [][]byte) {
 		return
 	}
 	s.last = cmd
-	cmd.Run(c, args)
+	c.run(cmd, args)
 	// CLIENT CACHING YES covers the next command, or the transaction it
 	// starts, as in Redis.
 	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && cmd.Name != "client|caching" {
 		s.caching = false
 	}
-}
-
-// reject answers an error raised before the command ran; inside MULTI it
-// also dooms the transaction, as Redis does.
-func (c *Ctx) reject(msg string) {
-	if c.sess.inMulti {
-		c.sess.multiErr = true
-	}
-	c.err(msg)
 }
 
 func cloneArgs(args [][]byte) [][]byte {

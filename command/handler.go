@@ -60,6 +60,22 @@ type Config struct {
 	// Forget asks an etcd-run cluster's coordinator to remove a node
 	// (CLUSTER FORGET); nil with a static topology.
 	Forget func(id string) error
+	// Slowlog configures SLOWLOG and the latency monitor; nil means
+	// Redis's defaults.
+	Slowlog *SlowlogConfig
+}
+
+// SlowlogConfig is the slow log's and latency monitor's configuration, as
+// Redis's parameters of the same names (CONFIG SET changes them).
+type SlowlogConfig struct {
+	// SlowerThan logs commands that took at least this many µs; 0 logs
+	// every command, negative none. Default 10000.
+	SlowerThan int64
+	// MaxLen is how many entries the slow log keeps. Default 128.
+	MaxLen int64
+	// LatencyThreshold (ms) records LATENCY events of commands that took
+	// at least this long; 0 (the default) records none.
+	LatencyThreshold int64
 }
 
 // TLSCerts is the certificate the TLS listener serves.
@@ -107,6 +123,7 @@ type Handler struct {
 	maxMemory                              atomic.Int64
 	doneCmds                               atomic.Int64 // commands of closed connections
 	memLimited                             atomic.Bool  // TuneMemoryLimit set a limit
+	obs                                    observability
 }
 
 // New returns the commands over store, reading time from clock.
@@ -123,6 +140,10 @@ func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	}
 	h.protected.Store(cfg.ProtectedMode)
 	h.logMax.Store(cfg.LogMaxLimit)
+	if cfg.Slowlog == nil {
+		cfg.Slowlog = &SlowlogConfig{SlowerThan: 10000, MaxLen: 128}
+	}
+	h.obs.init(cfg.Slowlog, len(h.table.all))
 	return h
 }
 
@@ -170,7 +191,7 @@ func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Write
 }
 
 func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
-	s := &Session{info: info}
+	s := &Session{info: info, stats: newConnStats(len(h.table.all))}
 	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.respVer.Store(int32(w.Proto))

@@ -223,6 +223,7 @@ func (c *Ctx) reply(d engine.Decision, st shard.Status, form func([]byte, engine
 		c.notDone(st)
 		return
 	}
+	c.decided(d.Allowed)
 	c.W.Buf = form(c.W.Buf, d)
 }
 
@@ -520,6 +521,7 @@ func cmdAcquire(c *Ctx, args [][]byte) {
 		c.notDone(st)
 		return
 	}
+	c.decided(d.Allowed)
 	c.W.Buf = o.appendRule(c.W.Buf, c.W.Proto, d, true)
 }
 

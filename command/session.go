@@ -38,6 +38,7 @@ type Session struct {
 	libName  string
 	libVer   string
 
+	stats    *connStats // this connection's command statistics (stats.go)
 	cmds     atomic.Int64
 	lastCmd  atomic.Pointer[Command]
 	respVer  atomic.Int32 // the protocol version, for CLIENT LIST

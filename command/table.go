@@ -31,7 +31,13 @@ type Command struct {
 	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
-	subIndex  map[string]*Command
+	fast      bool     // the fast flag (the latency monitor's "fast-command")
+	// timedAlone: in @slow, so timed on its own, not as a share of its
+	// batch (see stats.go).
+	timedAlone  bool
+	skipSlowlog bool // EXEC: its commands are logged, not it (Redis's skip_slowlog)
+	decides     bool // a limiter command answering a decision (counted by outcome)
+	subIndex    map[string]*Command
 }
 
 // KeySpec gives key positions as COMMAND INFO reports them: arguments First
@@ -129,6 +135,10 @@ func (c *Command) prepare() {
 			c.noMulti = true
 		}
 	}
+	c.fast = c.hasFlag("fast")
+	c.timedAlone = slices.Contains(c.ACL, "slow")
+	c.skipSlowlog = c.Name == "exec"
+	c.decides = slices.Contains(c.ACL, "ratelimit") && c.Name != "cl.release" && c.Name != "cl.renew"
 	c.routed = c.Keys.First > 0 || c.Keys.Find != nil || c.Name == "exec"
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
 		c.Flags = append(c.Flags, "movablekeys")

@@ -38,6 +38,7 @@ const (
 	ErrDebugOff             = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 	ErrShutdown             = "ERR Errors trying to SHUTDOWN. Check logs."
 	ErrPersistenceOff       = "ERR persistence is off (--dir '')"
+	ErrSlowlogCount         = "ERR count should be greater than or equal to -1"
 	ErrLogLimit             = "ERR limit exceeds the maximum for LOG windows (CONFIG GET log-max-limit)"
 	ErrAllDistinctKeys      = "ERR CL.ALL rules must name distinct keys"
 	ErrMaxClients           = "ERR max number of clients reached"

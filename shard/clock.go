@@ -36,6 +36,24 @@ func (c *Clock) Now() int64 {
 	return c.anchorNs + int64(time.Since(c.anchor)) + c.offset.Load()
 }
 
+// Mono returns the monotonic nanoseconds elapsed since the clock was
+// created, whatever DEBUG CLOCK did: for timing. At(Mono()) equals Now(),
+// so that one reading serves both.
+func (c *Clock) Mono() int64 { return int64(time.Since(c.anchor)) }
+
+// At returns the instant Now would have returned at the monotonic reading
+// mono (see Mono).
+func (c *Clock) At(mono int64) int64 {
+	if c.frozen.Load() {
+		return c.at.Load()
+	}
+	return c.anchorNs + mono + c.offset.Load()
+}
+
+// Wall returns the Unix nanoseconds of the monotonic reading mono, in
+// real time (DEBUG CLOCK aside).
+func (c *Clock) Wall(mono int64) int64 { return c.anchorNs + mono }
+
 // Set freezes the clock at unixNs.
 func (c *Clock) Set(unixNs int64) {
 	c.at.Store(unixNs)

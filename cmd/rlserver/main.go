@@ -71,6 +71,7 @@ type options struct {
 	replication atomic.Pointer[repl.Node] // set once cluster mode starts; persistence marks its position
 
 	cli cliFlags // --version, --healthcheck, --help (cli.go)
+	obs obsFlags // the slow log, the latency monitor, --metrics-addr (observe.go)
 }
 
 func main() {
@@ -117,6 +118,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.masterUser, "masteruser", "", "in cluster mode, the ACL user a primary authenticates as to its replicas (default: the default user)")
 	fs.StringVar(&o.masterAuth, "masterauth", "", "in cluster mode, the password a primary authenticates with to its replicas (default --requirepass)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
+	o.obs.register(fs)
 	// The environment first, so that the command line overrides it.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -211,6 +213,9 @@ func parseOptions(args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("--appendfsync must be always, everysec or no")
 	}
+	if err := o.obs.check(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -282,6 +287,14 @@ func run(args []string) int {
 	clock := shard.NewClock()
 	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != ""})
 
+	mserver, err := o.obs.startMetrics()
+	if err != nil {
+		log.Printf("error: %v", err)
+		return 1
+	}
+	if mserver != nil {
+		defer mserver.Close()
+	}
 	p, err := openPersistence(o, store, clock)
 	if err != nil {
 		log.Printf("error: %v", err)
@@ -294,6 +307,7 @@ func run(args []string) int {
 		ACLFile:       o.aclFile,
 		EnableDebug:   o.enableDebug,
 		LogMaxLimit:   o.logMaxLimit,
+		Slowlog:       o.obs.slowlog(),
 		ProtectedMode: o.protected == "yes",
 		BackupDir:     o.backupDir,
 		Settings: map[string]string{
@@ -400,6 +414,11 @@ func run(args []string) int {
 		restored, how = p.Restored(), p.RestoreSummary()
 	}
 	log.Printf("ready: listening on %s, %d keys restored %s, %d shards, dir %q", srv.Addr(), restored, how, store.NumShards(), o.dir)
+	if mserver != nil {
+		mserver.Attach(commands, srv)
+		mserver.Restored()
+		log.Printf("metrics: serving http://%s/metrics, /healthz, /readyz", mserver.Addr())
+	}
 
 	stopSweep := startSweeper(store, clock, commands.TuneMemoryLimit)
 	serveErr := make(chan error, 1)

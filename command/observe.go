@@ -1,0 +1,357 @@
+package command
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlserver/rlserver/resp"
+)
+
+// observability is the handler's side of the statistics (see stats.go):
+// the totals of closed connections, the key prefixes decisions are counted
+// by, the slow log and the latency monitor.
+type observability struct {
+	retiredMu sync.Mutex
+	retired   *connStats // closed connections' statistics
+
+	prefixMu sync.Mutex
+	prefixes atomic.Pointer[prefixTable]
+
+	slowlog slowLog
+	latency latencyMonitor
+	// slowAll: slowlog-log-slower-than is 0, so every command is timed
+	// alone (see stats.go).
+	slowAll atomic.Bool
+	// percentiles are latency-tracking-info-percentiles.
+	percentiles atomic.Pointer[[]float64]
+	tracking    atomic.Bool // latency-tracking
+
+	peakMem atomic.Int64 // used_memory_peak, as seen by INFO and /metrics
+
+	opsMu      sync.Mutex
+	opsSamples [16]opsSample // instantaneous_ops_per_sec's (see opsPerSec)
+	opsNext    int
+}
+
+type opsSample struct {
+	at    time.Time
+	total int64
+}
+
+func (o *observability) init(cfg *SlowlogConfig, ncmds int) {
+	o.retired = newConnStats(ncmds)
+	o.slowlog.threshold.Store(cfg.SlowerThan)
+	o.slowAll.Store(cfg.SlowerThan == 0)
+	o.slowlog.maxLen.Store(cfg.MaxLen)
+	o.latency.threshold.Store(cfg.LatencyThreshold)
+	p := []float64{50, 99, 99.9}
+	o.percentiles.Store(&p)
+	o.tracking.Store(true)
+}
+
+// retire folds a closing connection's statistics into the totals.
+func (o *observability) retire(s *connStats) {
+	o.retiredMu.Lock()
+	o.retired.fold(s)
+	o.retiredMu.Unlock()
+}
+
+// CmdStats are one command's statistics, summed over every connection.
+type CmdStats struct {
+	Name                    string // the full name, "config|get" for a subcommand
+	Decides                 bool   // a limiter command: Allowed and Denied count its decisions
+	Calls, Failed, Rejected int64
+	Duration                time.Duration // total time of the calls
+	Allowed, Denied         int64         // decisions (limiter commands)
+	hist                    [histBuckets]uint64
+}
+
+// Snapshot is the statistics of every connection, open or closed, merged.
+type Snapshot struct {
+	Commands []CmdStats       // commands that ran or were rejected, by table order
+	Prefixes []PrefixStats    // decisions by key prefix, "other" last
+	Errors   map[string]int64 // error replies by code
+}
+
+// PrefixStats are the decisions on keys of one prefix.
+type PrefixStats struct {
+	Prefix          string
+	Allowed, Denied int64
+}
+
+// LatencyBuckets returns the command's latency histogram as cumulative
+// counts of calls that took at most each upper bound (each a power of two
+// ns, from 256 ns to 2^30 ns), the last one +Inf (all calls).
+func (s *CmdStats) LatencyBuckets() (upper []time.Duration, cumulative []uint64) {
+	var n uint64
+	j := 0
+	for k := 8; k <= 30; k++ {
+		// Buckets below 2^k ns: index 0 ([0,64)) and every whole octave below k.
+		limit := 1 + (k-6)*4
+		for ; j < limit && j < histBuckets; j++ {
+			n += s.hist[j]
+		}
+		upper = append(upper, time.Duration(1)<<k)
+		cumulative = append(cumulative, n)
+	}
+	for ; j < histBuckets; j++ {
+		n += s.hist[j]
+	}
+	return upper, append(cumulative, n)
+}
+
+// percentile returns the duration (ns) under which p percent of the calls
+// fell: the upper bound of the bucket holding that call.
+func (s *CmdStats) percentile(p float64) int64 {
+	var total uint64
+	for _, v := range s.hist {
+		total += v
+	}
+	if total == 0 {
+		return 0
+	}
+	target := uint64(p / 100 * float64(total))
+	if float64(target) < p/100*float64(total) || target == 0 {
+		target++
+	}
+	var n uint64
+	for i, v := range s.hist {
+		n += v
+		if n >= target {
+			return histUpper(i)
+		}
+	}
+	return histUpper(histBuckets - 1)
+}
+
+func (s *CmdStats) samples() uint64 {
+	var n uint64
+	for _, v := range s.hist {
+		n += v
+	}
+	return n
+}
+
+// Snapshot merges the statistics of srv's connections with those of
+// closed ones. Safe to call from any goroutine.
+func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
+	all := make([]*connStats, 0, 16)
+	for _, cl := range srv.Clients() {
+		all = append(all, sessionOf(cl).stats)
+	}
+	h.obs.retiredMu.Lock()
+	defer h.obs.retiredMu.Unlock()
+	all = append(all, h.obs.retired)
+	cmds := make([]*CmdStats, len(h.table.all))
+	var pfx [maxPrefixes + 1][2]int64
+	errs := map[string]int64{}
+	for _, st := range all {
+		for i := range st.cmds {
+			cc := st.cmds[i].Load()
+			if cc == nil {
+				continue
+			}
+			cs := cmds[i]
+			if cs == nil {
+				cs = &CmdStats{Name: h.table.all[i].Name}
+				cmds[i] = cs
+			}
+			cs.Calls += cc.calls.Load()
+			cs.Failed += cc.failed.Load()
+			cs.Rejected += cc.rejected.Load()
+			cs.Duration += time.Duration(cc.ns.Load())
+			cs.Allowed += cc.allowed.Load()
+			cs.Denied += cc.denied.Load()
+			for j := range cc.hist {
+				cs.hist[j] += cc.hist[j].Load()
+			}
+		}
+		if p := st.prefix.Load(); p != nil {
+			for i := range p {
+				pfx[i][0] += p[i][0].Load()
+				pfx[i][1] += p[i][1].Load()
+			}
+		}
+		st.errMu.Lock()
+		for code, n := range st.errs {
+			errs[code] += n
+		}
+		st.errMu.Unlock()
+	}
+	snap := Snapshot{Errors: errs}
+	for i, cs := range cmds {
+		if cs == nil && h.table.all[i].decides {
+			cs = &CmdStats{Name: h.table.all[i].Name} // every limiter's decisions, even none
+		}
+		if cs != nil {
+			cs.Decides = h.table.all[i].decides
+			snap.Commands = append(snap.Commands, *cs)
+		}
+	}
+	var names []string
+	if t := h.obs.prefixes.Load(); t != nil {
+		names = t.names
+	}
+	for i, name := range names {
+		snap.Prefixes = append(snap.Prefixes, PrefixStats{Prefix: name, Allowed: pfx[i][0], Denied: pfx[i][1]})
+	}
+	snap.Prefixes = append(snap.Prefixes, PrefixStats{Prefix: "other", Allowed: pfx[otherPrefix][0], Denied: pfx[otherPrefix][1]})
+	return snap
+}
+
+// snapshot is Snapshot as a command sees it: its own batch so far
+// included.
+func (c *Ctx) snapshot() Snapshot {
+	c.publish(c.h.clock.Mono())
+	return c.h.Snapshot(c.srv)
+}
+
+// resetStats is CONFIG RESETSTAT's part: every connection's INFO
+// statistics, the closed connections' and the running batch's.
+func (c *Ctx) resetStats() {
+	c.publish(c.h.clock.Mono())
+	for _, cl := range c.srv.Clients() {
+		sessionOf(cl).stats.reset()
+	}
+	c.h.obs.retiredMu.Lock()
+	c.h.obs.retired.reset()
+	c.h.obs.retiredMu.Unlock()
+	c.h.obs.opsMu.Lock()
+	c.h.obs.opsSamples, c.h.obs.opsNext = [16]opsSample{}, 0
+	c.h.obs.opsMu.Unlock()
+}
+
+// opsPerSec is INFO's instantaneous_ops_per_sec: the commands per second
+// since the oldest of the last 16 samples (taken when INFO or /metrics
+// read the total, at least 100 ms apart), as Redis's average of its last
+// 16 samples.
+func (o *observability) opsPerSec(total int64) int64 {
+	now := time.Now()
+	o.opsMu.Lock()
+	defer o.opsMu.Unlock()
+	last := o.opsSamples[(o.opsNext+len(o.opsSamples)-1)%len(o.opsSamples)]
+	if last.at.IsZero() || now.Sub(last.at) >= 100*time.Millisecond {
+		o.opsSamples[o.opsNext] = opsSample{at: now, total: total}
+		o.opsNext = (o.opsNext + 1) % len(o.opsSamples)
+	}
+	oldest := o.opsSamples[o.opsNext]
+	if oldest.at.IsZero() {
+		oldest = o.opsSamples[0]
+	}
+	dt := now.Sub(oldest.at).Seconds()
+	if oldest.at.IsZero() || dt <= 0 || total < oldest.total {
+		return 0
+	}
+	return int64(float64(total-oldest.total) / dt)
+}
+
+// sortedErrors returns the error codes in order, for INFO errorstats.
+func sortedErrors(m map[string]int64) []string {
+	codes := make([]string, 0, len(m))
+	for k := range m {
+		codes = append(codes, k)
+	}
+	sort.Strings(codes)
+	return codes
+}
+
+// The slow log's and latency tracking's CONFIG parameters, with Redis's
+// names and ranges.
+func init() {
+	o := func(c *Ctx) *observability { return &c.h.obs }
+	configParams["slowlog-log-slower-than"] = rangedParam(func(c *Ctx) int64 { return o(c).slowlog.threshold.Load() },
+		resp.ParseInt, -1, 1<<63-1, func(c *Ctx, n int64) {
+			o(c).slowlog.threshold.Store(n)
+			o(c).slowAll.Store(n == 0)
+		})
+	configParams["slowlog-max-len"] = rangedParam(func(c *Ctx) int64 { return o(c).slowlog.maxLen.Load() },
+		resp.ParseInt, 0, 1<<63-1, func(c *Ctx, n int64) { o(c).slowlog.maxLen.Store(n) })
+	configParams["latency-monitor-threshold"] = rangedParam(func(c *Ctx) int64 { return o(c).latency.threshold.Load() },
+		resp.ParseInt, 0, 1<<63-1, func(c *Ctx, n int64) { o(c).latency.threshold.Store(n) })
+	configParams["latency-tracking"] = configParam{
+		get:   func(c *Ctx) string { return yesNo(o(c).tracking.Load()) },
+		parse: parseYesNo,
+		set:   func(c *Ctx, n int64, _ []byte) { o(c).tracking.Store(n == 1) },
+		bad:   resp.ErrConfigYesNo,
+	}
+	configParams["latency-tracking-info-percentiles"] = configParam{
+		get: func(c *Ctx) string {
+			var s []string
+			for _, p := range *o(c).percentiles.Load() {
+				s = append(s, strconv.FormatFloat(p, 'f', -1, 64))
+			}
+			return strings.Join(s, " ")
+		},
+		parse: func(v []byte) (int64, bool) { _, ok := parsePercentiles(v); return 0, ok },
+		set: func(c *Ctx, _ int64, v []byte) {
+			ps, _ := parsePercentiles(v)
+			o(c).percentiles.Store(&ps)
+		},
+	}
+}
+
+// parsePercentiles parses latency-tracking-info-percentiles: numbers from
+// 0 to 100 separated by spaces (none is allowed).
+func parsePercentiles(v []byte) ([]float64, bool) {
+	ps := []float64{}
+	for _, f := range strings.Fields(string(v)) {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p > 100 {
+			return nil, false
+		}
+		ps = append(ps, p)
+	}
+	return ps, true
+}
+
+// InfoFields returns the fields of INFO's sections named (lower case), as
+// INFO would answer them: for the Prometheus exporter.
+func (h *Handler) InfoFields(srv *resp.Server, sections ...string) map[string]string {
+	c := &Ctx{h: h, srv: srv, sess: &Session{stats: newConnStats(len(h.table.all))}}
+	out := map[string]string{}
+	for _, sec := range c.infoSections(func(name string, _ bool) bool { return slices.Contains(sections, strings.ToLower(name)) }) {
+		for _, f := range sec.fields {
+			out[f[0]] = f[1]
+		}
+	}
+	return out
+}
+
+// SlowlogLen returns the number of entries in the slow log.
+func (h *Handler) SlowlogLen() int {
+	h.obs.slowlog.mu.Lock()
+	defer h.obs.slowlog.mu.Unlock()
+	return len(h.obs.slowlog.entries)
+}
+
+// Ready reports whether the node serves what it should (/readyz): in
+// cluster mode once it knows a topology, and on a replica once its link
+// to the primary is up and synchronised; why not when it does not.
+func (h *Handler) Ready() (bool, string) {
+	st := h.cfg.Cluster
+	if st == nil {
+		return true, ""
+	}
+	v := st.View()
+	if v == nil || v.Topo == nil || v.Topo.Version == 0 {
+		return false, "no cluster topology yet"
+	}
+	if st.Fenced() {
+		return false, "fenced: its etcd lease is not renewed"
+	}
+	if v.Self.Replica {
+		link := "connect"
+		if r := h.cfg.Replication; r != nil {
+			link = r.Link()
+		}
+		if link != "connected" {
+			return false, "replica not caught up with its primary (link: " + link + ")"
+		}
+	}
+	return true, ""
+}
