@@ -165,7 +165,17 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 			{"protocol_errors", i64(srv.ProtocolErrors)},
 		}
 	})
-	add("Replication", true, c.replicationInfo)
+	add("Replication", true, func() [][2]string {
+		f := c.replicationInfo()
+		if h.cfg.Replication == nil && h.cfg.Cluster == nil {
+			// A standalone server: a primary without replicas, as Redis's.
+			f = append(f, [][2]string{{"master_failover_state", "no-failover"}, {"master_replid", runID},
+				{"master_replid2", "0000000000000000000000000000000000000000"}, {"master_repl_offset", "0"},
+				{"second_repl_offset", "-1"}, {"repl_backlog_active", "0"}, {"repl_backlog_size", "0"},
+				{"repl_backlog_first_byte_offset", "0"}, {"repl_backlog_histlen", "0"}}...)
+		}
+		return f
+	})
 	add("CPU", true, cpuInfo)
 	add("Modules", true, func() [][2]string { return nil })
 	add("Commandstats", false, func() [][2]string {
