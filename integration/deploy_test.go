@@ -345,3 +345,105 @@ func TestDockerfilesAgree(t *testing.T) {
 		t.Fatalf("the Dockerfile's ARG VERSION default is not %s: %q", command.Version, published)
 	}
 }
+
+// composeCommand returns how to run Compose here: the docker compose
+// plugin, or the docker-compose program (Debian's docker-compose, which
+// scripts/setup.sh installs).
+func composeCommand(t *testing.T) []string {
+	t.Helper()
+	if exec.Command("docker", "compose", "version").Run() == nil {
+		return []string{"docker", "compose"}
+	}
+	if _, err := exec.LookPath("docker-compose"); err == nil {
+		return []string{"docker-compose"}
+	}
+	t.Fatalf("neither docker compose nor docker-compose: run scripts/setup.sh as root (it installs Debian's docker-compose)")
+	return nil
+}
+
+const composeFile = "../deploy/compose/docker-compose.yml"
+
+// compose runs Compose on composeFile (and more files) with env added.
+func compose(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cc := composeCommand(t)
+	cmd := exec.Command(cc[0], append(cc[1:], args...)...)
+	cmd.Env = append(cleanEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// composeService is what the checks read of a service in the resolved
+// configuration (docker compose config).
+type composeService struct {
+	Image       string
+	Build       struct{ Context string }
+	Command     []string
+	Environment map[string]string
+	Volumes     []json.RawMessage
+	DependsOn   map[string]struct{ Condition string } `json:"depends_on"`
+	Profiles    []string
+}
+
+func TestDeployCompose(t *testing.T) {
+	// The password is required: nodes reach each other in protected mode.
+	if out, err := compose(t, nil, "-f", composeFile, "config", "-q"); err == nil || !strings.Contains(out, "set RLSERVER_REQUIREPASS") {
+		t.Fatalf("config without RLSERVER_REQUIREPASS: %v %s; want an error asking for it", err, out)
+	}
+	out, err := compose(t, []string{"RLSERVER_REQUIREPASS=s3cret"}, "-f", composeFile, "config")
+	if err != nil {
+		t.Fatalf("docker compose config: %v\n%s", err, out)
+	}
+	resolved := filepath.Join(t.TempDir(), "resolved.yml")
+	if err := os.WriteFile(resolved, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct{ Services map[string]composeService }
+	if err := json.Unmarshal(yamlDocs(t, resolved)[0], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cfg.Services["etcd"]; !ok {
+		t.Fatalf("no etcd service")
+	}
+	repo, _ := filepath.Abs("..")
+	names := map[string]bool{}
+	volumes := map[string]bool{}
+	for i := 1; i <= 6; i++ {
+		name := "rlserver-" + strconv.Itoa(i)
+		s, ok := cfg.Services[name]
+		if !ok {
+			t.Fatalf("no service %s", name)
+		}
+		if s.Build.Context != repo {
+			t.Fatalf("%s builds %q, want the repository (%s)", name, s.Build.Context, repo)
+		}
+		if s.Environment["RLSERVER_REQUIREPASS"] != "s3cret" || s.DependsOn["etcd"].Condition != "service_healthy" {
+			t.Fatalf("%s: environment %v, depends_on %v; want the password and a healthy etcd", name, s.Environment, s.DependsOn)
+		}
+		flags := flagsOf(t, s.Command)
+		knownFlags(t, name, flags)
+		if flags["--announce-host"] != name || flags["--cluster-etcd"] != "etcd:2379" ||
+			flags["--cluster-replicas"] != "1" || flags["--cluster-name"] == "" || flags["--dir"] != "/data" {
+			t.Fatalf("%s: flags %v; want --announce-host %s, --cluster-etcd etcd:2379, --cluster-replicas 1, a --cluster-name, --dir /data", name, flags, name)
+		}
+		names[flags["--cluster-name"]] = true
+		if len(s.Volumes) != 1 {
+			t.Fatalf("%s: volumes %s, want one at /data", name, s.Volumes)
+		}
+		var short string
+		var long struct{ Source, Target string }
+		if json.Unmarshal(s.Volumes[0], &short) == nil {
+			src, target, _ := strings.Cut(short, ":")
+			long.Source, long.Target = src, strings.Split(target, ":")[0]
+		} else if err := json.Unmarshal(s.Volumes[0], &long); err != nil {
+			t.Fatal(err)
+		}
+		if long.Target != "/data" || volumes[long.Source] {
+			t.Fatalf("%s: volume %s at %s; want its own volume at /data", name, long.Source, long.Target)
+		}
+		volumes[long.Source] = true
+	}
+	if len(names) != 1 {
+		t.Fatalf("the nodes name %d clusters, want one: %v", len(names), names)
+	}
+}

@@ -9,7 +9,8 @@
 #   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
 #   (php-cli, php-redis), and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
-# - etcd (etcd-server), which the etcd-run cluster tests start;
+# - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
+#   (etcd-client), which the compose test's etcd image holds;
 # - Docker (docker.io) for the container test, docker-compose and PyYAML
 #   (python3-yaml) for the deploy/ checks; it starts dockerd when no daemon
 #   answers.
@@ -25,6 +26,7 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 /usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || need+=(python3-yaml)
 if ! command -v php >/dev/null 2>&1; then
