@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,13 +110,34 @@ type k8sContainer struct {
 		Name      string
 		MountPath string `json:"mountPath"`
 	} `json:"volumeMounts"`
+	Ports []struct {
+		Name          string
+		ContainerPort int `json:"containerPort"`
+	}
 	StartupProbe   *k8sProbe `json:"startupProbe"`
 	ReadinessProbe *k8sProbe `json:"readinessProbe"`
 	LivenessProbe  *k8sProbe `json:"livenessProbe"`
 }
 
 type k8sProbe struct {
-	Exec struct{ Command []string }
+	Exec    struct{ Command []string }
+	HTTPGet struct {
+		Path string
+		Port any // a number or a port's name
+	} `json:"httpGet"`
+}
+
+// port returns the number of a probe's port, given by number or name.
+func (c k8sContainer) port(p any) string {
+	if name, ok := p.(string); ok {
+		for _, cp := range c.Ports {
+			if cp.Name == name {
+				return strconv.Itoa(cp.ContainerPort)
+			}
+		}
+		return ""
+	}
+	return fmt.Sprint(p)
 }
 
 // selects reports whether a selector (a Service's map, or matchLabels)
@@ -261,10 +283,16 @@ func TestDeployKubernetes(t *testing.T) {
 	if err := json.Unmarshal([]byte(entry), &entrypoint); err != nil || len(entrypoint) != 1 {
 		t.Fatalf("Dockerfile ENTRYPOINT %s: want one path", entry)
 	}
-	for name, p := range map[string]*k8sProbe{"startup": c.StartupProbe, "readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+	for name, p := range map[string]*k8sProbe{"startup": c.StartupProbe, "liveness": c.LivenessProbe} {
 		if p == nil || !slices.Equal(p.Exec.Command, []string{entrypoint[0], "--healthcheck"}) {
 			t.Fatalf("%s probe %+v, want exec %s --healthcheck", name, p, entrypoint[0])
 		}
+	}
+	// Readiness is /readyz on the port --metrics-addr serves.
+	_, metricsPort, _ := strings.Cut(flags["--metrics-addr"], ":")
+	ready := c.ReadinessProbe
+	if ready == nil || ready.HTTPGet.Path != "/readyz" || c.port(ready.HTTPGet.Port) != metricsPort {
+		t.Fatalf("readiness probe %+v, want GET /readyz on --metrics-addr's port %s", ready, metricsPort)
 	}
 	if user := dockerfileLine(t, "../Dockerfile", "USER"); user != "65532:65532" ||
 		sts.Spec.Template.Spec.SecurityContext.RunAsUser != 65532 || sts.Spec.Template.Spec.SecurityContext.FSGroup != 65532 {
