@@ -13,7 +13,9 @@
 #   (etcd-client), which the compose test's etcd image holds;
 # - Docker (docker.io) for the container test, docker-compose and PyYAML
 #   (python3-yaml) for the deploy/ checks; it starts dockerd when no daemon
-#   answers.
+#   answers;
+# - then, from the Go module proxy, redis_exporter for the test that has it
+#   scrape rlserver (scripts/redis-exporter.sh, into .cache/).
 # As root it installs what is missing (apt-get update only then); otherwise
 # through sudo when sudo needs no password, else it lists what is missing
 # with the command that installs it and exits 1. Safe to run again.
@@ -113,3 +115,7 @@ if [ ! -d "$node_dir/node_modules" ]; then
     (cd "$node_dir" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
   fi
 fi
+
+# redis_exporter, built from the Go module proxy, for the test that has it
+# scrape rlserver.
+./scripts/redis-exporter.sh
