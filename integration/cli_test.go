@@ -16,7 +16,7 @@ import (
 func cli(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := serverCommand(args...)
-	cmd.Env = append(append(cleanEnv(), cmd.Env...), env...)
+	cmd.Env = append(withoutRLServerVars(cmd.Env), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -28,14 +28,21 @@ func cli(t *testing.T, env []string, args ...string) (stdout, stderr string, cod
 
 // cleanEnv is the test's environment without RLSERVER_* variables, so
 // that one set where the tests run changes nothing.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
+func cleanEnv() []string { return withoutRLServerVars(nil) }
+
+// withoutRLServerVars returns env (the test's environment when nil)
+// without RLSERVER_* variables.
+func withoutRLServerVars(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	var out []string
+	for _, kv := range env {
 		if !strings.HasPrefix(kv, "RLSERVER_") {
-			env = append(env, kv)
+			out = append(out, kv)
 		}
 	}
-	return env
+	return out
 }
 
 func TestCLIVersion(t *testing.T) {
@@ -134,7 +141,7 @@ func TestCLIHealthcheck(t *testing.T) {
 
 	// RLSERVER_HEALTHCHECK does not turn a server into a check: it serves.
 	cmd := serverCommand("--port", "0", "--dir", "")
-	cmd.Env = append(append(cleanEnv(), cmd.Env...), "RLSERVER_HEALTHCHECK=true", "RLSERVER_VERSION=true")
+	cmd.Env = append(withoutRLServerVars(cmd.Env), "RLSERVER_HEALTHCHECK=true", "RLSERVER_VERSION=true")
 	other, err := startCmd(t, "", cmd)
 	if err != nil {
 		t.Fatal(err)
