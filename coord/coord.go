@@ -219,15 +219,21 @@ func (c *Coord) fence(ctx context.Context) {
 	}
 }
 
-// Close leaves: the lease is revoked, so the node's registration goes.
+// Close leaves: the lease is revoked (within a second: etcd may be gone),
+// so the node's registration goes. The client closes before the
+// goroutines are awaited: an election campaign cancelled resigns with the
+// client's own context, which only closing it ends.
 func (c *Coord) Close() {
 	c.cancel()
 	c.mu.Lock()
-	sess := c.sess
+	sess, lease := c.sess, c.lease
 	c.mu.Unlock()
-	sess.Close()
-	c.wg.Wait()
+	sess.Orphan()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	c.cli.Revoke(ctx, lease)
+	cancel()
 	c.cli.Close()
+	c.wg.Wait()
 }
 
 // follow adopts every newer topology the document holds.
