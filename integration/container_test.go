@@ -92,8 +92,8 @@ func TestContainerImage(t *testing.T) {
 	locked := t.TempDir()
 	name := "rlserver-it-" + id
 	if out, err := dockerErr("run", "--name", name+"-locked", "-v", locked+":/data", image); err == nil ||
-		!strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "permission denied") {
-		t.Fatalf("a /data the user cannot write: %v %s; want exit 1 and permission denied", err, out)
+		!strings.Contains(err.Error(), "exit status 1") || !strings.Contains(err.Error(), "permission denied (rlserver runs as uid 65532, gid 65532") {
+		t.Fatalf("a /data the user cannot write: %v %s; want exit 1, permission denied and the uid", err, out)
 	}
 	dockerErr("rm", "-f", name+"-locked")
 

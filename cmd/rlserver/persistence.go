@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log"
+	"os"
 
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/shard"
@@ -26,6 +29,11 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 	}
 	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, DiskReserve: reserve, Logger: log.Printf})
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			// Most often a host directory mounted into the container,
+			// owned by someone else than the image's user.
+			return nil, fmt.Errorf("cannot open data directory %q: %w (rlserver runs as uid %d, gid %d: the directory must be writable by them)", o.dir, err, os.Getuid(), os.Getgid())
+		}
 		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
 	}
 	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
