@@ -180,3 +180,39 @@ func fileOwner(t *testing.T, path string) int {
 	}
 	return int(fi.Sys().(*syscall.Stat_t).Uid)
 }
+
+// TestDockerBuildContext: the published Dockerfile's build stage cannot
+// run here (its golang base image cannot be pulled), so this sends the
+// repository to Docker as that build would, through .dockerignore, and
+// builds the server from what arrived: nothing the build needs is left
+// out, and the history, node_modules and local data stay out.
+func TestDockerBuildContext(t *testing.T) {
+	requireDocker(t)
+	id := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	image := "rlserver-it-context:" + id
+	build := exec.Command("docker", "build", "-q", "-t", image, "-f", "-", "..")
+	build.Stdin = strings.NewReader("FROM scratch\nCOPY . /src\n")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("docker build of the context: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
+	cid := docker(t, "create", image, "none")
+	t.Cleanup(func() { dockerErr("rm", "-f", cid) })
+	dir := t.TempDir()
+	export := exec.Command("sh", "-c", "docker export "+cid+" | tar -x -C "+dir)
+	if out, err := export.CombinedOutput(); err != nil {
+		t.Fatalf("docker export: %v\n%s", err, out)
+	}
+	src := filepath.Join(dir, "src")
+	for _, gone := range []string{".git", "integration/clients/node/node_modules", "data"} {
+		if _, err := os.Stat(filepath.Join(src, gone)); err == nil {
+			t.Fatalf("%s is in the build context; .dockerignore should leave it out", gone)
+		}
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "rlserver"), "./cmd/rlserver")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/rlserver in the build context: %v\n%s", err, out)
+	}
+}
