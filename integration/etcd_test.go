@@ -28,9 +28,19 @@ func startEtcd(t *testing.T) string {
 	ports := freePorts(t, 2)
 	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	cmd := exec.Command("etcd", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+	args := []string{"--data-dir", filepath.Join(t.TempDir(), "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "default="+peer)
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer}
+	endpoint := "127.0.0.1:" + strconv.Itoa(ports[0])
+	runEtcd(t, endpoint, args)
+	return endpoint
+}
+
+// runEtcd starts etcd with args (again, for a restart) and waits until it
+// serves.
+func runEtcd(t *testing.T, endpoint string, args []string) {
+	t.Helper()
+	cmd := exec.Command("etcd", args...)
 	logs := &logBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -46,11 +56,10 @@ func startEtcd(t *testing.T) string {
 	eventually(t, "etcd to serve", func() bool {
 		return strings.Contains(logs.String(), "ready to serve client requests")
 	})
-	endpoint := "127.0.0.1:" + strconv.Itoa(ports[0])
 	etcdMu.Lock()
 	etcdProcs[endpoint] = cmd.Process
+	etcdArgs[endpoint] = args
 	etcdMu.Unlock()
-	return endpoint
 }
 
 // TestEtcdClusterForms: six rlservers given only an etcd endpoint form a
@@ -338,6 +347,7 @@ func findEtcd(t *testing.T, endpoint string) *os.Process {
 var (
 	etcdMu    sync.Mutex
 	etcdProcs = map[string]*os.Process{}
+	etcdArgs  = map[string][]string{}
 )
 
 // TestEtcdFailoverWithWaitLosesNothing: decisions each followed by
