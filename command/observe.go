@@ -54,6 +54,14 @@ func (o *observability) init(cfg *SlowlogConfig, ncmds int) {
 	o.tracking.Store(true)
 }
 
+// observed reports whether a duration (ns) goes to the slow log or the
+// latency monitor.
+func (o *observability) observed(d int64) bool {
+	th := o.slowlog.threshold.Load()
+	lat := o.latency.threshold.Load()
+	return th >= 0 && d/1000 >= th || lat > 0 && d/1e6 >= lat
+}
+
 // retire folds a closing connection's statistics into the totals.
 func (o *observability) retire(s *connStats) {
 	o.retiredMu.Lock()

@@ -206,11 +206,12 @@ type batchStats struct {
 	shared  int64 // commands sharing the rest of the batch's time
 	n       int   // entries used
 	ent     [8]batchEntry
+	gen     uint32      // publications so far: entries were reset when it changed
 	cur     *batchEntry // the running command's entry
 	curCmd  *Command    // the running command (nil: unknown)
 	curArgs [][]byte    // its arguments
-	// The last command sharing the batch's time, for the slow log.
-	lastCmd  *Command
+	// The arguments of the last command sharing the batch's time, for the
+	// slow log.
 	lastArgs [][]byte
 	npfx     int
 	pfx      [4]pfxEntry
@@ -278,15 +279,15 @@ type prefixTable struct {
 // first ':'. A connection remembers the last prefix it looked up, so a
 // client deciding on one kind of key pays a short compare, not a lookup.
 func (c *Ctx) prefixIndex(key []byte) int {
+	pc := &c.pfx
+	if n := pc.n; n > 0 && len(key) > n && key[n] == ':' && string(key[:n]) == string(pc.buf[:n]) {
+		return pc.idx // the last prefix again (it has no ':' of its own)
+	}
 	i := bytes.IndexByte(key, ':')
 	if i <= 0 || i > maxPrefixLen {
 		return otherPrefix
 	}
 	p := key[:i]
-	pc := &c.pfx
-	if pc.n > 0 && string(p) == string(pc.buf[:pc.n]) {
-		return pc.idx
-	}
 	pc.idx = c.h.obs.prefixOf(p)
 	pc.n = copy(pc.buf[:], p)
 	return pc.idx
@@ -333,14 +334,21 @@ func (h *observability) prefixOf(p []byte) int {
 func (c *Ctx) beginCommand(cmd *Command, args [][]byte) {
 	b := &c.batch
 	if !b.started {
-		b.started = true
-		m := c.h.clock.Mono()
-		b.start = m
-		if c.now == 0 {
-			c.now = c.h.clock.At(m)
-		}
+		c.startBatch()
 	}
 	b.curCmd, b.curArgs = cmd, args
+}
+
+// startBatch reads the clock at a batch's first command, for its time and
+// for Ctx.Now.
+func (c *Ctx) startBatch() {
+	b := &c.batch
+	b.started = true
+	m := c.h.clock.Mono()
+	b.start = m
+	if c.now == 0 {
+		c.now = c.h.clock.At(m)
+	}
 }
 
 // reject answers an error raised before the command ran (counted as the
@@ -361,16 +369,19 @@ func (c *Ctx) reject(msg string) {
 // run runs cmd, counting the call, its time and whether it failed.
 func (c *Ctx) run(cmd *Command, args [][]byte) {
 	b := &c.batch
-	if b.cur = b.entry(cmd); b.cur == nil {
+	e := b.entry(cmd)
+	if e == nil {
 		c.publish(c.h.clock.Mono())
-		b.cur = b.entry(cmd)
+		e = b.entry(cmd)
 	}
+	b.cur = e
+	gen := b.gen
 	start := len(c.W.Buf)
 	if cmd.timedAlone || c.h.obs.slowAll.Load() {
 		t0 := c.h.clock.Mono()
 		cmd.Run(c, args)
 		d := c.h.clock.Mono() - t0
-		e := c.entryAfter(cmd)
+		e = c.entryAfter(cmd, e, gen)
 		b.timedNs += d
 		e.timed++
 		e.timedNs += d
@@ -378,24 +389,27 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 		c.h.obs.slowlog.observe(c, cmd, args, d, t0)
 	} else {
 		cmd.Run(c, args)
-		e := c.entryAfter(cmd)
+		e = c.entryAfter(cmd, e, gen)
 		e.shared++
 		b.shared++
-		b.lastCmd, b.lastArgs = cmd, args
+		b.lastArgs = args
 	}
 	if len(c.W.Buf) > start && c.W.Buf[start] == '-' {
-		c.entryAfter(cmd).failed++
+		e.failed++
 		c.sess.stats.addError(string(errorCode(c.W.Buf[start+1:])), 1)
 	}
 	b.cur = nil
 }
 
-// entryAfter returns cmd's batch entry after it ran: EXEC's commands use
-// the batch's entries too, and a command may have published the batch.
-func (c *Ctx) entryAfter(cmd *Command) *batchEntry {
+// entryAfter returns cmd's batch entry after it ran, e when the batch was
+// not published meanwhile (it was at generation gen): EXEC's commands and
+// commands reading the statistics publish it.
+func (c *Ctx) entryAfter(cmd *Command, e *batchEntry, gen uint32) *batchEntry {
 	b := &c.batch
-	e := b.entry(cmd)
-	if e == nil {
+	if b.gen == gen && b.n > 0 {
+		return e
+	}
+	if e = b.entry(cmd); e == nil {
 		c.publish(c.h.clock.Mono())
 		e = b.entry(cmd)
 	}
@@ -478,16 +492,21 @@ func (c *Ctx) publish(now int64) {
 		}
 	}
 	c.publishPrefixes()
-	if b.shared > 0 && b.lastCmd != nil {
+	if d := share * b.shared; b.lastArgs != nil && c.h.obs.observed(d) {
 		// A batch of commands sharing its time is one entry of the slow log
 		// (its last command) when that time is over the threshold.
-		c.h.obs.slowlog.observe(c, b.lastCmd, b.lastArgs, share*b.shared, b.start)
+		if last := c.h.table.lookup(b.lastArgs[0], &c.lower); last != nil {
+			if last.subIndex != nil && len(b.lastArgs) > 1 && last.sub(b.lastArgs[1]) != nil {
+				last = last.sub(b.lastArgs[1])
+			}
+			c.h.obs.slowlog.observe(c, last, b.lastArgs, d, b.start)
+		}
 	}
 	var running *Command
 	if b.cur != nil {
 		running = b.cur.cmd
 	}
-	*b = batchStats{started: true, start: now, curCmd: b.curCmd, curArgs: b.curArgs}
+	*b = batchStats{started: true, start: now, curCmd: b.curCmd, curArgs: b.curArgs, gen: b.gen + 1}
 	if running != nil {
 		// Published mid-command (a batch of more different commands than
 		// it holds, or a command reading the statistics): the running
@@ -502,6 +521,6 @@ func (c *Ctx) endBatch() int64 {
 	now := c.h.clock.Mono()
 	c.publish(now)
 	c.batch.started = false
-	c.batch.curCmd, c.batch.curArgs, c.batch.lastArgs = nil, nil, nil
+	c.batch.curCmd, c.batch.curArgs = nil, nil
 	return now
 }

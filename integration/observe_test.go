@@ -380,6 +380,31 @@ func TestSlowlogAndLatency(t *testing.T) {
 	do(t, c, "PING").equal("PONG")
 	do(t, c, "SLOWLOG", "LEN").equal(0)
 	do(t, c, "CONFIG", "SET", "slowlog-log-slower-than", "-2").errIs("ERR CONFIG SET failed (possibly related to argument 'slowlog-log-slower-than') - argument must be between -1 and 9223372036854775807 inclusive")
+	// A pipelined batch of fast commands is timed as a whole: one entry
+	// (its last command) per batch over the threshold, not one per command.
+	do(t, c, "CONFIG", "SET", "slowlog-log-slower-than", "1").equal("OK")
+	do(t, c, "SLOWLOG", "RESET").equal("OK")
+	pipe := c.Pipeline()
+	for i := range 200 {
+		pipe.Do(ctx, "CL.THROTTLE", "batch:"+strconv.Itoa(i), 1000, 1, 60)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	batches, _ := c.Do(ctx, "SLOWLOG", "GET", -1).Slice()
+	throttles := 0
+	for _, e := range batches {
+		if args := e.([]any)[3].([]any); args[0] == "CL.THROTTLE" {
+			throttles++
+			if e.([]any)[2].(int64) < 1 {
+				t.Fatalf("a batch entry under the threshold: %v", e)
+			}
+		}
+	}
+	if throttles < 1 || throttles > 4 {
+		t.Fatalf("200 pipelined commands made %d slow log entries, want one per batch:\n%v", throttles, batches)
+	}
+	do(t, c, "CONFIG", "SET", "slowlog-log-slower-than", "-1").equal("OK")
 	help, _ := c.Do(ctx, "SLOWLOG", "HELP").StringSlice()
 	if len(help) == 0 || !strings.HasPrefix(help[0], "SLOWLOG <subcommand>") {
 		t.Fatalf("SLOWLOG HELP = %q", help)
@@ -449,7 +474,7 @@ func TestSlowlogAndLatency(t *testing.T) {
 	// LATENCY LATEST: nothing while the monitor is off; a KEYS over many
 	// keys (over 1 ms) is a "command" event once it is on.
 	do(t, c, "LATENCY", "LATEST").equal([]any{})
-	pipe := c.Pipeline()
+	pipe = c.Pipeline()
 	for i := range 100000 {
 		pipe.Do(ctx, "CL.THROTTLE", "many:"+strconv.Itoa(i), 10, 1, 60)
 	}
