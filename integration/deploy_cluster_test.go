@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,7 +67,9 @@ func etcdImage(t *testing.T, tag string) {
 // deploy/docker/build-scratch.sh, etcd from Debian's binaries): the six
 // nodes form a cluster through etcd by themselves, a cluster client that
 // resolves the announced service names gets its decisions, every node
-// becomes healthy, and docker compose stop stops each with exit code 0.
+// becomes healthy; a primary stopped is replaced by its replica, which
+// holds every decision, and rejoins as a replica when started again; and
+// docker compose stop stops each node with exit code 0.
 func TestDeployComposeCluster(t *testing.T) {
 	requireDocker(t)
 	composeCommand(t)
@@ -129,10 +132,13 @@ func TestDeployComposeCluster(t *testing.T) {
 	if len(addrs) != 6 {
 		t.Fatalf("docker ps lists %d rlserver containers, want 6:\n%s", len(addrs), ps)
 	}
+	var addrsMu sync.Mutex // addrs changes when a container starts again
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		addrsMu.Lock()
 		if a, ok := addrs[addr]; ok {
 			addr = a
 		}
+		addrsMu.Unlock()
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
@@ -145,19 +151,27 @@ func TestDeployComposeCluster(t *testing.T) {
 		if err != nil || !strings.Contains(info, "cluster_state:ok") {
 			return fmt.Errorf("CLUSTER INFO: %q %v", info, err)
 		}
+		// (A node that registered late may have been given slots moved
+		// from others: a primary can serve several ranges.)
 		slots, err := node.ClusterSlots(ctx).Result()
-		if err != nil || len(slots) != 3 {
-			return fmt.Errorf("CLUSTER SLOTS: %v %v", slots, err)
+		if err != nil {
+			return fmt.Errorf("CLUSTER SLOTS: %v", err)
 		}
+		primaries, covered := map[string]bool{}, 0
 		for _, s := range slots {
 			if len(s.Nodes) != 2 {
 				return fmt.Errorf("CLUSTER SLOTS: %v", slots)
 			}
 			for _, n := range s.Nodes {
-				if _, ok := addrs[n.Addr]; !ok {
+				if _, ok := containers[n.Addr]; !ok {
 					return fmt.Errorf("CLUSTER SLOTS %v: %s is not an announced service name", slots, n.Addr)
 				}
 			}
+			primaries[s.Nodes[0].Addr] = true
+			covered += int(s.End-s.Start) + 1
+		}
+		if len(primaries) != 3 || covered != 16384 {
+			return fmt.Errorf("CLUSTER SLOTS: %d primaries, %d slots: %v", len(primaries), covered, slots)
 		}
 		return nil
 	}
@@ -172,14 +186,15 @@ func TestDeployComposeCluster(t *testing.T) {
 	}
 	t.Logf("%v: formed", time.Since(began).Round(time.Millisecond))
 
-	// A cluster client routes decisions by slot across the primaries.
+	// A cluster client routes decisions by slot across the primaries (one
+	// token a day: what is taken stays taken for the rest of the test).
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"rlserver-1:6379"}, Password: "s3cret", Dialer: dial})
 	t.Cleanup(func() { cc.Close() })
 	for i := 0; i < 30; i++ {
 		key := fmt.Sprintf("user:%d", i)
-		got, err := cc.Do(ctx, "CL.THROTTLE", key, 9, 10, 60).Slice()
-		if err != nil || fmt.Sprint(got) != "[0 10 9 -1 6]" {
-			t.Fatalf("CL.THROTTLE %s = %v %v, want [0 10 9 -1 6]", key, got, err)
+		got, err := cc.Do(ctx, "CL.THROTTLE", key, 9, 1, "1d").Slice()
+		if err != nil || fmt.Sprint(got) != "[0 10 9 -1 86400]" {
+			t.Fatalf("CL.THROTTLE %s = %v %v, want [0 10 9 -1 86400]", key, got, err)
 		}
 	}
 
@@ -191,6 +206,62 @@ func TestDeployComposeCluster(t *testing.T) {
 	}
 
 	t.Logf("%v: decisions made, every node healthy", time.Since(began).Round(time.Millisecond))
+
+	// docker compose stop of a primary (deploy/README.md): it exits 0 and
+	// its replica, which WAIT says holds every decision, takes over.
+	slots, err := node.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := slots[0].Nodes[0].Addr, slots[0].Nodes[1].Addr
+	pc := redis.NewClient(&redis.Options{Addr: primary, Password: "s3cret", Dialer: dial})
+	if n, err := pc.Do(ctx, "WAIT", 1, 5000).Int(); n != 1 || err != nil {
+		t.Fatalf("WAIT 1 5000 on %s = %d %v, want 1", primary, n, err)
+	}
+	pc.Close()
+	docker(t, "stop", "--time", "30", containers[primary]) // as compose stop does, without its start-up time
+	if code := docker(t, "inspect", "--format", "{{.State.ExitCode}}", containers[primary]); code != "0" {
+		t.Fatalf("%s exited %s after docker compose stop, want 0", primary, code)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica, Password: "s3cret", Dialer: dial, MaxRetries: -1})
+	t.Cleanup(func() { rc.Close() })
+	// roles returns the nodes serving slot 0 as rc sees them, primary first.
+	roles := func() string {
+		slots, err := rc.ClusterSlots(ctx).Result()
+		if err != nil {
+			return err.Error()
+		}
+		for _, s := range slots {
+			if s.Start == 0 {
+				var nodes []string
+				for _, n := range s.Nodes {
+					nodes = append(nodes, n.Addr)
+				}
+				return strings.Join(nodes, " ")
+			}
+		}
+		return fmt.Sprint(slots)
+	}
+	eventually(t, replica+" to be promoted", func() bool { return roles() == replica })
+	t.Logf("%v: %s stopped, %s promoted", time.Since(began).Round(time.Millisecond), primary, replica)
+	// Every decision made before is there: the second one leaves 8.
+	cc2 := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{replica}, Password: "s3cret", Dialer: dial})
+	t.Cleanup(func() { cc2.Close() })
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprintf("user:%d", i)
+		got, err := cc2.Do(ctx, "CL.THROTTLE", key, 9, 1, "1d").Slice()
+		if err != nil || len(got) != 5 || fmt.Sprint(got[:4]) != "[0 10 8 -1]" {
+			t.Fatalf("CL.THROTTLE %s after the failover = %v %v, want [0 10 8 -1 ...]", key, got, err)
+		}
+	}
+	// Started again, the old primary rejoins as the replica.
+	docker(t, "start", containers[primary])
+	ip := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", containers[primary])
+	addrsMu.Lock()
+	addrs[primary] = net.JoinHostPort(ip, "6379")
+	addrsMu.Unlock()
+	eventually(t, primary+" to rejoin as a replica", func() bool { return roles() == replica+" "+primary })
+	t.Logf("%v: %s rejoined as a replica", time.Since(began).Round(time.Millisecond), primary)
 
 	// SIGTERM to every node: each leaves etcd, flushes and exits 0.
 	run("stop", "-t", "30")
