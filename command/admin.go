@@ -296,9 +296,15 @@ func cmdConfigResetStat(c *Ctx, args [][]byte) {
 
 // totalCommands is the INFO stats total_commands_processed.
 func (c *Ctx) totalCommands() int64 {
+	// As Snapshot: a closing connection counts once, in its own count
+	// or, once retired, in doneCmds.
+	c.h.obs.retiredMu.Lock()
+	defer c.h.obs.retiredMu.Unlock()
 	n := c.h.doneCmds.Load()
 	for _, other := range c.srv.Clients() {
-		n += sessionOf(other).cmds.Load()
+		if s := sessionOf(other); !s.stats.retired.Load() {
+			n += s.cmds.Load()
+		}
 	}
 	return n
 }

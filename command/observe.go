@@ -63,9 +63,13 @@ func (o *observability) observed(d int64) bool {
 }
 
 // retire folds a closing connection's statistics into the totals.
-func (o *observability) retire(s *connStats) {
+// cmds (the connection's command count) goes to done (the handler's
+// count of closed connections') in the same step.
+func (o *observability) retire(s *connStats, cmds int64, done *atomic.Int64) {
 	o.retiredMu.Lock()
+	done.Add(cmds)
 	o.retired.fold(s)
+	s.retired.Store(true) // under the lock: Snapshot counts it once
 	o.retiredMu.Unlock()
 }
 
@@ -148,12 +152,16 @@ func (s *CmdStats) samples() uint64 {
 // Snapshot merges the statistics of srv's connections with those of
 // closed ones. Safe to call from any goroutine.
 func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
-	all := make([]*connStats, 0, 16)
-	for _, cl := range srv.Clients() {
-		all = append(all, sessionOf(cl).stats)
-	}
+	// Under the lock, a connection closing is counted either in its own
+	// statistics or, once retired, in the totals: never twice, never not.
 	h.obs.retiredMu.Lock()
 	defer h.obs.retiredMu.Unlock()
+	all := make([]*connStats, 0, 16)
+	for _, cl := range srv.Clients() {
+		if st := sessionOf(cl).stats; !st.retired.Load() {
+			all = append(all, st)
+		}
+	}
 	all = append(all, h.obs.retired)
 	cmds := make([]*CmdStats, len(h.table.all))
 	var pfx [maxPrefixes + 1][2]int64

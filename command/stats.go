@@ -96,6 +96,8 @@ type connStats struct {
 
 	errMu sync.Mutex
 	errs  map[string]int64 // error replies by code (the first word)
+
+	retired atomic.Bool // folded into the totals of closed connections
 }
 
 func newConnStats(n int) *connStats { return &connStats{cmds: make([]atomic.Pointer[cmdCounters], n)} }

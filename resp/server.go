@@ -245,10 +245,13 @@ func (s *Server) SetMaxClients(n int64) { s.maxConns.Store(n) }
 
 // forget drops a closed connection from the server's books.
 func (s *Server) forget(c *Conn) {
+	// The session closes while the connection is still listed, so that
+	// its statistics move to the closed connections' totals before it
+	// leaves the list (Clients): readers never miss them.
+	c.sess.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	c.sess.Close()
 	s.wg.Done()
 }
 
