@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/rlserver/rlserver/cluster"
 )
 
 // TestEtcdRestart: etcd killed and started again (down for a quarter of a
@@ -252,4 +254,78 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 		total += a.sent
 	}
 	t.Logf("%d decisions admitted; on the killed primary's keys %d lost in the failover, bound %d (admitted after the last WAIT)", total, lost, bound)
+}
+
+// TestEtcdForget: in a cluster of three primaries without replicas, a
+// primary is killed. CLUSTER FORGET refuses a running node, an unknown
+// one, and the dead one while its lease lasts; then its slots are spread
+// over the two others, which serve every slot: their own keys with their
+// states, the dead node's fresh. (That a dead primary keeps its slots
+// until forgotten is TestReconcileForget's.)
+func TestEtcdForget(t *testing.T) {
+	// Not parallel: a busy machine would starve the 3 s leases.
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 3, "--cluster-replicas", "0")
+	cc := c.clusterClient(t)
+	keys := keysOverSlots(30)
+	throttle := func(cc *redis.ClusterClient, k string) []int64 {
+		r, err := cc.Do(ctx, "CL.THROTTLE", "fg:"+k, "9", "1", "3600").Int64Slice()
+		if err != nil {
+			t.Fatalf("CL.THROTTLE fg:%s: %v", k, err)
+		}
+		return r
+	}
+	for _, k := range keys {
+		if r := throttle(cc, k); r[2] != 9 {
+			t.Fatalf("fg:%s: %v", k, r)
+		}
+	}
+	victim := c.primaryOf(t, 0, 3443)
+	onVictim := map[string]bool{}
+	for _, k := range keys {
+		onVictim[k] = c.primaryOf(t, 0, cluster.Slot([]byte("fg:"+k))) == victim
+	}
+	survivor := c.Nodes[(victim+1)%3].client(t, 2)
+	victimID := c.Nodes[victim].client(t, 2).Do(ctx, "CLUSTER", "MYID").Val().(string)
+	runningID := survivor.Do(ctx, "CLUSTER", "MYID").Val().(string)
+	c.Nodes[victim].kill()
+	if err := survivor.Do(ctx, "CLUSTER", "FORGET", runningID).Err(); err == nil || !strings.Contains(err.Error(), "is running") {
+		t.Fatalf("CLUSTER FORGET of a running node: %v", err)
+	}
+	if err := survivor.Do(ctx, "CLUSTER", "FORGET", strings.Repeat("a", 40)).Err(); err == nil || !strings.Contains(err.Error(), "Unknown node") {
+		t.Fatalf("CLUSTER FORGET of an unknown node: %v", err)
+	}
+	// Refused while its lease lasts (it is registered until then).
+	eventually(t, "CLUSTER FORGET of the dead primary to be accepted", func() bool {
+		err := survivor.Do(ctx, "CLUSTER", "FORGET", victimID).Err()
+		if err != nil && !strings.Contains(err.Error(), "is running") {
+			t.Fatalf("CLUSTER FORGET of the dead primary: %v", err)
+		}
+		return err == nil
+	})
+	others := []*redis.Client{c.Nodes[(victim+1)%3].client(t, 2), c.Nodes[(victim+2)%3].client(t, 2)}
+	for i, o := range others {
+		eventually(t, fmt.Sprintf("survivor %d to serve every slot with two nodes", i), func() bool {
+			info, err := o.ClusterInfo(ctx).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:2\r\n") &&
+				strings.Contains(info, "cluster_slots_assigned:16384\r\n")
+		})
+	}
+	cc2 := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[(victim+1)%3].Addr}})
+	defer cc2.Close()
+	// Keys of the surviving shards kept their states; the forgotten
+	// node's are fresh.
+	lost := 0
+	for _, k := range keys {
+		want := int64(8)
+		if onVictim[k] {
+			want, lost = 9, lost+1
+		}
+		if r := throttle(cc2, k); r[2] != want {
+			t.Fatalf("fg:%s after the forget: %v, want %d left", k, r, want)
+		}
+	}
+	if lost == 0 || lost == len(keys) {
+		t.Fatalf("%d of %d keys were on the forgotten node", lost, len(keys))
+	}
 }
