@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // Command statistics (INFO commandstats, latencystats, errorstats, SLOWLOG,
@@ -76,8 +77,9 @@ func (cc *cmdCounters) reset() {
 }
 
 // maxPrefixes bounds the key prefixes decisions are counted by; decisions
-// on keys of further prefixes, keys without ':' and prefixes longer than
-// maxPrefixLen are counted as "other".
+// on keys of further prefixes, keys without ':', prefixes longer than
+// maxPrefixLen and prefixes that are not printable UTF-8 are counted as
+// "other".
 const (
 	maxPrefixes  = 64
 	maxPrefixLen = 32
@@ -318,7 +320,7 @@ func (h *observability) prefixOf(p []byte) int {
 	if i, ok := t.index[string(p)]; ok {
 		return i
 	}
-	if len(t.names) >= maxPrefixes {
+	if len(t.names) >= maxPrefixes || !labelSafe(p) {
 		return otherPrefix
 	}
 	nt := &prefixTable{index: make(map[string]int, len(t.index)+1), names: append(t.names[:len(t.names):len(t.names)], string(p))}
@@ -329,6 +331,20 @@ func (h *observability) prefixOf(p []byte) int {
 	nt.index[string(p)] = i
 	h.prefixes.Store(nt)
 	return i
+}
+
+// labelSafe reports whether a key prefix can be a Prometheus label value
+// as it is: printable UTF-8 (keys are binary).
+func labelSafe(p []byte) bool {
+	if !utf8.Valid(p) {
+		return false
+	}
+	for _, r := range string(p) {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
 }
 
 // beginCommand is exec's bookkeeping before a command looked up as cmd

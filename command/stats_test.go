@@ -106,3 +106,30 @@ func TestStatsOfBatches(t *testing.T) {
 		t.Errorf("prefixes %v", pfx)
 	}
 }
+
+// TestPrefixesBounded: prefixes are registered until maxPrefixes, and a
+// prefix that cannot be a label value (binary keys) is "other".
+func TestPrefixesBounded(t *testing.T) {
+	c, _ := testConn(0)
+	for _, k := range []string{"\xff\xfe:k", "a\nb:k", "nocolon", ":empty", strings.Repeat("p", maxPrefixLen+1) + ":k"} {
+		if i := c.prefixIndex([]byte(k)); i != otherPrefix {
+			t.Errorf("prefix of %q = %d, want other", k, i)
+		}
+	}
+	for i := range maxPrefixes + 3 {
+		want := i
+		if i >= maxPrefixes {
+			want = otherPrefix
+		}
+		k := fmt.Sprintf("p%d:x", i)
+		if got := c.prefixIndex([]byte(k)); got != want {
+			t.Fatalf("prefix of %q = %d, want %d", k, got, want)
+		}
+		if got := c.prefixIndex([]byte(k + ":y")); got != want { // cached
+			t.Fatalf("prefix of %q again = %d, want %d", k, got, want)
+		}
+	}
+	if got := c.prefixIndex([]byte("p3:z")); got != 3 {
+		t.Fatalf("prefix p3 = %d after others, want 3", got)
+	}
+}

@@ -153,11 +153,18 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
+	// A sample whose labels cannot be written (not UTF-8) is left out:
+	// a scrape never panics.
+	send := func(m prometheus.Metric, err error) {
+		if err == nil {
+			ch <- m
+		}
+	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+		send(prometheus.NewConstMetric(d, prometheus.CounterValue, v, labels...))
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+		send(prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
 	snap := src.h.Snapshot(src.srv)
 	for i := range snap.Commands {
@@ -178,7 +185,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 		for j, u := range upper {
 			buckets[u.Seconds()] = cum[j]
 		}
-		ch <- prometheus.MustNewConstHistogram(dLatency, cum[len(cum)-1], cs.Duration.Seconds(), buckets, cs.Name)
+		send(prometheus.NewConstHistogram(dLatency, cum[len(cum)-1], cs.Duration.Seconds(), buckets, cs.Name))
 	}
 	for _, p := range snap.Prefixes {
 		counter(dDecisionsPrefix, float64(p.Allowed), p.Prefix, "allowed")
