@@ -44,7 +44,7 @@ type State struct {
 // NewStatic reads the static topology file and finds the node announced at
 // host:port in it.
 func NewStatic(file, host string, port int) (*State, error) {
-	t, err := ParseFile(file)
+	t, err := parseStatic(file)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *State) Watch(fn func(old, new *View)) {
 // newer than the current one; adopted tells whether it did. An invalid
 // file, or one that no longer names this node as it is, changes nothing.
 func (s *State) Reload() (adopted bool, err error) {
-	t, err := ParseFile(s.file)
+	t, err := parseStatic(s.file)
 	if err != nil {
 		return false, err
 	}
@@ -180,3 +180,18 @@ func (s *State) SetGate(g *Gate) { s.gate.Store(g) }
 
 // Gate returns the gate, nil when no slot is on the move here.
 func (s *State) Gate() *Gate { return s.gate.Load() }
+
+// parseStatic reads a static topology file: slots move only in an
+// etcd-run cluster, whose coordinator writes the imports.
+func parseStatic(file string) (*Topology, error) {
+	t, err := ParseFile(file)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range t.Shards {
+		if len(s.Importing) > 0 {
+			return nil, fmt.Errorf("%s: shard %d: \"importing\" is for an etcd-run cluster (--cluster-etcd): a static topology moves slots by a new version", file, i)
+		}
+	}
+	return t, nil
+}

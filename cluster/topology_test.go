@@ -131,3 +131,34 @@ func TestLoadNodeID(t *testing.T) {
 		t.Fatalf("given id: %q %v", got, err)
 	}
 }
+
+// TestParseImports: an import names another shard that serves every slot
+// it moves, each slot moving once; a static topology file has none.
+func TestParseImports(t *testing.T) {
+	doc := func(importing string) string {
+		return `{"version": 2, "shards": [
+ {"id": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[0, 16383]], "primary": {"id": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "host": "h", "port": 1}},
+ {"id": "dddddddddddddddddddddddddddddddddddddddd", "slots": [], "primary": {"id": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", "host": "h", "port": 2},
+  "importing": ` + importing + `}]}`
+	}
+	topo, err := Parse([]byte(doc(`[{"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[8192, 16383]]}]`)))
+	if err != nil || !topo.Complete() || topo.Owner(16383) != 0 || topo.ShardByID(strings.Repeat("d", 40)) != 1 {
+		t.Fatalf("a valid import: %v", err)
+	}
+	for _, bad := range []string{
+		`[{"from": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "slots": [[0, 1]]}]`,                                                                          // no such shard
+		`[{"from": "dddddddddddddddddddddddddddddddddddddddd", "slots": [[0, 1]]}]`,                                                                          // itself
+		`[{"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": []}]`,                                                                                // nothing
+		`[{"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[0, 16384]]}]`,                                                                      // out of range
+		`[{"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[0, 5]]}, {"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[5, 6]]}]`, // twice
+	} {
+		if _, err := Parse([]byte(doc(bad))); err == nil {
+			t.Fatalf("accepted importing %s", bad)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "topology.json")
+	os.WriteFile(file, []byte(doc(`[{"from": "cccccccccccccccccccccccccccccccccccccccc", "slots": [[8192, 16383]]}]`)), 0o644)
+	if _, err := NewStatic(file, "h", 1); err == nil || !strings.Contains(err.Error(), "importing") {
+		t.Fatalf("a static topology with an import: %v", err)
+	}
+}

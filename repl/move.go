@@ -77,6 +77,7 @@ func (n *Node) followMoves(v *cluster.View) {
 			continue
 		}
 		delete(n.movers, k)
+		delete(n.handed, k) // a new target has not been handed anything
 		close(m.quit)
 		m.closeConn()
 		if !ok {
