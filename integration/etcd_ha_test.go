@@ -145,7 +145,9 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 				tag = "user1000"
 			}
 			keys[i] = fmt.Sprintf("{%s}.ul%d", tag, i)
+			mu.Lock() // the clients started before use the map
 			books[keys[i]] = &acct{}
+			mu.Unlock()
 		}
 		home, err := cc.MasterForKey(ctx, keys[0])
 		if err != nil {
