@@ -195,7 +195,7 @@ func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
 		}
 		st.errMu.Lock()
 		for code, n := range st.errs {
-			errs[code] += n
+			errs[code] += *n
 		}
 		st.errMu.Unlock()
 	}

@@ -97,7 +97,7 @@ type connStats struct {
 	prefix atomic.Pointer[prefixCounters]
 
 	errMu sync.Mutex
-	errs  map[string]int64 // error replies by code (the first word)
+	errs  map[string]*int64 // error replies by code (the first word)
 
 	retired atomic.Bool // folded into the totals of closed connections
 }
@@ -125,14 +125,19 @@ func (s *connStats) prefixes() *prefixCounters {
 	return p
 }
 
-// addError counts an error reply by its code.
-func (s *connStats) addError(code string, n int64) {
+// addError counts an error reply by its code; only a code not seen
+// before allocates.
+func (s *connStats) addError(code []byte, n int64) {
 	s.errMu.Lock()
-	if s.errs == nil {
-		s.errs = make(map[string]int64)
-	}
-	if _, ok := s.errs[code]; ok || len(s.errs) < maxErrorCodes {
-		s.errs[code] += n
+	if p := s.errs[string(code)]; p != nil {
+		*p += n
+	} else if len(s.errs) < maxErrorCodes {
+		if s.errs == nil {
+			s.errs = make(map[string]*int64)
+		}
+		p := new(int64) // not &n: n would live on the heap at every call
+		*p = n
+		s.errs[string(code)] = p
 	}
 	s.errMu.Unlock()
 }
@@ -183,7 +188,7 @@ func (s *connStats) fold(o *connStats) {
 	}
 	o.errMu.Lock()
 	for code, n := range o.errs {
-		s.addError(code, n)
+		s.addError([]byte(code), *n)
 	}
 	o.errMu.Unlock()
 }
@@ -381,7 +386,7 @@ func (c *Ctx) reject(msg string) {
 	if cmd := c.batch.curCmd; cmd != nil {
 		st.counters(cmd.id).rejected.Add(1)
 	}
-	st.addError(string(errorCode([]byte(msg))), 1)
+	st.addError(errorCode([]byte(msg)), 1)
 }
 
 // run runs cmd, counting the call, its time and whether it failed.
@@ -414,7 +419,7 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 	}
 	if len(c.W.Buf) > start && c.W.Buf[start] == '-' {
 		e.failed++
-		c.sess.stats.addError(string(errorCode(c.W.Buf[start+1:])), 1)
+		c.sess.stats.addError(errorCode(c.W.Buf[start+1:]), 1)
 	}
 	b.cur = nil
 }

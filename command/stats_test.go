@@ -133,3 +133,20 @@ func TestPrefixesBounded(t *testing.T) {
 		t.Fatalf("prefix p3 = %d after others, want 3", got)
 	}
 }
+
+// TestErrorsAllocateNothing: counting an error reply of a code seen before
+// allocates nothing.
+func TestErrorsAllocateNothing(t *testing.T) {
+	c, _ := testConn(0)
+	c.exec(argsOf("CL.THROTTLE", "k", "1", "1", "60"))
+	wrong := argsOf("CL.TOKENBUCKET", "k", "1", "1", "1")
+	c.exec(wrong)
+	c.EndBatch()
+	if n := testing.AllocsPerRun(100, func() {
+		c.W.Buf = c.W.Buf[:0]
+		c.exec(wrong)
+		c.EndBatch()
+	}); n != 0 {
+		t.Fatalf("%.1f allocations per WRONGTYPE", n)
+	}
+}
