@@ -91,9 +91,9 @@ type Shard struct {
 	evicted atomic.Int64 // keys removed by the memory bound
 	budget  atomic.Int64 // memory bound for this shard (0: none)
 
-	slotKeys []uint32 // in cluster mode: keys per hash slot (see Options.Cluster)
+	slotKeys []uint32         // in cluster mode: keys per hash slot (see Options.Cluster)
 	frozen   *cluster.SlotSet // slots whose keys no command may change (see Store.Freeze)
-	_        [64]byte // keep neighbouring shards' locks off one cache line
+	_        [64]byte         // keep neighbouring shards' locks off one cache line
 }
 
 // Lock locks the shard.
