@@ -662,10 +662,47 @@ func Reconcile(cur *cluster.Topology, members []Member, replicas int, ch Change)
 		addShard(t, m)
 		changed = true
 	}
+	if migrateReplicas(t, replicas) {
+		changed = true
+	}
 	if !changed {
 		return nil, nil
 	}
 	return cluster.NewTopology(cur.Version+1, t.Shards)
+}
+
+// migrateReplicas gives each shard with fewer than want replicas one
+// from a shard that has more than want (as Redis Cluster's replica
+// migration): the replica takes a full copy of its new shard. It prefers
+// a replica on another host than the new primary's. It reports whether it
+// moved any.
+func migrateReplicas(t *cluster.Topology, want int) bool {
+	moved := false
+	for i := range t.Shards {
+		s := &t.Shards[i]
+		for len(s.Replicas) < want {
+			donor := -1
+			for j := range t.Shards {
+				if n := len(t.Shards[j].Replicas); n > want && (donor < 0 || n > len(t.Shards[donor].Replicas)) {
+					donor = j
+				}
+			}
+			if donor < 0 {
+				return moved
+			}
+			d := &t.Shards[donor]
+			pick := len(d.Replicas) - 1
+			for k, r := range d.Replicas {
+				if r.Host != s.Primary.Host {
+					pick = k
+				}
+			}
+			s.Replicas = append(s.Replicas, d.Replicas[pick])
+			d.Replicas = append(d.Replicas[:pick:pick], d.Replicas[pick+1:]...)
+			moved = true
+		}
+	}
+	return moved
 }
 
 // lacking reports whether a shard has fewer than want replicas.

@@ -262,3 +262,30 @@ func TestReconcileForget(t *testing.T) {
 		t.Fatal("the forgotten node is still named")
 	}
 }
+
+// TestReconcileMigratesReplicas: a shard left without its replica (here a
+// new shard, after a failover took its only one) gets one from a shard
+// that has more than wanted, on another host than its primary when one
+// allows; nothing moves when no shard has a surplus.
+func TestReconcileMigratesReplicas(t *testing.T) {
+	ms := []Member{member(0, "h1"), member(1, "h2"), member(2, "h1"), member(3, "h2")}
+	topo, err := Form(ms[:3], 1) // one primary (h1) with two replicas (h2, h1)
+	if err != nil || len(topo.Shards) != 1 || len(topo.Shards[0].Replicas) != 2 {
+		t.Fatalf("form: %+v %v", topo, err)
+	}
+	// The fourth node: no shard lacks a replica, so it is a new shard's
+	// primary (h2), and takes a replica from the first, the one on h1.
+	v2, err := Reconcile(topo, ms, 1, Change{})
+	if err != nil || v2 == nil || len(v2.Shards) != 2 {
+		t.Fatalf("fourth: %+v %v", v2, err)
+	}
+	if len(v2.Shards[0].Replicas) != 1 || len(v2.Shards[1].Replicas) != 1 {
+		t.Fatalf("replicas %v and %v, want one each", v2.Shards[0].Replicas, v2.Shards[1].Replicas)
+	}
+	if r := v2.Shards[1].Replicas[0]; r.Host == v2.Shards[1].Primary.Host {
+		t.Fatalf("the migrated replica %v is on its new primary's host %s", r, v2.Shards[1].Primary.Host)
+	}
+	if v, err := Reconcile(v2, ms, 1, Change{}); v != nil || err != nil {
+		t.Fatalf("nothing to migrate: %+v %v", v, err)
+	}
+}
