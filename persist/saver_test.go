@@ -547,7 +547,9 @@ func (f *saverFixture) writeWhile(writers, perWriter, delEvery int, key func(w, 
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	for n, writing := 0, true; writing; n++ {
+	// At least four flushes, however fast the writers finish (without
+	// -race they may be done before the second).
+	for n, writing := 0, true; writing || n < 4; n++ {
 		select {
 		case <-done:
 			writing = false
