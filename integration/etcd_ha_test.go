@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +332,103 @@ func TestEtcdForget(t *testing.T) {
 	if lost == 0 || lost == len(keys) {
 		t.Fatalf("%d of %d keys were on the forgotten node", lost, len(keys))
 	}
+}
+
+// TestEtcdAbandonedMove: a node that registers and then dies before any
+// slot reached it (here a registration the test writes itself, for an
+// address that accepts connections and never answers) first gets a new
+// shard importing a share of the slots; once its lease expires, the shard
+// and its moves are dropped, the three primaries keep every slot, and the
+// clients that ran throughout saw no error and lost no decision.
+func TestEtcdAbandonedMove(t *testing.T) {
+	// Not parallel: a busy machine would starve the 3 s leases.
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 3, "--cluster-replicas", "0")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcd}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	type topo struct {
+		Version int64 `json:"version"`
+		Shards  []struct {
+			Importing []json.RawMessage `json:"importing"`
+		} `json:"shards"`
+	}
+	topology := func() topo {
+		r, err := cli.Get(ctx, "/rlserver/it/topology")
+		if err != nil || len(r.Kvs) != 1 {
+			t.Fatalf("reading the topology: %v", err)
+		}
+		var tp topo
+		if err := json.Unmarshal(r.Kvs[0].Value, &tp); err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	before := topology()
+	load := startLoad(t, c, 3, 100)
+
+	// A listener that never answers, registered as a member under a
+	// short lease that nobody renews.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var hmu sync.Mutex
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hmu.Lock()
+			held = append(held, nc)
+			hmu.Unlock()
+		}
+	}()
+	defer func() {
+		hmu.Lock()
+		for _, nc := range held {
+			nc.Close()
+		}
+		hmu.Unlock()
+	}()
+	lease, err := cli.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.Repeat("f", 40)
+	member := fmt.Sprintf(`{"id":%q,"host":"127.0.0.1","port":%d,"offset":0}`, id, ln.Addr().(*net.TCPAddr).Port)
+	if _, err := cli.Put(ctx, "/rlserver/it/nodes/"+id, member, clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a fourth shard importing slots", func() bool {
+		tp := topology()
+		return len(tp.Shards) == 4 && len(tp.Shards[3].Importing) == 3
+	})
+	eventually(t, "the fourth shard to be dropped once its lease expired", func() bool {
+		tp := topology()
+		if len(tp.Shards) != 3 {
+			return false
+		}
+		for _, s := range tp.Shards {
+			if len(s.Importing) > 0 {
+				t.Fatalf("an import is left: %+v", tp)
+			}
+		}
+		return tp.Version >= before.Version+2
+	})
+	for i, n := range c.Nodes {
+		cl := n.client(t, 2)
+		eventually(t, fmt.Sprintf("node %d to serve every slot with three nodes", i), func() bool {
+			info, err := cl.ClusterInfo(ctx).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3\r\n") &&
+				strings.Contains(info, fmt.Sprintf("cluster_current_epoch:%d\r\n", topology().Version))
+		})
+	}
+	load.after(20)
+	load.check(t, c.clusterClient(t))
 }
