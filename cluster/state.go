@@ -38,6 +38,7 @@ type State struct {
 	cur     atomic.Pointer[View]
 	fenceBy atomic.Int64 // Unix ns after which the node is fenced (0: never)
 	gate    atomic.Pointer[Gate]
+	leaving atomic.Bool
 	watches []func(old, new *View)
 }
 
@@ -92,13 +93,21 @@ func (s *State) view(t *Topology) (*View, error) {
 // its slots over, so that two primaries never serve one slot. Checked at every
 // keyed command, so a node frozen past its deadline serves nothing when it
 // runs again, before any goroutine could notice.
-func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(deadline.UnixNano()) }
+func (s *State) FenceAfter(deadline time.Time) {
+	if !s.leaving.Load() {
+		s.fenceBy.Store(deadline.UnixNano())
+	}
+}
 
 // Fenced reports whether the node is fenced.
 func (s *State) Fenced() bool {
 	d := s.fenceBy.Load()
-	return d != 0 && time.Now().UnixNano() > d
+	return d != 0 && time.Now().UnixNano() > d || s.leaving.Load()
 }
+
+// Leave fences the node for good: it is shutting down, and must serve no
+// key once another node may be given its slots.
+func (s *State) Leave() { s.leaving.Store(true) }
 
 // Orphan makes the node serve nothing, in a view of the given version: a
 // topology of that version no longer names it (another node took its

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -431,4 +432,98 @@ func TestEtcdAbandonedMove(t *testing.T) {
 	}
 	load.after(20)
 	load.check(t, c.clusterClient(t))
+}
+
+// TestEtcdGracefulStop: a primary stopped with SIGTERM serves no key once
+// it begins to leave, waits until its replica acknowledged every change,
+// and only then gives its lease up: the replica, promoted at once, admits
+// exactly what the limits had left. The replica is frozen (SIGSTOP) while
+// the decisions are made and resumed once the primary is leaving, so it
+// holds none of them unless the primary waits for it.
+func TestEtcdGracefulStop(t *testing.T) {
+	// Not parallel: a busy machine would starve the 3 s leases.
+	etcd := startEtcd(t)
+	c := etcdCluster(t, etcd, 6)
+	p := c.primaryOf(t, 0, 3443)
+	pc := c.Nodes[p].client(t, 2)
+	role, err := pc.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rport := role[2].([]any)[0].([]any)[1].(string)
+	r := -1
+	for i, n := range c.Nodes {
+		if strings.HasSuffix(n.Addr, ":"+rport) {
+			r = i
+		}
+	}
+	replica := c.Nodes[r].cmd.Process
+	if err := replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Signal(syscall.SIGCONT)
+	limiters := []struct {
+		cmd     []any
+		allowed func(r []int64) bool
+	}{
+		{[]any{"CL.THROTTLE", "{user1000}.gs.thr", "19", "1", "3600"}, func(r []int64) bool { return r[0] == 0 }},
+		{[]any{"CL.TOKENBUCKET", "{user1000}.gs.tb", "20", "1", "1h"}, func(r []int64) bool { return r[0] == 1 }},
+		{[]any{"CL.WINDOW", "{user1000}.gs.win", "20", "1h", "SLIDING"}, func(r []int64) bool { return r[0] == 1 }},
+	}
+	for _, l := range limiters {
+		for range 12 {
+			if r := do(t, pc, l.cmd...).ints(); !l.allowed(r) {
+				t.Fatalf("%v denied before the stop: %v", l.cmd, r)
+			}
+		}
+	}
+	// More changes than the socket buffers and the change stream's ring
+	// hold while the replica is frozen: unless the primary waits for it,
+	// they are lost with the primary.
+	const many = 60000
+	for i := 0; i < many; i += 1000 {
+		pipe := pc.Pipeline()
+		for j := i; j < i+1000; j++ {
+			pipe.Do(ctx, "CL.TOKENBUCKET", fmt.Sprintf("{user1000}.gs.k%d", j), "5", "1", "1h")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Nodes[p].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the primary to begin leaving", func() bool {
+		return strings.Contains(c.Nodes[p].logs.String(), "shutting down")
+	})
+	if err := pc.Do(ctx, limiters[0].cmd...).Err(); err == nil {
+		t.Fatal("a leaving primary made a decision")
+	}
+	replica.Signal(syscall.SIGCONT)
+	if code := c.Nodes[p].wait(t); code != 0 {
+		t.Fatalf("the primary exited with %d", code)
+	}
+	rc := c.Nodes[r].client(t, 2)
+	eventually(t, "the replica to be promoted", func() bool {
+		role, err := rc.Do(ctx, "ROLE").Slice()
+		return err == nil && role[0] == "master"
+	})
+	eventually(t, "the promoted node to take decisions", func() bool {
+		return rc.Do(ctx, "CL.THROTTLE", "{user1000}.gs.probe", "1", "1", "1").Err() == nil
+	})
+	for _, l := range limiters {
+		admitted := 0
+		for range 20 {
+			if l.allowed(do(t, rc, l.cmd...).ints()) {
+				admitted++
+			}
+		}
+		if admitted != 8 {
+			t.Errorf("%v: the promoted replica admitted %d, want exactly the 8 the limit had left", l.cmd[0], admitted)
+		}
+	}
+	// The 3 limiters, the probe, and the many keys.
+	if n := rc.ClusterCountKeysInSlot(ctx, 3443).Val(); n != many+4 {
+		t.Errorf("the promoted replica holds %d keys of slot 3443, want %d", n, many+4)
+	}
 }

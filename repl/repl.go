@@ -168,6 +168,22 @@ func (n *Node) Offset() int64 {
 	return sum
 }
 
+// Drain waits, on a primary, until each replica linked to it has
+// acknowledged every change made so far, or timeout; it returns how many
+// did and how many there are.
+func (n *Node) Drain(timeout time.Duration) (acked, replicas int) {
+	if n.isReplica() {
+		return 0, 0
+	}
+	n.mu.Lock()
+	replicas = len(n.links)
+	n.mu.Unlock()
+	if replicas == 0 {
+		return 0, 0
+	}
+	return n.Wait(replicas, timeout), replicas
+}
+
 // Wait returns how many replicas acknowledged every change made before
 // it, waiting up to timeout (0: for ever; negative: not at all) for want
 // of them. Links are nudged to send at once.

@@ -455,7 +455,16 @@ func run(args []string) int {
 		code = 1
 	}
 	if stopCluster != nil {
-		stopCluster() // leave etcd first: the lease goes at once
+		// Leaving an etcd-run cluster: serve no key from now on, let the
+		// replicas acknowledge every change, then give the lease up, so
+		// that the replica promoted at once holds every decision made here.
+		commands.Cluster().Leave()
+		if replication != nil {
+			if acked, n := replication.Drain(5 * time.Second); acked < n {
+				log.Printf("cluster: leaving with %d of %d replicas holding every change", acked, n)
+			}
+		}
+		stopCluster()
 	}
 	if replication != nil {
 		replication.Close()
