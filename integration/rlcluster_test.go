@@ -127,7 +127,7 @@ func keysOverSlots(n int) []string {
 // serve reads after READONLY; the topology commands agree with the file.
 func TestClusterRouting(t *testing.T) {
 	t.Parallel()
-	c := startRLCluster(t)
+	c := startRLCluster(t, "--repl-backlog-size", "2mb", "--shards", "4")
 	cc := c.clusterClient(t)
 	keys := keysOverSlots(150)
 	perShard := [3]int{}
@@ -235,7 +235,8 @@ func TestClusterRouting(t *testing.T) {
 	}
 	do(t, c.Nodes[3].client(t, 2), "ROLE").equal(fmt.Sprintf("[slave 127.0.0.1 %d connected %v]", c.Ports[0], role[1]))
 	for i, want := range map[int][]string{
-		0: {"role:master", "connected_slaves:1", fmt.Sprintf("slave0:ip=127.0.0.1,port=%d,state=online,offset=", c.Ports[3])},
+		0: {"role:master", "connected_slaves:1", fmt.Sprintf("slave0:ip=127.0.0.1,port=%d,state=online,offset=", c.Ports[3]),
+			"repl_backlog_size:8388608\r\n"}, // --repl-backlog-size 2mb per keyspace shard, 4 shards
 		3: {"role:slave", fmt.Sprintf("master_port:%d", c.Ports[0]), "master_link_status:up", "master_sync_in_progress:0"},
 	} {
 		info := fmt.Sprint(do(t, c.Nodes[i].client(t, 2), "INFO", "replication").val)

@@ -339,6 +339,6 @@ func (n *Node) Info() [][2]string {
 		{"master_failover_state", "no-failover"}, {"master_replid", n.replid},
 		{"master_replid2", "0000000000000000000000000000000000000000"}, {"master_repl_offset", off},
 		{"second_repl_offset", "-1"}, {"repl_backlog_active", "1"},
-		{"repl_backlog_size", strconv.Itoa(shard.DefaultFeedBytes * n.cfg.Store.NumShards())},
+		{"repl_backlog_size", strconv.Itoa(n.cfg.Store.FeedBytes() * n.cfg.Store.NumShards())},
 	}...)
 }

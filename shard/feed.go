@@ -210,11 +210,7 @@ func (s *Store) Subscribe() *Feed {
 		sh := &s.shards[i]
 		sh.Lock()
 		if sh.feed.subs == 0 {
-			size := 1 << 10
-			for size < s.feedBytes {
-				size <<= 1
-			}
-			sh.feed.buf = make([]byte, size)
+			sh.feed.buf = make([]byte, s.FeedBytes())
 			sh.feed.tail = sh.feed.head
 		}
 		sh.feed.subs++

@@ -69,6 +69,16 @@ func (s *Store) SubscribeAt(pos []uint64) *Feed {
 	return f
 }
 
+// FeedBytes returns the size of each shard's change stream ring while
+// someone subscribes (a power of two, at least Options.FeedBytes).
+func (s *Store) FeedBytes() int {
+	size := 1 << 10
+	for size < s.feedBytes {
+		size <<= 1
+	}
+	return size
+}
+
 // Heads appends every shard's stream position (the bytes it ever held) to
 // dst: what WAIT waits for its replicas to have.
 func (s *Store) Heads(dst []uint64) []uint64 {

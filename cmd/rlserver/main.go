@@ -38,6 +38,7 @@ type options struct {
 	shards       int
 	requirepass  string
 	maxmemory    string
+	backlog      string
 	diskReserve  string
 	maxBulk      string
 	queryLimit   string
@@ -91,6 +92,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.shards, "shards", shard.DefaultShards(), "keyspace shards (a power of two)")
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
+	fs.StringVar(&o.backlog, "repl-backlog-size", "1mb", "cluster mode: the change stream a primary keeps per keyspace shard for replicas that reconnect or lag (bytes, or 1mb, 64mb); a replica further behind takes a full copy")
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
 	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb)")
 	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
@@ -260,6 +262,11 @@ func run(args []string) int {
 		log.Printf("error: --maxmemory: %v", err)
 		return 2
 	}
+	backlog, err := parseBytes(o.backlog)
+	if err != nil || backlog < 16<<10 || backlog > 1<<30 {
+		log.Printf("error: --repl-backlog-size must be between 16kb and 1gb")
+		return 2
+	}
 	maxBulk, err := parseBytes(o.maxBulk)
 	if err != nil || maxBulk < 1024 || maxBulk > 512<<20 {
 		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
@@ -285,7 +292,8 @@ func run(args []string) int {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	clock := shard.NewClock()
-	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != ""})
+	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != "",
+		FeedBytes: int(backlog)})
 
 	mserver, err := o.obs.startMetrics()
 	if err != nil {
