@@ -483,7 +483,7 @@ func startLoad(t *testing.T, c *rlCluster, n, nkeys int) *load {
 	}
 	l := &load{keys: keys, stop: make(chan struct{}), sent: map[string]int64{}, rounds: make([]int64, n), workers: n}
 	for w := range n {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}, MaxRedirects: 8})
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}}) // default MaxRedirects (3)
 		t.Cleanup(func() { cc.Close() })
 		l.wg.Add(1)
 		go func() {
