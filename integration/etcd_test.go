@@ -30,7 +30,10 @@ func startEtcd(t *testing.T) string {
 	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	args := []string{"--data-dir", filepath.Join(t.TempDir(), "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
-		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer}
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "default=" + peer,
+		// A single member elects itself after one election timeout, at
+		// every start: a short one restarts it quickly (TestEtcdRestart).
+		"--heartbeat-interval", "25", "--election-timeout", "250"}
 	endpoint := "127.0.0.1:" + strconv.Itoa(ports[0])
 	runEtcd(t, endpoint, args)
 	return endpoint
