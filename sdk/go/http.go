@@ -1,0 +1,118 @@
+package rlserver
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// MiddlewareOptions configure Middleware.
+type MiddlewareOptions struct {
+	Limiter Limiter
+	// Policy names the quota policy in the RateLimit fields (default "default").
+	Policy string
+	// Key derives the limited key from the request (client IP, API key,
+	// user id); "" lets the request through unlimited. Default: KeyByIP.
+	Key func(*http.Request) string
+	// Cost is the units a request takes (default 1).
+	Cost func(*http.Request) int64
+	// XRateLimit also sets X-RateLimit-Limit, -Remaining and -Reset.
+	XRateLimit bool
+	// Denied answers a denied request after the headers are set (default:
+	// 429 with a short text body).
+	Denied http.Handler
+	// Error answers when the limiter fails and the failure policy is
+	// FailError (default: 503).
+	Error func(http.ResponseWriter, *http.Request, error)
+}
+
+// Middleware limits an http.Handler: each request's key is decided by the
+// limiter, the RateLimit and RateLimit-Policy fields
+// (draft-ietf-httpapi-ratelimit-headers-11) are set, and a denied request
+// gets 429 with Retry-After.
+func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
+	if o.Policy == "" {
+		o.Policy = "default"
+	}
+	if o.Key == nil {
+		o.Key = KeyByIP
+	}
+	if o.Denied == nil {
+		o.Denied = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "rate limit exceeded", http.StatusTooManyRequests)
+		})
+	}
+	if o.Error == nil {
+		o.Error = func(w http.ResponseWriter, _ *http.Request, _ error) {
+			http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := o.Key(r)
+			if key == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			n := int64(1)
+			if o.Cost != nil {
+				n = o.Cost(r)
+			}
+			d, err := o.Limiter.Decide(r.Context(), key, n)
+			if err != nil {
+				o.Error(w, r, err)
+				return
+			}
+			SetHeaders(w.Header(), o.Policy, o.Limiter.Window(), d, o.XRateLimit)
+			if !d.Allowed {
+				o.Denied.ServeHTTP(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// ceilSeconds rounds a duration up to whole seconds.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// SetHeaders sets the response fields for decision d under the named policy:
+//
+//	RateLimit-Policy: "<policy>";q=<limit>;w=<window s>
+//	RateLimit: "<policy>";r=<remaining>;t=<reset after s>
+//	Retry-After: <retry after s>        (denied, unless it can never succeed)
+//	X-RateLimit-Limit/-Remaining/-Reset (if x; Reset in seconds from now)
+//
+// Seconds are rounded up, so a client never retries early.
+func SetHeaders(h http.Header, policy string, window time.Duration, d Decision, x bool) {
+	name := strconv.Quote(policy)
+	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	remaining := strconv.FormatInt(d.Remaining, 10)
+	limit := strconv.FormatInt(d.Limit, 10)
+	h.Set("RateLimit-Policy", name+";q="+limit+";w="+strconv.FormatInt(max(1, ceilSeconds(window)), 10))
+	h.Set("RateLimit", name+";r="+remaining+";t="+reset)
+	if !d.Allowed && d.RetryAfter != Never {
+		h.Set("Retry-After", strconv.FormatInt(max(1, ceilSeconds(d.RetryAfter)), 10))
+	}
+	if x {
+		h.Set("X-RateLimit-Limit", limit)
+		h.Set("X-RateLimit-Remaining", remaining)
+		h.Set("X-RateLimit-Reset", reset)
+	}
+}
+
+// KeyByIP keys requests by the client's IP address (RemoteAddr without the
+// port). Behind a proxy, derive the key from the header the proxy sets.
+func KeyByIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
