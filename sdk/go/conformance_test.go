@@ -312,4 +312,3 @@ func writeCases(t *testing.T, f confFile) {
 		t.Fatal(err)
 	}
 }
-

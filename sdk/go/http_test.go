@@ -59,7 +59,7 @@ func TestMiddlewareHeaders(t *testing.T) {
 	if rec.Body.String() != "rate limit exceeded\n" {
 		t.Errorf("429 body %q", rec.Body.String())
 	}
-	check(get("k2"), 200, fields("1", "1")) // another key, another bucket
+	check(get("k2"), 200, fields("1", "1"))  // another key, another bucket
 	check(get(""), 200, map[string]string{}) // no key: not limited, no fields
 	advance(t, rdb, 1000)
 	check(get("k1"), 200, fields("0", "2"))
