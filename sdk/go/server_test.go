@@ -99,7 +99,8 @@ func (s *server) stop() {
 
 // client returns a go-redis client for s, closed at the end of the test.
 func (s *server) client(t testing.TB) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	// One dial attempt: a stopped server fails the call at once.
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
