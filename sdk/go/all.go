@@ -50,8 +50,7 @@ func (c *Client) All(ctx context.Context, cost int64, rules ...Rule) (AllDecisio
 		}
 		ad.Decisions[i] = d
 		if r.b.rule == "ACQUIRE" && d.Allowed {
-			id, _ := arr[i+1].([]any)[5].(string)
-			ad.Leases[i] = &Lease{c: c, s: r.b.s, key: r.key, n: cost, ID: id}
+			ad.Leases[i] = &Lease{c: c, s: r.b.s, key: r.key, n: cost, ID: leaseID(arr[i+1])}
 		}
 	}
 	return ad, nil

@@ -1,6 +1,7 @@
 package rlserver
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -28,7 +29,7 @@ type MiddlewareOptions struct {
 }
 
 // Middleware limits an http.Handler: each request's key is decided by the
-// limiter, the RateLimit and RateLimit-Policy fields
+// limiter (a Concurrency limiter holds a lease while the handler runs), the RateLimit and RateLimit-Policy fields
 // (draft-ietf-httpapi-ratelimit-headers-11) are set, and a denied request
 // gets 429 with Retry-After.
 func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
@@ -59,7 +60,18 @@ func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
 			if o.Cost != nil {
 				n = o.Cost(r)
 			}
-			d, err := o.Limiter.Decide(r.Context(), key, n)
+			var d Decision
+			var err error
+			if cc, ok := o.Limiter.(*Concurrency); ok {
+				// A concurrency limit holds its lease for the request only.
+				var lease *Lease
+				lease, d, err = cc.Acquire(r.Context(), key, n)
+				if lease != nil {
+					defer lease.Release(context.WithoutCancel(r.Context()))
+				}
+			} else {
+				d, err = o.Limiter.Decide(r.Context(), key, n)
+			}
 			if err != nil {
 				o.Error(w, r, err)
 				return

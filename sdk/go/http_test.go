@@ -159,3 +159,55 @@ func TestLeaseScopedRelease(t *testing.T) {
 		t.Errorf("Release of an expired lease: %v %v", ok, err)
 	}
 }
+
+func TestMiddlewareConcurrencyReleases(t *testing.T) {
+	srv := startServer(t)
+	rdb := srv.client(t)
+	setClock(t, rdb, epochMs)
+	cc := New(rdb, Options{}).Concurrency(1, time.Minute)
+	var inner *httptest.ResponseRecorder
+	var h http.Handler
+	h = Middleware(MiddlewareOptions{Limiter: cc, Key: func(*http.Request) string { return "one" }})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if inner == nil { // while this request holds the lease, another is denied
+				inner = httptest.NewRecorder()
+				h.ServeHTTP(inner, httptest.NewRequest("GET", "/", nil))
+			}
+		}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 200 || inner.Code != 429 || inner.Header().Get("Retry-After") != "60" {
+		t.Errorf("outer %d, inner %d (Retry-After %q)", rec.Code, inner.Code, inner.Header().Get("Retry-After"))
+	}
+	if d, _ := cc.Decide(context.Background(), "one", 0); d.Remaining != 1 {
+		t.Errorf("lease not released after the request: %+v", d)
+	}
+}
+
+func TestThrottleTyped(t *testing.T) {
+	srv := startServer(t)
+	rdb := srv.client(t)
+	setClock(t, rdb, epochMs)
+	th := New(rdb, Options{}).Throttle(4, 1, time.Second)
+	ctx := context.Background()
+	var got []Decision
+	for _, n := range []int64{2, 3, 1, 6} {
+		d, err := th.AllowN(ctx, "th", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d)
+	}
+	want := []Decision{
+		{Allowed: true, Limit: 5, Remaining: 3, ResetAfter: 2 * time.Second},
+		{Allowed: true, Limit: 5, Remaining: 0, ResetAfter: 5 * time.Second},
+		{Allowed: false, Limit: 5, Remaining: 0, RetryAfter: time.Second, ResetAfter: 5 * time.Second},
+		{Allowed: false, Limit: 5, Remaining: 0, RetryAfter: Never, ResetAfter: 5 * time.Second},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if th.Window() != 5*time.Second {
+		t.Errorf("Window %v, want 5s", th.Window())
+	}
+}

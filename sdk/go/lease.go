@@ -49,12 +49,20 @@ func (l *Concurrency) Acquire(ctx context.Context, key string, n int64) (*Lease,
 	if err != nil || !d.Allowed {
 		return nil, d, err
 	}
-	id, _ := v.([]any)[5].(string)
-	return &Lease{ID: id, c: l.c, s: l.s, key: key, n: n}, d, nil
+	return &Lease{ID: leaseID(v), c: l.c, s: l.s, key: key, n: n}, d, nil
 }
 
-// Decide acquires and forgets the lease, which then expires by itself:
-// for the middleware, where a lease is held for the lease time.
+// leaseID is the sixth element of an admitted CL.ACQUIRE reply.
+func leaseID(v any) string {
+	if arr, ok := v.([]any); ok && len(arr) > 5 {
+		id, _ := arr[5].(string)
+		return id
+	}
+	return ""
+}
+
+// Decide acquires and forgets the lease, which then expires by itself
+// (Middleware instead releases it when the handler returns).
 func (l *Concurrency) Decide(ctx context.Context, key string, n int64) (Decision, error) {
 	_, d, err := l.Acquire(ctx, key, n)
 	return d, err
