@@ -56,14 +56,25 @@ var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 
 func startServer(t testing.TB) *server {
 	t.Helper()
-	cmd := exec.Command(rlserverBin, "--port", "0", "--dir", "", "--enable-debug-command", "--bind", "127.0.0.1")
-	out, err := cmd.StderrPipe()
+	s, err := tryStartServer("--port", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// tryStartServer starts rlserver with args (after the test defaults) and
+// waits for its "listening on" line.
+func tryStartServer(args ...string) (*server, error) {
+	cmd := exec.Command(rlserverBin, append([]string{"--dir", "", "--enable-debug-command", "--bind", "127.0.0.1"}, args...)...)
+	out, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdout = cmd.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s := &server{cmd: cmd, done: make(chan struct{})}
 	addr := make(chan string, 1)
@@ -81,14 +92,13 @@ func startServer(t testing.TB) *server {
 	}()
 	select {
 	case s.addr = <-addr:
+		return s, nil
 	case <-s.done:
-		t.Fatal("rlserver exited before listening")
+		return nil, fmt.Errorf("rlserver %v exited before listening", args)
 	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("rlserver did not log its address within 30s")
+		s.stop()
+		return nil, fmt.Errorf("rlserver %v did not log its address within 30s", args)
 	}
-	t.Cleanup(s.stop)
-	return s
 }
 
 // stop kills the server and waits for it to exit, so that its port refuses.
