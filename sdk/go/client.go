@@ -158,7 +158,8 @@ func dur(d time.Duration) string {
 	return itoa(ms) + "ms"
 }
 
-// ceilDiv returns ceil(a*b/c) as a duration, for policy windows.
+// refillTime is how long rate per period takes to grant limit units: the
+// policy window of buckets and GCRA.
 func refillTime(limit, rate int64, period time.Duration) time.Duration {
 	if rate <= 0 {
 		return period

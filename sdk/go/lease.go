@@ -7,15 +7,12 @@ import (
 
 // Concurrency limits units held at once by leases that expire unless
 // renewed (CL.ACQUIRE, CL.RELEASE, CL.RENEW).
-type Concurrency struct {
-	base
-	lease time.Duration
-}
+type Concurrency struct{ base }
 
 // Concurrency returns a concurrency limiter: at most limit units held,
 // each lease expiring after lease unless renewed.
 func (c *Client) Concurrency(limit int64, lease time.Duration) *Concurrency {
-	return &Concurrency{base: newBase(c, "CL.ACQUIRE", "ACQUIRE", limit, lease, itoa(limit), dur(lease)), lease: lease}
+	return &Concurrency{base: newBase(c, "CL.ACQUIRE", "ACQUIRE", limit, lease, itoa(limit), dur(lease))}
 }
 
 // Lease is held units of a Concurrency limiter. A lease answered by the
