@@ -1,0 +1,18 @@
+#!/bin/sh
+# Builds the Java SDK with plain javac; "./build.sh test" also runs the tests
+# (Debian's junit5 console launcher) against an rlserver built from the repo
+# (or $RLSERVER_BIN).
+set -eu
+cd "$(dirname "$0")"
+rm -rf build
+mkdir -p build/classes build/test-classes
+javac --release 17 -d build/classes $(find src -name '*.java')
+[ "${1:-}" = test ] || exit 0
+JUNIT=/usr/share/java/junit-platform-console-standalone.jar
+javac --release 17 -cp build/classes:$JUNIT -d build/test-classes $(find test -name '*.java')
+if [ -z "${RLSERVER_BIN:-}" ]; then
+	RLSERVER_BIN=$(pwd)/build/rlserver
+	(cd ../.. && go build -o "$RLSERVER_BIN" ./cmd/rlserver)
+	export RLSERVER_BIN
+fi
+java -jar $JUNIT --class-path build/classes:build/test-classes --select-package io.rlserver --disable-banner --details=summary --fail-if-no-tests

@@ -1,0 +1,82 @@
+package io.rlserver;
+
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.List;
+
+/** A small pool of connections to one server. */
+public final class Pool implements Redis {
+    private final String host;
+    private final int port;
+    private final int timeoutMs;
+    private final int maxIdle;
+    private final ArrayDeque<Connection> idle = new ArrayDeque<>();
+    private boolean closed;
+
+    /** A pool to host:port; timeoutMs bounds connect and each reply (0: none). */
+    public Pool(String host, int port, int timeoutMs, int maxIdle) {
+        this.host = host;
+        this.port = port;
+        this.timeoutMs = timeoutMs;
+        this.maxIdle = maxIdle;
+    }
+
+    public Pool(String host, int port) { this(host, port, 0, 16); }
+
+    public String address() { return host + ":" + port; }
+
+    Connection take() throws IOException {
+        synchronized (idle) {
+            Connection c = idle.pollFirst();
+            if (c != null) return c;
+        }
+        return new Connection(host, port, timeoutMs);
+    }
+
+    void give(Connection c) {
+        synchronized (idle) {
+            if (!closed && idle.size() < maxIdle) {
+                idle.addFirst(c);
+                return;
+            }
+        }
+        c.close();
+    }
+
+    /** Runs fn on a pooled connection; a connection that failed is dropped. */
+    <T> T with(IOFunction<Connection, T> fn) throws IOException {
+        Connection c = take();
+        try {
+            T r = fn.apply(c);
+            give(c);
+            return r;
+        } catch (IOException | RuntimeException e) {
+            if (e instanceof RespException) give(c); else c.close();
+            throw e;
+        }
+    }
+
+    @Override public Object call(Object... args) throws IOException { return with(c -> c.call(args)); }
+
+    @Override public Object call(int ms, Object... args) throws IOException {
+        if (ms <= 0) return call(args);
+        return with(c -> {
+            c.timeout(ms);
+            try { return c.call(args); } finally { c.timeout(timeoutMs); }
+        });
+    }
+
+    @Override public List<Object> pipeline(List<Object[]> requests) throws IOException {
+        return with(c -> c.pipeline(requests));
+    }
+
+    @Override public void close() {
+        synchronized (idle) {
+            closed = true;
+            for (Connection c : idle) c.close();
+            idle.clear();
+        }
+    }
+
+    @FunctionalInterface interface IOFunction<A, B> { B apply(A a) throws IOException; }
+}

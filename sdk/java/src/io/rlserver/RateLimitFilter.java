@@ -1,0 +1,98 @@
+package io.rlserver;
+
+import com.sun.net.httpserver.Filter;
+import com.sun.net.httpserver.Headers;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.function.Function;
+import java.util.function.ToLongFunction;
+
+/**
+ * A com.sun.net.httpserver Filter: decides each request's key, sets the
+ * RateLimit and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers-11),
+ * optionally X-RateLimit-*, and answers a denied request 429 with Retry-After.
+ * A Concurrency limiter holds its lease while the request runs.
+ */
+public final class RateLimitFilter extends Filter {
+    private final Limiter limiter;
+    private String policy = "default";
+    private Function<HttpExchange, String> key = RateLimitFilter::keyByIp;
+    private ToLongFunction<HttpExchange> cost = x -> 1;
+    private boolean xRateLimit;
+
+    public RateLimitFilter(Limiter limiter) { this.limiter = limiter; }
+
+    /** The policy name in the fields (default "default"). */
+    public RateLimitFilter policy(String p) { policy = p; return this; }
+    /** Derives the key (client IP, API key, user id); null or "" lets the request through unlimited. */
+    public RateLimitFilter key(Function<HttpExchange, String> f) { key = f; return this; }
+    /** The units a request takes (default 1). */
+    public RateLimitFilter cost(ToLongFunction<HttpExchange> f) { cost = f; return this; }
+    /** Also set X-RateLimit-Limit, -Remaining and -Reset. */
+    public RateLimitFilter xRateLimit(boolean on) { xRateLimit = on; return this; }
+
+    public static String keyByIp(HttpExchange x) { return x.getRemoteAddress().getAddress().getHostAddress(); }
+
+    @Override public String description() { return "rlserver rate limit"; }
+
+    @Override public void doFilter(HttpExchange x, Chain chain) throws IOException {
+        String k = key.apply(x);
+        if (k == null || k.isEmpty()) {
+            chain.doFilter(x);
+            return;
+        }
+        long n = cost.applyAsLong(x);
+        Decision d;
+        Lease lease = null;
+        try {
+            if (limiter instanceof Concurrency cc) {
+                Concurrency.Acquired a = cc.acquire(k, n);
+                lease = a.lease();
+                d = a.decision();
+            } else {
+                d = limiter.decide(k, n);
+            }
+        } catch (IOException | RuntimeException e) {
+            send(x, 503, "rate limiter unavailable");
+            return;
+        }
+        try (Lease held = lease) {
+            setHeaders(x.getResponseHeaders(), policy, limiter.window(), d, xRateLimit);
+            if (!d.allowed()) {
+                send(x, 429, "rate limit exceeded");
+                return;
+            }
+            chain.doFilter(x);
+        }
+    }
+
+    private static void send(HttpExchange x, int status, String body) throws IOException {
+        byte[] b = (body + "\n").getBytes(StandardCharsets.UTF_8);
+        x.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+        x.sendResponseHeaders(status, b.length);
+        x.getResponseBody().write(b);
+        x.close();
+    }
+
+    static long ceilSeconds(Duration d) {
+        if (d.isZero() || d.isNegative()) return 0;
+        long ms = d.toMillis() + (d.toNanosPart() % 1_000_000 != 0 ? 1 : 0);
+        return (ms + 999) / 1000;
+    }
+
+    /** Sets the fields for decision d under the named policy of the given window; seconds round up. */
+    public static void setHeaders(Headers h, String policy, Duration window, Decision d, boolean x) {
+        String name = "\"" + policy.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+        String reset = Long.toString(ceilSeconds(d.resetAfter()));
+        h.set("RateLimit-Policy", name + ";q=" + d.limit() + ";w=" + Math.max(1, ceilSeconds(window)));
+        h.set("RateLimit", name + ";r=" + d.remaining() + ";t=" + reset);
+        if (!d.allowed() && !d.retryAfter().equals(Decision.NEVER)) h.set("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfter()))));
+        if (x) {
+            h.set("X-RateLimit-Limit", Long.toString(d.limit()));
+            h.set("X-RateLimit-Remaining", Long.toString(d.remaining()));
+            h.set("X-RateLimit-Reset", reset);
+        }
+    }
+}
