@@ -1,0 +1,35 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Rlserver;
+
+/** CL.TOKENBUCKET: capacity tokens, refilled at rate per period. */
+final class TokenBucket extends BaseLimiter
+{
+    public function __construct(Client $c, int $capacity, int $rate, int|float|string|\DateInterval $period)
+    {
+        $p = Duration::toMs($period);
+        parent::__construct($c, 'CL.TOKENBUCKET', 'TOKENBUCKET', $capacity, self::refillMs($capacity, $rate, $p),
+            [(string) $capacity, (string) $rate, $p . 'ms']);
+    }
+
+    public function allow(string $key, int $n = 1): Decision
+    {
+        return $this->send($key, $n);
+    }
+
+    public function decide(string $key, int $n = 1): Decision
+    {
+        return $this->send($key, $n);
+    }
+
+    /**
+     * Admits n if they could be served within maxWait, taking them now (the
+     * bucket goes into debt); wait the decision's retryAfter before acting.
+     */
+    public function reserve(string $key, int $n, int|float|string|\DateInterval $maxWait): Decision
+    {
+        return $this->send($key, $n, ['RESERVE', Duration::wire($maxWait)]);
+    }
+}

@@ -1,0 +1,33 @@
+<?php
+
+declare(strict_types=1);
+
+// The tests run against a real rlserver: $RLSERVER_BIN, or one built here
+// from the repository (go build ./cmd/rlserver) into a temporary directory.
+
+require __DIR__ . '/../src/autoload.php';
+require __DIR__ . '/Server.php';
+
+if (!extension_loaded('redis')) {
+    fwrite(STDERR, "the tests need phpredis (Debian: php-redis)\n");
+    exit(1);
+}
+
+$bin = getenv('RLSERVER_BIN');
+if ($bin === false || $bin === '') {
+    $dir = sys_get_temp_dir() . '/rlserver-sdk-php-' . getmypid();
+    @mkdir($dir, 0700, true);
+    $bin = $dir . '/rlserver';
+    $root = dirname(__DIR__, 3);
+    $cmd = 'cd ' . escapeshellarg($root) . ' && go build -o ' . escapeshellarg($bin) . ' ./cmd/rlserver 2>&1';
+    exec($cmd, $out, $rc);
+    if ($rc !== 0) {
+        fwrite(STDERR, "building rlserver failed:\n" . implode("\n", $out) . "\n");
+        exit(1);
+    }
+    register_shutdown_function(static function () use ($dir, $bin): void {
+        @unlink($bin);
+        @rmdir($dir);
+    });
+}
+Rlserver\Tests\Server::$bin = $bin;
