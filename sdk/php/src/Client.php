@@ -45,6 +45,12 @@ final class Client
         return $this->local;
     }
 
+    /** @internal Replaces the local fallback's state (tests give it a clock). */
+    public function setLocalStore(LocalStore $local): void
+    {
+        $this->local = $local;
+    }
+
     public function tokenBucket(int $capacity, int $rate, int|float|string|\DateInterval $period): TokenBucket
     {
         return new TokenBucket($this, $capacity, $rate, $period);
