@@ -7,7 +7,7 @@
 #   against;
 # - the cluster clients in other languages that integration/clients/ drives:
 #   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
-#   (php-cli, php-redis), and Node.js with npm, then ioredis from
+#   (php-cli, php-redis; phpunit for sdk/php), and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
 # - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
 #   (etcd-client), which the compose test's etcd image holds;
@@ -37,6 +37,8 @@ elif ! php -m 2>/dev/null | grep -x redis >/dev/null; then
   # (Not grep -q: it would stop reading, and php's SIGPIPE fail the pipe.)
   need+=(php-redis)
 fi
+# The PHP SDK's tests (sdk/php) run with Debian's phpunit.
+command -v phpunit >/dev/null 2>&1 || need+=(phpunit)
 # Node.js may come from elsewhere than Debian (with its own npm): Debian's
 # packages are taken only when there is no node at all.
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
