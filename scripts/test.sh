@@ -16,3 +16,5 @@ go test -race -count=1 -timeout 12m ./...
 # The Go SDK is its own module (gofmt -l . above already covers it): vet and
 # test it against a server it builds from this tree.
 (cd sdk/go && go vet ./... && go test -race -count=1 -timeout 5m ./...)
+# The PHP SDK: Debian's phpunit, against a server its bootstrap builds.
+(cd sdk/php && phpunit)
