@@ -17,6 +17,9 @@ public final class Client {
 
     public Client(Redis redis, Options opts) { this(redis, opts, new LocalStore(System::nanoTime)); }
 
+    /** For tests: the local fallback on a given clock (nanoseconds). */
+    Client(Redis redis, Options opts, java.util.function.LongSupplier nanos) { this(redis, opts, new LocalStore(nanos)); }
+
     private Client(Redis redis, Options opts, LocalStore local) {
         this.redis = redis;
         this.opts = opts == null ? Options.defaults() : opts;
