@@ -39,6 +39,9 @@ elif ! php -m 2>/dev/null | grep -x redis >/dev/null; then
 fi
 # The PHP SDK's tests (sdk/php) run with Debian's phpunit.
 command -v phpunit >/dev/null 2>&1 || need+=(phpunit)
+# The Java SDK (sdk/java) builds with javac and tests with junit5's console launcher.
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+[ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)
 # Node.js may come from elsewhere than Debian (with its own npm): Debian's
 # packages are taken only when there is no node at all.
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
