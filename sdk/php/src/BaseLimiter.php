@@ -24,6 +24,12 @@ abstract class BaseLimiter implements Limiter
         $this->spec = new Spec($rule . ' ' . implode(' ', $params), $limit, $windowMs);
     }
 
+    /** The client this limiter sends through. */
+    public function client(): Client
+    {
+        return $this->client;
+    }
+
     public function window(): float
     {
         return $this->spec->windowMs / 1000;

@@ -7,6 +7,14 @@ declare(strict_types=1);
 
 require __DIR__ . '/../src/autoload.php';
 require __DIR__ . '/Server.php';
+// Symfony RateLimiter for the adapter's tests: Composer's, else Debian's
+// (php-symfony-rate-limiter, which scripts/setup.sh installs).
+foreach ([__DIR__ . '/../vendor/autoload.php', '/usr/share/php/Symfony/Component/RateLimiter/autoload.php'] as $f) {
+    if (is_file($f)) {
+        require $f;
+        break;
+    }
+}
 
 if (!extension_loaded('redis')) {
     fwrite(STDERR, "the tests need phpredis (Debian: php-redis)\n");
