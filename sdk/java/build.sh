@@ -5,8 +5,9 @@
 set -eu
 cd "$(dirname "$0")"
 rm -rf build
-mkdir -p build/classes build/test-classes
+mkdir -p build/classes build/test-classes build/example
 javac --release 17 -d build/classes $(find src -name '*.java')
+javac --release 17 -cp build/classes -d build/example example/*.java
 [ "${1:-}" = test ] || exit 0
 JUNIT=/usr/share/java/junit-platform-console-standalone.jar
 javac --release 17 -cp build/classes:$JUNIT -d build/test-classes $(find test -name '*.java')
