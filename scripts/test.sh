@@ -18,3 +18,5 @@ go test -race -count=1 -timeout 12m ./...
 (cd sdk/go && go vet ./... && go test -race -count=1 -timeout 5m ./...)
 # The PHP SDK: Debian's phpunit, against a server its bootstrap builds.
 (cd sdk/php && phpunit)
+# The Java SDK: javac, then junit5's console launcher against a server it builds.
+(cd sdk/java && ./build.sh test)
