@@ -18,10 +18,11 @@ final class Server
     public readonly string $host;
     public readonly int $port;
 
-    public function __construct()
+    /** @param list<string> $args after the test defaults (default: a free port) */
+    public function __construct(array $args = ['--port', '0'])
     {
         $this->log = tempnam(sys_get_temp_dir(), 'rlserver-php-log');
-        $cmd = [self::$bin, '--dir', '', '--enable-debug-command', '--bind', '127.0.0.1', '--port', '0'];
+        $cmd = [self::$bin, '--dir', '', '--enable-debug-command', '--bind', '127.0.0.1', ...$args];
         $this->proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['file', $this->log, 'a'], 2 => ['file', $this->log, 'a']], $pipes);
         if (!is_resource($this->proc)) {
             throw new \RuntimeException('cannot start rlserver');
