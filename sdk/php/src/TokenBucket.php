@@ -32,4 +32,22 @@ final class TokenBucket extends BaseLimiter
     {
         return $this->send($key, $n, ['RESERVE', Duration::wire($maxWait)]);
     }
+
+    /**
+     * Waits until n tokens are granted (Go's rate.Limiter.Wait): reserves
+     * within maxWait, sleeps the decision's retryAfter, returns the decision.
+     * Raises LimitedException when they cannot be had within maxWait (or
+     * ever: n above the capacity).
+     */
+    public function wait(string $key, int $n = 1, int|float|string|\DateInterval $maxWait = '365d'): Decision
+    {
+        $d = $this->reserve($key, $n, $maxWait);
+        if (!$d->allowed) {
+            throw new LimitedException($d);
+        }
+        if ($d->retryAfterMs > 0) {
+            usleep($d->retryAfterMs * 1000);
+        }
+        return $d;
+    }
 }

@@ -94,6 +94,28 @@ final class LimitersTest extends TestCase
         $this->assertNull($never->retryAfterInterval());
     }
 
+    public function testWait(): void
+    {
+        $tb = $this->c->tokenBucket(1, 1000, '1s'); // a token a millisecond
+        $this->assertEquals(new Decision(true, 1, 0, 0, 1), $tb->wait('w'));
+        $start = microtime(true);
+        $d = $tb->wait('w');
+        $this->assertSame(1, $d->retryAfterMs); // queued behind the first, and waited for
+        $this->assertGreaterThanOrEqual(0.001, microtime(true) - $start);
+        try {
+            $tb->wait('w', 1, '1ms'); // now 2 ms away: beyond max_wait
+            $this->fail('waited beyond max_wait');
+        } catch (LimitedException $e) {
+            $this->assertSame(2, $e->decision->retryAfterMs);
+        }
+        try {
+            $tb->wait('w', 2);
+            $this->fail('waited for more than the capacity');
+        } catch (LimitedException $e) {
+            $this->assertTrue($e->decision->never());
+        }
+    }
+
     public function testDurations(): void
     {
         $this->assertSame(1500, Duration::toMs(1.5));
