@@ -2,7 +2,6 @@ package io.rlserver;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.List;
 
 /**
  * Held units of a Concurrency limiter. close() releases, so try-with-resources
@@ -53,5 +52,4 @@ public final class Lease implements AutoCloseable {
         try { release(); } catch (IOException | RuntimeException ignored) { closed = true; }
     }
 
-    static List<Object> none() { return List.of(); }
 }
