@@ -130,7 +130,18 @@ public final class Cluster implements Redis {
     @Override public Object call(Object... args) throws IOException { return call(0, args); }
 
     @Override public Object call(int ms, Object... args) throws IOException {
-        Object r = route(nodeFor(args), ms, args, null);
+        Object r;
+        try {
+            r = route(nodeFor(args), ms, args, null);
+        } catch (IOException e) {
+            // The node may be gone (failover, removal): reload the table for
+            // the next call, and report this one's error.
+            try {
+                refresh();
+            } catch (IOException ignored) {
+            }
+            throw e;
+        }
         if (r instanceof RespException e) throw e;
         return r;
     }
