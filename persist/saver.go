@@ -53,6 +53,7 @@ type Saver struct {
 	failures atomic.Int64 // flushes and syncs that failed, ever
 	rewrites atomic.Int64 // rewrites committed
 	flushing atomic.Bool  // a flush is under way (Flushing)
+	inFlight atomic.Int64 // changes a flush drained that are not durable yet
 	stale    atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
 	lost     atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
 	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
@@ -372,6 +373,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	defer s.mu.Unlock()
 	s.flushing.Store(true)
 	defer s.flushing.Store(false)
+	s.inFlight.Store(0) // a failed flush's changes were marked changed again
 	if s.mark != nil {
 		s.commit = s.mark()
 	}
@@ -418,7 +420,8 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		toBatch(changes, &b)
 		err := s.store.Apply(b.puts, b.deletes)
 		if err != nil {
-			s.redirty(changes)
+			s.redirty(changes) // counted as changes again
+			s.inFlight.Store(0)
 			s.lost.Store(true)
 		} else {
 			wrote = true
@@ -444,6 +447,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		for todo := math.MaxInt; todo > 0 && err == nil; {
 			var left int
 			sh.Lock()
+			s.inFlight.Add(sh.Changes()) // counted until the flush is durable
 			changes, buf, left = sh.DrainChanges(changes, buf, drainPiece)
 			sh.Unlock()
 			todo = min(left, todo-drainPiece)
@@ -483,6 +487,7 @@ func (s *Saver) Flushing() bool { return s.flushing.Load() }
 // makes them (synced, unless the policy is "no"): only then is the status
 // ok again and a fault over.
 func (s *Saver) succeeded() {
+	s.inFlight.Store(0)
 	s.mu.Lock()
 	commit := s.commit
 	s.commit = nil
@@ -581,7 +586,9 @@ func (s *Saver) Info() [][2]string {
 		bg = "1"
 	}
 	return [][2]string{
-		{"rdb_changes_since_last_save", i64(s.keys.Stats().Changes)},
+		// As Redis's: what a crash now could lose, down to 0 once a flush
+		// is durable (not when it begins).
+		{"rdb_changes_since_last_save", i64(s.keys.Stats().Changes + s.inFlight.Load())},
 		{"rdb_bgsave_in_progress", bg},
 		{"rdb_last_save_time", i64(s.lastSave.Load())},
 		{"rdb_last_bgsave_status", status},

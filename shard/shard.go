@@ -542,6 +542,10 @@ type Change struct {
 	Payload  []byte
 }
 
+// Changes returns the shard's writes since its last DrainChanges. The
+// caller holds the lock.
+func (sh *Shard) Changes() int64 { return sh.changes.Load() }
+
 // DrainChanges appends to dst the changes since the previous call:
 // every deletion, then the records of up to max entries of the dirty list
 // (max <= 0: all), oldest first, and forgets them; it returns how many
