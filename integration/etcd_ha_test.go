@@ -226,11 +226,7 @@ func TestEtcdFailoverUnderLoad(t *testing.T) {
 	}
 	eventually(t, "the clients to make decisions on the victim", func() bool { return progress() >= 50 })
 	c.Nodes[victim].kill()
-	var np int
-	eventually(t, "another node to serve slot 3443", func() bool {
-		np = c.primaryOf(t, (victim+1)%6, 3443)
-		return np >= 0 && np != victim
-	})
+	np := c.newPrimary(t, victim, (victim+1)%6)
 	before := progress()
 	eventually(t, "the clients to make decisions on the promoted node", func() bool { return progress() >= before+50 })
 	close(stop)

@@ -290,11 +290,7 @@ func TestEtcdFailover(t *testing.T) {
 	do(t, pc, "WAIT", "1", "10000").equal(1)
 	c.Nodes[p].kill()
 	other := (p + 1) % 6
-	var np int
-	eventually(t, "another node to serve slot 3443", func() bool {
-		np = c.primaryOf(t, other, 3443)
-		return np >= 0 && np != p
-	})
+	np := c.newPrimary(t, p, other)
 	npc := c.Nodes[np].client(t, 2)
 	eventually(t, "the promoted node to take writes", func() bool {
 		return npc.Do(ctx, "ROLE").Val().([]any)[0] == "master"
@@ -335,6 +331,18 @@ func TestEtcdFailover(t *testing.T) {
 	eventually(t, "the cluster to serve slot 3443 again", func() bool {
 		return cc.Do(ctx, "CL.THROTTLE", key+"x", "9", "1", "3600").Err() == nil
 	})
+}
+
+// newPrimary waits until live node from names another node than old as
+// slot 3443's primary (a failover), and returns its index.
+func (c *rlCluster) newPrimary(t *testing.T, old, from int) int {
+	t.Helper()
+	np := -1
+	eventually(t, "another node to serve slot 3443", func() bool {
+		np = c.primaryOf(t, from, 3443)
+		return np >= 0 && np != old
+	})
+	return np
 }
 
 // findEtcd returns the etcd process serving endpoint (started by startEtcd).
@@ -384,11 +392,7 @@ func TestEtcdFailoverWithWaitLosesNothing(t *testing.T) {
 		}
 	}
 	c.Nodes[p].kill()
-	var np int
-	eventually(t, "another node to serve slot 3443", func() bool {
-		np = c.primaryOf(t, (p+1)%6, 3443)
-		return np >= 0 && np != p
-	})
+	np := c.newPrimary(t, p, (p+1)%6)
 	npc := c.Nodes[np].client(t, 2)
 	eventually(t, "the promoted node to take decisions", func() bool {
 		return npc.Do(ctx, "CL.THROTTLE", "{user1000}.probe", "1", "1", "1").Err() == nil
@@ -420,11 +424,7 @@ func TestEtcdFrozenPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer frozen.Signal(syscall.SIGCONT)
-	var np int
-	eventually(t, "another node to serve slot 3443", func() bool {
-		np = c.primaryOf(t, (p+1)%6, 3443)
-		return np >= 0 && np != p
-	})
+	np := c.newPrimary(t, p, (p+1)%6)
 	npc := c.Nodes[np].client(t, 2)
 	eventually(t, "the promoted node to take decisions", func() bool {
 		return npc.Do(ctx, "CL.THROTTLE", "{user1000}.fz", "10", "10", "60").Err() == nil
