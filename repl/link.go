@@ -132,12 +132,8 @@ func (l *link) session() error {
 	ns := store.NumShards()
 
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if l.n.cfg.Password != "" {
-		args := []string{"AUTH", l.n.cfg.Password}
-		if l.n.cfg.User != "" {
-			args = []string{"AUTH", l.n.cfg.User, l.n.cfg.Password}
-		}
-		writeCommand(w, args...)
+	if auth := l.n.authArgs(); auth != nil {
+		writeCommand(w, auth...)
 	}
 	writeCommand(w, "RLREPL", "HELLO", l.selfID, l.n.replid, strconv.Itoa(ns))
 	if err := w.Flush(); err != nil {
@@ -326,6 +322,18 @@ func (l *link) readAcks(r *replyReader, acks <-chan pending) error {
 			l.n.notify()
 		}
 	}
+}
+
+// authArgs is the AUTH command a node sends the nodes it streams to
+// (replicas, importing primaries), or nil without a password.
+func (n *Node) authArgs() []string {
+	switch {
+	case n.cfg.Password == "":
+		return nil
+	case n.cfg.User == "":
+		return []string{"AUTH", n.cfg.Password}
+	}
+	return []string{"AUTH", n.cfg.User, n.cfg.Password}
 }
 
 func sum(pos []uint64) int64 {

@@ -236,12 +236,8 @@ func (m *mover) session() error {
 	}
 	c := newPipe(nc)
 	go c.readAll()
-	if n.cfg.Password != "" {
-		args := []string{"AUTH", n.cfg.Password}
-		if n.cfg.User != "" {
-			args = []string{"AUTH", n.cfg.User, n.cfg.Password}
-		}
-		c.send(strs(args...)...)
+	if auth := n.authArgs(); auth != nil {
+		c.send(strs(auth...)...)
 	}
 	from := []byte(m.key.from)
 	c.send(strs("RLREPL", "IMPORT", m.key.from)...)
