@@ -7,7 +7,8 @@
 #   against;
 # - the cluster clients in other languages that integration/clients/ drives:
 #   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
-#   (php-cli, php-redis; phpunit and php-symfony-rate-limiter for sdk/php),
+#   (php-cli, php-redis; phpunit, php-symfony-rate-limiter, php-psr and
+#   php-nyholm-psr7 for sdk/php),
 #   and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
 # - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
@@ -39,9 +40,13 @@ elif ! php -m 2>/dev/null | grep -x redis >/dev/null; then
   need+=(php-redis)
 fi
 # The PHP SDK's tests (sdk/php) run with Debian's phpunit, its Symfony
-# RateLimiter adapter's against Debian's php-symfony-rate-limiter.
+# RateLimiter adapter's against Debian's php-symfony-rate-limiter, its PSR-15
+# middleware's with the PSR interfaces of the php-psr extension and Nyholm's
+# PSR-7 messages.
 command -v phpunit >/dev/null 2>&1 || need+=(phpunit)
 [ -f /usr/share/php/Symfony/Component/RateLimiter/autoload.php ] || need+=(php-symfony-rate-limiter)
+php -m 2>/dev/null | grep -x psr >/dev/null || need+=(php-psr)
+[ -f /usr/share/php/Nyholm/Psr7/autoload.php ] || need+=(php-nyholm-psr7)
 # The Java SDK (sdk/java) builds with javac and tests with junit5's console launcher.
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 [ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)

@@ -5,9 +5,8 @@ declare(strict_types=1);
 namespace Rlserver;
 
 /**
- * Framework-neutral HTTP middleware (Debian ships no PSR-15 interfaces
- * package, so this does not implement Psr\Http\Server\MiddlewareInterface;
- * a PSR-15 wrapper is a few lines around handle()).
+ * Framework-neutral HTTP middleware, for plain PHP and frameworks without
+ * PSR-15 (Psr15Middleware maps it onto PSR-7 messages).
  *
  * handle() derives the key from the request, decides, emits the RateLimit
  * fields through $emit (default: PHP's header()), and either calls $next or,

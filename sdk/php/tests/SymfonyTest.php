@@ -98,15 +98,41 @@ final class SymfonyTest extends TestCase
         $this->assertTrue($rl->isAccepted());
         $this->assertSame(2, $rl->getRemainingTokens());
         $this->assertSame(3, $rl->getLimit());
+        // reserve on a fixed window, as Symfony's: now while it has room,
+        // else at its end, within maxTime.
+        $before = microtime(true);
+        $res = $fixed->reserve(2);
+        $this->assertTrue($res->getRateLimit()->isAccepted());
+        $this->assertSame(0, $res->getRateLimit()->getRemainingTokens());
+        $this->assertGreaterThanOrEqual($before, $res->getTimeToAct());
+        $this->assertLessThanOrEqual(microtime(true), $res->getTimeToAct());
+        $before = microtime(true);
+        $res = $fixed->reserve(1, 120.0);
+        $this->assertFalse($res->getRateLimit()->isAccepted());
+        $this->assertGreaterThanOrEqual($before + 60.0 - 0.000001, $res->getTimeToAct());
+        $this->assertLessThanOrEqual(microtime(true) + 60.0 + 0.000001, $res->getTimeToAct());
         try {
-            $fixed->reserve();
-            $this->fail('reserve on a window');
-        } catch (ReserveNotSupportedException) {
+            $fixed->reserve(1, 30.0);
+            $this->fail('reserved beyond maxTime');
+        } catch (MaxWaitDurationExceededException $e) {
+            $this->assertFalse($e->getRateLimit()->isAccepted());
         }
+        try {
+            $fixed->reserve(4);
+            $this->fail('reserved more than the limit');
+        } catch (\InvalidArgumentException) {
+        }
+        Server::advance($this->redis, 60_000);
+        $this->assertSame(3, $fixed->consume(0)->getRemainingTokens());
         $sliding = new RlserverLimiterFactory(['id' => 's', 'policy' => 'sliding_window', 'limit' => 2, 'interval' => '10 seconds'], $this->c);
         $this->assertSame(10.0, $sliding->limiter()->window());
         $this->assertTrue($sliding->create('k')->consume(2)->isAccepted());
         $this->assertFalse($sliding->create('k')->consume()->isAccepted());
+        try {
+            $sliding->create('k')->reserve();
+            $this->fail('reserve on a sliding window');
+        } catch (ReserveNotSupportedException) {
+        }
         $none = (new RlserverLimiterFactory(['id' => 'n', 'policy' => 'no_limit'], $this->c))->create('k');
         $this->assertInstanceOf(NoLimiter::class, $none);
         $this->expectException(\LogicException::class);

@@ -9,10 +9,16 @@ require __DIR__ . '/../src/autoload.php';
 require __DIR__ . '/Server.php';
 // Symfony RateLimiter for the adapter's tests: Composer's, else Debian's
 // (php-symfony-rate-limiter, which scripts/setup.sh installs).
-foreach ([__DIR__ . '/../vendor/autoload.php', '/usr/share/php/Symfony/Component/RateLimiter/autoload.php'] as $f) {
-    if (is_file($f)) {
-        require $f;
-        break;
+// Nyholm's PSR-7 messages for the PSR-15 middleware's, likewise
+// (php-nyholm-psr7); the PSR-15 interfaces come from Composer or the php-psr
+// extension.
+if (is_file(__DIR__ . '/../vendor/autoload.php')) {
+    require __DIR__ . '/../vendor/autoload.php';
+} else {
+    foreach (['/usr/share/php/Symfony/Component/RateLimiter/autoload.php', '/usr/share/php/Nyholm/Psr7/autoload.php'] as $f) {
+        if (is_file($f)) {
+            require $f;
+        }
     }
 }
 

@@ -7,6 +7,8 @@ namespace Rlserver\Symfony;
 use Rlserver\BaseLimiter;
 use Rlserver\Decision;
 use Rlserver\TokenBucket;
+use Rlserver\WindowLimiter;
+use Rlserver\WindowMode;
 use Symfony\Component\RateLimiter\Exception\MaxWaitDurationExceededException;
 use Symfony\Component\RateLimiter\Exception\ReserveNotSupportedException;
 use Symfony\Component\RateLimiter\LimiterInterface;
@@ -34,16 +36,25 @@ final class RlserverLimiter implements LimiterInterface
     }
 
     /**
-     * Token buckets only (CL.TOKENBUCKET ... RESERVE): admitted now, to act at
-     * the reservation's time. Beyond maxTime: MaxWaitDurationExceededException.
+     * Token buckets (CL.TOKENBUCKET ... RESERVE): admitted now, in debt, to
+     * act at the reservation's time. Fixed windows, as Symfony's: admitted
+     * now when the window has room, else a reservation at the window's end
+     * that holds no place in the next window. Sliding windows: not supported,
+     * as in Symfony. Beyond maxTime: MaxWaitDurationExceededException.
      */
     public function reserve(int $tokens = 1, ?float $maxTime = null): Reservation
     {
-        if (!$this->limiter instanceof TokenBucket) {
+        if ($this->limiter instanceof TokenBucket) {
+            $maxWait = $maxTime === null ? self::NO_MAX_WAIT : max(0.001, $maxTime);
+            $d = $this->checked($tokens, fn () => $this->limiter->reserve($this->key, $tokens, $maxWait));
+        } elseif ($this->limiter instanceof WindowLimiter && $this->limiter->mode === WindowMode::Fixed) {
+            $d = $this->checked($tokens, fn () => $this->limiter->decide($this->key, $tokens));
+            if (!$d->allowed && ($maxTime === null || $d->retryAfter <= $maxTime)) {
+                return new Reservation(microtime(true) + $d->retryAfter, self::rateLimit($d));
+            }
+        } else {
             throw new ReserveNotSupportedException($this->limiter::class);
         }
-        $maxWait = $maxTime === null ? self::NO_MAX_WAIT : max(0.001, $maxTime);
-        $d = $this->checked($tokens, fn () => $this->limiter->reserve($this->key, $tokens, $maxWait));
         $rl = self::rateLimit($d);
         if (!$d->allowed) {
             throw new MaxWaitDurationExceededException(sprintf('The rate limiter wait time ("%.3f" seconds) is longer than the provided maximum time ("%.3f" seconds).', $d->retryAfter, (float) $maxTime), $rl);
