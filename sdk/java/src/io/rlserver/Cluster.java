@@ -24,15 +24,25 @@ public final class Cluster implements Redis {
 
     private final List<String> seeds;
     private final int timeoutMs;
+    private final String user;
+    private final String password;
     private final Map<String, Pool> pools = new HashMap<>();
     private final String[] slots = new String[SLOTS];
 
-    /** A cluster reached through any of seeds ("host:port"); timeoutMs bounds connect and replies (0: none). */
-    public Cluster(List<String> seeds, int timeoutMs) throws IOException {
+    /**
+     * A cluster reached through any of seeds ("host:port"); timeoutMs bounds
+     * connect and replies (0: none); user (null: the default user) and
+     * password (null: no AUTH) authenticate every connection to every node.
+     */
+    public Cluster(List<String> seeds, int timeoutMs, String user, String password) throws IOException {
         this.seeds = List.copyOf(seeds);
         this.timeoutMs = timeoutMs;
+        this.user = user;
+        this.password = password;
         refresh();
     }
+
+    public Cluster(List<String> seeds, int timeoutMs) throws IOException { this(seeds, timeoutMs, null, null); }
 
     public Cluster(String... seeds) throws IOException { this(List.of(seeds), 0); }
 
@@ -68,7 +78,7 @@ public final class Cluster implements Redis {
     synchronized Pool pool(String addr) {
         return pools.computeIfAbsent(addr, a -> {
             int i = a.lastIndexOf(':');
-            return new Pool(a.substring(0, i), Integer.parseInt(a.substring(i + 1)), timeoutMs, 16);
+            return new Pool(a.substring(0, i), Integer.parseInt(a.substring(i + 1)), timeoutMs, 16, user, password);
         });
     }
 

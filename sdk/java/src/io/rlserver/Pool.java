@@ -4,22 +4,36 @@ import java.io.IOException;
 import java.util.ArrayDeque;
 import java.util.List;
 
-/** A small pool of connections to one server. */
+/**
+ * A small pool of connections to one server. With a password, each new
+ * connection authenticates first (AUTH [user] password), as with
+ * --requirepass or an ACL user.
+ */
 public final class Pool implements Redis {
     private final String host;
     private final int port;
     private final int timeoutMs;
     private final int maxIdle;
+    private final String user;
+    private final String password;
     private final ArrayDeque<Connection> idle = new ArrayDeque<>();
     private boolean closed;
 
-    /** A pool to host:port; timeoutMs bounds connect and each reply (0: none). */
-    public Pool(String host, int port, int timeoutMs, int maxIdle) {
+    /**
+     * A pool to host:port; timeoutMs bounds connect and each reply (0: none);
+     * user (null: the default user) and password (null: no AUTH) authenticate
+     * each connection.
+     */
+    public Pool(String host, int port, int timeoutMs, int maxIdle, String user, String password) {
         this.host = host;
         this.port = port;
         this.timeoutMs = timeoutMs;
         this.maxIdle = maxIdle;
+        this.user = user;
+        this.password = password;
     }
+
+    public Pool(String host, int port, int timeoutMs, int maxIdle) { this(host, port, timeoutMs, maxIdle, null, null); }
 
     public Pool(String host, int port) { this(host, port, 0, 16); }
 
@@ -30,7 +44,16 @@ public final class Pool implements Redis {
             Connection c = idle.pollFirst();
             if (c != null) return c;
         }
-        return new Connection(host, port, timeoutMs);
+        Connection c = new Connection(host, port, timeoutMs);
+        if (password != null) {
+            try {
+                if (user != null) c.call("AUTH", user, password); else c.call("AUTH", password);
+            } catch (IOException e) {
+                c.close();
+                throw e;
+            }
+        }
+        return c;
     }
 
     void give(Connection c) {

@@ -43,6 +43,29 @@ class ClientTest {
         pool.call("DEBUG", "CLOCK", "SET", 1_800_000_000_000L);
     }
 
+    @Test void authenticatesEachConnection() throws Exception {
+        try (Server s = Server.start("--requirepass", "s3cret")) {
+            try (Pool none = new Pool(s.host, s.port)) {
+                RespException e = assertThrows(RespException.class, () -> none.call("CL.WINDOW", "a", 5, "1m", 1, "FIXED"));
+                assertEquals("NOAUTH", e.code());
+            }
+            try (Pool wrong = new Pool(s.host, s.port, 0, 4, null, "nope")) {
+                RespException e = assertThrows(RespException.class, () -> wrong.call("PING"));
+                assertEquals("WRONGPASS", e.code());
+            }
+            for (String user : new String[] {null, "default"}) {
+                try (Pool p = new Pool(s.host, s.port, 0, 4, user, "s3cret")) {
+                    // Several connections at once, each authenticated when made.
+                    List<Object[]> reqs = new ArrayList<>();
+                    for (int i = 0; i < 3; i++) reqs.add(new Object[] {"CL.WINDOW", "a:" + user, 5, "1m", 1, "FIXED"});
+                    assertEquals(3, p.pipeline(reqs).size());
+                    Client rl = new Client(p, Options.defaults());
+                    assertEquals(1, rl.window(Limiter.WindowMode.FIXED, 5, Duration.ofMinutes(1)).allow("a:" + user).remaining());
+                }
+            }
+        }
+    }
+
     @Test void respRepliesAndPipelining() throws Exception {
         assertEquals("PONG", pool.call("PING"));
         assertEquals("héllo\r\nx", pool.call("ECHO", "héllo\r\nx"));

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Test;
 
 /** Slot routing over a two-node static cluster (--cluster-config), as sdk/go's cluster test. */
 class ClusterTest {
+    static final String PASSWORD = "s3cret";
     static final List<Server> nodes = new ArrayList<>();
     static Path dir;
     static Cluster cluster;
@@ -41,13 +42,17 @@ class ClusterTest {
                 + "{\"slots\": [[8192, 16383]], \"primary\": {\"id\": \"%040d\", \"host\": \"127.0.0.1\", \"port\": %d}, \"replicas\": []}]}",
                 1, ports[0], 2, ports[1]));
             try {
-                for (int p : ports) nodes.add(Server.start("--port", "" + p, "--cluster-config", cfg.toString()));
+                for (int p : ports) nodes.add(Server.start("--port", "" + p, "--cluster-config", cfg.toString(), "--requirepass", PASSWORD));
             } catch (Exception e) {
                 // a port was taken: retry
             }
         }
         assertEquals(2, nodes.size(), "could not start a two-node cluster");
-        cluster = new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0);
+        // Without the password the slot table cannot even be read.
+        RespException e = org.junit.jupiter.api.Assertions.assertThrows(RespException.class, () -> new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0));
+        assertEquals("NOAUTH", e.code());
+        // Every node's connections authenticate, the second node's too (reached by slot).
+        cluster = new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0, null, PASSWORD);
         cluster.onEachPrimary("DEBUG", "CLOCK", "SET", 1_800_000_000_000L);
     }
 
