@@ -294,7 +294,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			if old[0]&flagDirty != 0 {
 				// Still to be drained: the new record is, in its place.
 				rec[0] |= flagDirty
-				sh.dirty = append(sh.dirty, r)
+				sh.listDirty(r)
 			}
 			delta -= int64(sh.slabs.slotBytes(f.ref))
 			sh.slabs.release(f.ref)
@@ -407,8 +407,20 @@ func (sh *Shard) markDirty(r ref) {
 	if rec := sh.slabs.get(r); rec[0]&flagDirty == 0 {
 		rec[0] |= flagDirty
 		sh.ndirty++
-		sh.dirty = append(sh.dirty, r)
+		sh.listDirty(r)
 	}
+}
+
+// listDirty appends r to the dirty list. A full list whose drained head is
+// at least half of it moves its rest to the front instead of growing: a
+// list drained in pieces while writes go on may never be empty at the end
+// of a drain, and would otherwise grow, copying its drained head, forever.
+func (sh *Shard) listDirty(r ref) {
+	if len(sh.dirty) == cap(sh.dirty) && sh.dhead > 0 && 2*sh.dhead >= len(sh.dirty) {
+		n := copy(sh.dirty, sh.dirty[sh.dhead:])
+		sh.dirty, sh.dhead = sh.dirty[:n], 0
+	}
+	sh.dirty = append(sh.dirty, r)
 }
 
 // Usage returns the bytes the key f found takes, as the memory bound counts
@@ -626,7 +638,7 @@ func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
 		if rec[0] != 0 && rec[0]&flagDirty == 0 && recExp(rec) > now {
 			rec[0] |= flagDirty
 			sh.ndirty++
-			sh.dirty = append(sh.dirty, r)
+			sh.listDirty(r)
 		}
 	}
 	for ; cur.class < bigClass; cur.class, cur.slot = cur.class+1, 0 {

@@ -160,6 +160,36 @@ func TestDrainChanges(t *testing.T) {
 	}
 }
 
+// A dirty list drained in pieces while writes go on, never empty at the
+// end of a drain, keeps to about the size of what is outstanding.
+func TestDrainInPiecesUnderWritesKeepsListBounded(t *testing.T) {
+	s := New(Options{Shards: 1, TrackChanges: true})
+	sh := s.Shard(0)
+	const keys, piece = 1000, 100
+	for i := 0; i < keys; i++ {
+		sh.Insert([]byte(fmt.Sprintf("k%04d", i)), &fake{size: 1}, 10*sec)
+	}
+	var ch []Change
+	for round := 0; round < 200; round++ {
+		var left int
+		ch, _, left = sh.DrainChanges(ch[:0], nil, piece)
+		if len(ch) != piece || left != keys-piece {
+			t.Fatalf("round %d: drained %d, left %d; want %d, %d", round, len(ch), left, piece, keys-piece)
+		}
+		// The keys just written are changed again before the next piece.
+		for _, c := range ch {
+			sh.Insert(c.Key, &fake{size: 1}, 10*sec+int64(round+1))
+		}
+	}
+	if c := cap(sh.dirty); c > 4*keys {
+		t.Fatalf("dirty list capacity %d after 200 pieces of %d with %d outstanding", c, piece, keys)
+	}
+	ch, _, left := sh.DrainChanges(ch[:0], nil, 0)
+	if len(ch) != keys || left != 0 {
+		t.Fatalf("final drain: %d changes, %d left; want %d, 0", len(ch), left, keys)
+	}
+}
+
 func TestMemoryBoundEvictsClosestToFresh(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
