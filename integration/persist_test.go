@@ -728,6 +728,55 @@ func TestPersistDiskFault(t *testing.T) {
 	}
 }
 
+// TestPersistDirectoryRemoved: the data directory really removed while the
+// server runs never stops it: decisions go on from memory, INFO
+// persistence and SAVE name the missing directory, the cause is logged
+// once; a directory made again at the same path is not taken for the store
+// (its files are gone), SHUTDOWN refuses to exit without saving, as
+// Redis's does when its save fails, and SHUTDOWN NOSAVE exits 0.
+func TestPersistDirectoryRemoved(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data")
+	began := time.Now()
+	s := startIn(t, dir, "--save-interval", "50ms")
+	c := s.client(t, 3)
+	bucket100(t, c, "before", 1)
+	eventually(t, "the first flush", func() bool { return infoInt(t, c, "rdb_changes_since_last_save") == 0 })
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		bucket100(t, c, fmt.Sprintf("during:%d", i), 2)
+	}
+	gone := "persist: " + dir + " is not writable: open " + filepath.Join(dir, ".rlserver-probe") + ": no such file or directory"
+	eventually(t, "the missing directory in INFO persistence", func() bool {
+		p := infoPersistence(t, c)
+		return p["rdb_last_bgsave_status"] == "err" && p["rl_persistence_error"] == gone
+	})
+	if p := infoPersistence(t, c); p["rl_keys_pending"] != "20" {
+		t.Fatalf("INFO persistence with the directory gone: %v", p)
+	}
+	do(t, c, "SAVE").errIs("ERR " + gone)
+	wantBucket(t, bucket100(t, c, "before", 1), 98, time.Since(began)) // still deciding
+	wantBucket(t, bucket100(t, c, "during:3", 0), 98, time.Since(began))
+
+	// The same path made again is an empty directory, not the store.
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the directory made again refused", func() bool {
+		return strings.Contains(infoPersistence(t, c)["rl_persistence_error"], "was removed and made again while the store was open; restart rlserver")
+	})
+	do(t, c, "SHUTDOWN").errIs("ERR Errors trying to SHUTDOWN. Check logs.")
+	do(t, c, "PING").equal("PONG")
+	shutdown(t, s, c, "NOSAVE")
+	// (Counted once the process is gone: its log has all been read.)
+	if n := strings.Count(s.logs.String(), "persistence failing"); n != 1 {
+		t.Fatalf("the fault was logged %d times, want once:\n%s", n, s.logs)
+	}
+}
+
 // TestPersistFullDiskAtStart: a data directory on a file system with less
 // free space than --disk-reserve (here a reserve no disk has) is refused at
 // once, with one line naming the OS error, and exit code 1: no panic, no
