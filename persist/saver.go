@@ -110,27 +110,25 @@ func (s *Saver) restore() error {
 	began := time.Now()
 	now := s.clock.Now()
 	s.keys.Reserve(s.store.KeysHint())
+	var b restoreBatch
 	st, err := s.store.Load(now, func(r Record) error {
-		if r.Deleted {
-			sh := s.keys.ShardFor(r.Key)
-			sh.Lock()
-			sh.Unrestore(r.Key)
-			sh.Unlock()
-			return nil
+		var state engine.State
+		if !r.Deleted {
+			var err error
+			if state, err = decodeState(r); err != nil {
+				return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
+			}
 		}
-		state, err := decodeState(r)
-		if err != nil {
-			return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
+		b.add(r.Key, state, r.ExpireAt)
+		if len(b.recs) == restorePiece {
+			b.apply(s.keys)
 		}
-		sh := s.keys.ShardFor(r.Key)
-		sh.Lock()
-		sh.Restore(r.Key, state, r.ExpireAt)
-		sh.Unlock()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("restoring state: %w", err)
 	}
+	b.apply(s.keys)
 	for _, e := range st.Errors {
 		s.logf("skipped a record that cannot be decoded: %v", e)
 	}
@@ -145,6 +143,30 @@ func (s *Saver) restore() error {
 	s.stale.Store(st.Expired > 0)
 	s.restoreDur = time.Since(began)
 	return nil
+}
+
+// restorePiece is how many records a restore looks up together (their cache
+// misses overlap: shard.Store.RestoreBatch).
+const restorePiece = 32
+
+// restoreBatch collects records for shard.Store.RestoreBatch, their keys
+// copied (a Record's slices are only valid during Load's callback).
+type restoreBatch struct {
+	recs []shard.Restored
+	keys []byte
+	hs   [restorePiece]uint64
+}
+
+func (b *restoreBatch) add(key []byte, st engine.State, exp int64) {
+	start := len(b.keys)
+	b.keys = append(b.keys, key...)
+	b.recs = append(b.recs, shard.Restored{Key: b.keys[start:len(b.keys):len(b.keys)], State: st, ExpireAt: exp})
+}
+
+func (b *restoreBatch) apply(keys *shard.Store) {
+	keys.RestoreBatch(b.recs, b.hs[:])
+	clear(b.recs)
+	b.recs, b.keys = b.recs[:0], b.keys[:0]
 }
 
 // decodeState decodes a record's payload by its format version: version 1

@@ -679,14 +679,6 @@ func (sh *Shard) Redirty(keys []string) {
 	}
 }
 
-// Restore adds a key loaded from disk: not recorded as a change (the disk
-// already holds it) and never evicting. A key restored twice keeps the
-// later state.
-func (sh *Shard) Restore(key []byte, st engine.State, exp int64) {
-	h := sh.hash.bytes(key)
-	sh.put(sh.Find(key, h), key, h, st, exp, false)
-}
-
 // Reserve makes room for about n keys spread over the shards, before a
 // restore fills an empty keyspace: growing the index as it fills would
 // rehash each key about twice.
@@ -697,15 +689,6 @@ func (s *Store) Reserve(n int) {
 		sh.Lock()
 		sh.idx.reserve(per)
 		sh.Unlock()
-	}
-}
-
-// Unrestore removes a key restored from disk that a later record deletes:
-// not recorded as a change either.
-func (sh *Shard) Unrestore(key []byte) {
-	h := sh.hash.bytes(key)
-	if f := sh.Find(key, h); f.OK {
-		sh.drop(f.pos, f.ref)
 	}
 }
 
