@@ -110,25 +110,42 @@ func (s *Saver) restore() error {
 	began := time.Now()
 	now := s.clock.Now()
 	s.keys.Reserve(s.store.KeysHint())
-	var b restoreBatch
+	// Two stages: this goroutine reads and decodes the records, another
+	// applies them to the keyspace, batches passing between the two.
+	full, free := make(chan *restoreBatch, restoreBatches), make(chan *restoreBatch, restoreBatches)
+	for range restoreBatches {
+		free <- new(restoreBatch)
+	}
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		for b := range full {
+			b.apply(s.keys)
+			free <- b
+		}
+	}()
+	b := <-free
 	st, err := s.store.Load(now, func(r Record) error {
 		var state engine.State
 		if !r.Deleted {
 			var err error
-			if state, err = decodeState(r); err != nil {
+			if state, err = b.decode(r); err != nil {
 				return fmt.Errorf("%w: key %q: %v", ErrCorrupt, r.Key, err)
 			}
 		}
 		b.add(r.Key, state, r.ExpireAt)
-		if len(b.recs) == restorePiece {
-			b.apply(s.keys)
+		if len(b.recs) == restoreBatchLen {
+			full <- b
+			b = <-free
 		}
 		return nil
 	})
+	full <- b
+	close(full)
+	<-applied
 	if err != nil {
 		return fmt.Errorf("restoring state: %w", err)
 	}
-	b.apply(s.keys)
 	for _, e := range st.Errors {
 		s.logf("skipped a record that cannot be decoded: %v", e)
 	}
@@ -145,16 +162,41 @@ func (s *Saver) restore() error {
 	return nil
 }
 
-// restorePiece is how many records a restore looks up together (their cache
-// misses overlap: shard.Store.RestoreBatch).
-const restorePiece = 32
+// A restore hands records from its reading stage to its applying stage in
+// batches of restoreBatchLen, restoreBatches of them in flight; the keyspace
+// looks them up restorePiece at a time (their cache misses overlap, see
+// shard.Store.RestoreBatch).
+const (
+	restoreBatchLen = 512
+	restoreBatches  = 4
+	restorePiece    = 32
+)
 
-// restoreBatch collects records for shard.Store.RestoreBatch, their keys
-// copied (a Record's slices are only valid during Load's callback).
+// restoreBatch is records for the keyspace, their keys copied (a Record's
+// slices are only valid during Load's callback), and the states of its last
+// records that the keyspace copied rather than kept: most are, and decoding
+// into them instead of new objects spares a restore most of its allocation.
 type restoreBatch struct {
-	recs []shard.Restored
-	keys []byte
-	hs   [restorePiece]uint64
+	recs  []shard.Restored
+	keys  []byte
+	hs    [restorePiece]uint64
+	spare [16][]engine.State // by kind
+}
+
+// decode is decodeState, into a spare state of the record's kind if there
+// is one.
+func (b *restoreBatch) decode(r Record) (engine.State, error) {
+	k := engine.Kind(r.Kind)
+	if r.Version != FormatV2 || int(k) >= len(b.spare) || len(b.spare[k]) == 0 {
+		return decodeState(r)
+	}
+	sp := b.spare[k]
+	st := sp[len(sp)-1]
+	if err := st.DecodeCompact(r.Payload, r.ExpireAt); err != nil {
+		return nil, err // st stays spare: a decode that works overwrites all of it
+	}
+	b.spare[k] = sp[:len(sp)-1]
+	return st, nil
 }
 
 func (b *restoreBatch) add(key []byte, st engine.State, exp int64) {
@@ -164,7 +206,14 @@ func (b *restoreBatch) add(key []byte, st engine.State, exp int64) {
 }
 
 func (b *restoreBatch) apply(keys *shard.Store) {
-	keys.RestoreBatch(b.recs, b.hs[:])
+	for i := 0; i < len(b.recs); i += restorePiece {
+		keys.RestoreBatch(b.recs[i:min(i+restorePiece, len(b.recs))], b.hs[:])
+	}
+	for _, r := range b.recs {
+		if st := r.State; st != nil && !r.Kept && int(st.Kind()) < len(b.spare) {
+			b.spare[st.Kind()] = append(b.spare[st.Kind()], st)
+		}
+	}
 	clear(b.recs)
 	b.recs, b.keys = b.recs[:0], b.keys[:0]
 }

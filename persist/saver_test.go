@@ -775,3 +775,117 @@ func TestSaverRewritesAfterLostWrites(t *testing.T) {
 		t.Fatalf("rl_rewrites = %s, want 1 (the flush after the lost one rewrites)", got)
 	}
 }
+
+// TestSaverRestoreInBatches restores a log whose later records replace and
+// delete earlier ones, over more records than a restore hands on at once,
+// with every kind: states the keyspace keeps as objects (long LOG windows,
+// leases) among those it copies, whose objects a restore decodes into
+// again. Every key must come back with its last state.
+func TestSaverRestoreInBatches(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(&Options{Dir: dir, Logger: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys = 3 * restoreBatchLen
+	now := saverT0
+	// state is key i's state at version v: each kind in turn, with v's
+	// takes in it.
+	state := func(i, v int) (engine.State, int64) {
+		var st engine.State
+		var exp int64
+		for j := 0; j <= v; j++ {
+			at := now + int64(j)*int64(time.Millisecond)
+			var d engine.Decision
+			switch i % 6 {
+			case 0:
+				tb, _ := st.(*engine.TokenBucket)
+				if tb == nil {
+					tb = new(engine.TokenBucket)
+				}
+				d, st = tb.Take(at, saverParams, 1), tb
+			case 1, 2, 3: // fixed, sliding, LOG (300 entries: kept as an object)
+				w, _ := st.(*engine.Window)
+				if w == nil {
+					w = new(engine.Window)
+				}
+				p := engine.WindowParams{Limit: 10000, Window: time.Hour, Mode: engine.WindowMode(i%6) % 4}
+				for k := range 300 {
+					d = w.Take(at+int64(k*k)*int64(time.Microsecond), p, 1)
+				}
+				st = w
+			case 4: // 20 leases a version: kept as an object
+				c, _ := st.(*engine.Concurrency)
+				if c == nil {
+					c = new(engine.Concurrency)
+				}
+				for l := range 20 {
+					d = c.Take(at+int64(l)*int64(time.Microsecond), engine.ConcurrencyParams{Limit: 100, Lease: time.Hour, ID: fmt.Sprintf("lease-%d-%d", j, l)}, 1)
+				}
+				st = c
+			case 5:
+				g, _ := st.(*engine.GCRA)
+				if g == nil {
+					g = new(engine.GCRA)
+				}
+				d, st = g.Take(at, engine.GCRAParams{MaxBurst: 100, Count: 1, Period: time.Hour}, 1), g
+			}
+			if !d.Allowed {
+				t.Fatalf("key %d version %d denied", i, v)
+			}
+			exp = at + int64(d.ResetAfter)
+		}
+		return st, exp
+	}
+	record := func(i, v int) Record {
+		st, exp := state(i, v)
+		return Record{Key: []byte(fmt.Sprintf("k%05d", i)), Version: FormatV2, Kind: uint8(st.Kind()), ExpireAt: exp, Payload: st.AppendCompact(nil, exp)}
+	}
+	want := map[string]Record{}
+	for v := range 3 {
+		var puts []Record
+		var dels []string
+		for i := range keys {
+			switch {
+			case v > 0 && i%7 == v:
+				dels = append(dels, fmt.Sprintf("k%05d", i))
+				delete(want, fmt.Sprintf("k%05d", i))
+			case v == 0 || i%3 == v:
+				r := record(i, v)
+				puts = append(puts, r)
+				want[string(r.Key)] = r
+			}
+		}
+		apply(t, db, puts, dels...)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = Open(&Options{Dir: dir, Logger: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newSaverFixture(t, db)
+	if got := f.s.Restored(); got != len(want) {
+		t.Fatalf("Restored = %d, want %d", got, len(want))
+	}
+	seen := 0
+	for i := 0; i < f.keys.NumShards(); i++ {
+		sh := f.keys.Shard(i)
+		sh.Lock()
+		sh.Each(now, func(it shard.Item) bool {
+			seen++
+			w, ok := want[string(it.Key)]
+			st := sh.State(it)
+			if !ok || uint8(st.Kind()) != w.Kind || it.ExpireAt != w.ExpireAt || string(st.AppendCompact(nil, it.ExpireAt)) != string(w.Payload) {
+				t.Errorf("key %q restored as kind %d expiring %d, %x; want %v", it.Key, st.Kind(), it.ExpireAt, st.AppendCompact(nil, it.ExpireAt), w)
+			}
+			return true
+		})
+		sh.Unlock()
+	}
+	if seen != len(want) {
+		t.Fatalf("%d keys restored, want %d", seen, len(want))
+	}
+}

@@ -8,6 +8,10 @@ type Restored struct {
 	Key      []byte
 	State    engine.State
 	ExpireAt int64
+	// Kept, set by RestoreBatch: the keyspace holds State itself (a state
+	// it keeps as an object); otherwise it copied it, and State is the
+	// caller's to reuse.
+	Kept bool
 }
 
 // RestoreBatch applies recs in order, each as a key loaded from disk: not
@@ -34,12 +38,13 @@ func (s *Store) RestoreBatch(recs []Restored, hs []uint64) {
 	for _, h := range hs {
 		s.ShardOf(h).PrefetchRecord(h)
 	}
-	for i, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		sh := s.ShardOf(hs[i])
 		f := sh.Find(r.Key, hs[i])
 		switch {
 		case r.State != nil:
-			sh.put(f, r.Key, hs[i], r.State, r.ExpireAt, false)
+			r.Kept = sh.put(f, r.Key, hs[i], r.State, r.ExpireAt, false)
 		case f.OK:
 			sh.drop(f.pos, f.ref)
 		}

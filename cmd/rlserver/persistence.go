@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log"
 	"os"
+	"runtime"
 
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/shard"
@@ -35,6 +36,11 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 			return nil, fmt.Errorf("cannot open data directory %q: %w (rlserver runs as uid %d, gid %d: the directory must be writable by them)", o.dir, err, os.Getuid(), os.Getgid())
 		}
 		return nil, fmt.Errorf("cannot open data directory %q: %w", o.dir, err)
+	}
+	// The restore runs before any client is served: it may use every core
+	// (it reads and applies in two stages) whatever --threads says.
+	if n := runtime.NumCPU(); n > runtime.GOMAXPROCS(0) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
 		Interval: o.saveInterval, Logger: log.Printf,
