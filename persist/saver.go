@@ -1,8 +1,10 @@
 package persist
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"slices"
@@ -71,6 +73,11 @@ type Saver struct {
 type batch struct {
 	puts    []Record
 	deletes [][]byte
+	// toBatch's scratch
+	seed maphash.Seed
+	last map[uint64]int // key hash -> index of its last change
+	hs   []uint64
+	hash func(maphash.Seed, []byte) uint64 // nil: maphash.Bytes (tests set a worse one)
 }
 
 // SaverOptions configures NewSaver.
@@ -575,18 +582,24 @@ func (s *Saver) succeeded() {
 // (a change's payload is the compact encoding with ref its expiry). Only
 // each key's last change counts: a key deleted and then created again
 // (within one interval, or between two pieces of a drain) is a put, one
-// put and then deleted is a deletion.
+// put and then deleted is a deletion. Keys are told apart by a 64-bit hash
+// (checked against the key itself), so that eviction's stream of deletions
+// costs no allocation per key.
 func toBatch(changes []shard.Change, b *batch) {
 	b.puts, b.deletes = b.puts[:0], b.deletes[:0]
-	var last map[string]int // only when there are deletions
-	if slices.ContainsFunc(changes, func(c shard.Change) bool { return c.Deleted }) {
-		last = make(map[string]int, len(changes))
+	dedup := slices.ContainsFunc(changes, func(c shard.Change) bool { return c.Deleted })
+	if dedup && !b.lastChanges(changes) {
+		// Two keys share a hash: by the keys themselves.
+		last := make(map[string]int, len(changes))
 		for i, c := range changes {
 			last[string(c.Key)] = i
 		}
+		for i, c := range changes {
+			b.hs[i] = uint64(last[string(c.Key)])
+		}
 	}
 	for i, c := range changes {
-		if last != nil && last[string(c.Key)] != i {
+		if dedup && b.hs[i] != uint64(i) {
 			continue
 		}
 		if c.Deleted {
@@ -595,6 +608,32 @@ func toBatch(changes []shard.Change, b *batch) {
 			b.puts = append(b.puts, Record{Key: c.Key, Version: FormatV2, Kind: uint8(c.Kind), ExpireAt: c.ExpireAt, Payload: c.Payload})
 		}
 	}
+}
+
+// lastChanges sets b.hs[i] to the index of the last change of changes[i]'s
+// key; it reports false if two keys share a hash (b.hs is then unset).
+func (b *batch) lastChanges(changes []shard.Change) bool {
+	if b.last == nil {
+		b.seed = maphash.MakeSeed()
+		b.last = map[uint64]int{}
+		if b.hash == nil {
+			b.hash = maphash.Bytes
+		}
+	}
+	clear(b.last)
+	b.hs = slices.Grow(b.hs[:0], len(changes))[:len(changes)]
+	for i, c := range changes {
+		h := b.hash(b.seed, c.Key)
+		if j, ok := b.last[h]; ok && !bytes.Equal(changes[j].Key, c.Key) {
+			return false
+		}
+		b.last[h] = i
+		b.hs[i] = h
+	}
+	for i, h := range b.hs {
+		b.hs[i] = uint64(b.last[h])
+	}
+	return true
 }
 
 // Save flushes every change and syncs the store (SAVE).

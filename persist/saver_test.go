@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"slices"
 	"strings"
@@ -717,18 +718,23 @@ func TestToBatchLastChangeWins(t *testing.T) {
 		{[]shard.Change{del("a"), put("a")}, "[a]", "[]"},
 		{[]shard.Change{put("a"), del("a"), put("a"), del("b"), put("c")}, "[a c]", "[b]"},
 		{[]shard.Change{del("a"), put("a"), del("a")}, "[]", "[a]"},
+		{[]shard.Change{del("x"), put("a"), del("b"), put("b"), del("a"), put("x"), del("c")}, "[b x]", "[a c]"},
 	} {
-		var b batch
-		toBatch(tc.changes, &b)
-		var puts, dels []string
-		for _, r := range b.puts {
-			puts = append(puts, string(r.Key))
-		}
-		for _, k := range b.deletes {
-			dels = append(dels, string(k))
-		}
-		if fmt.Sprint(puts) != tc.puts || fmt.Sprint(dels) != tc.delete {
-			t.Errorf("toBatch(%v): puts %v deletes %v, want %s %s", tc.changes, puts, dels, tc.puts, tc.delete)
+		// A batch reused, as the saver does, and one whose keys all share
+		// a hash (the keys themselves decide then).
+		reused := batch{}
+		for _, b := range []*batch{&reused, &reused, {hash: func(maphash.Seed, []byte) uint64 { return 7 }}} {
+			toBatch(tc.changes, b)
+			var puts, dels []string
+			for _, r := range b.puts {
+				puts = append(puts, string(r.Key))
+			}
+			for _, k := range b.deletes {
+				dels = append(dels, string(k))
+			}
+			if fmt.Sprint(puts) != tc.puts || fmt.Sprint(dels) != tc.delete {
+				t.Errorf("toBatch(%v): puts %v deletes %v, want %s %s", tc.changes, puts, dels, tc.puts, tc.delete)
+			}
 		}
 	}
 }

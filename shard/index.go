@@ -6,13 +6,15 @@ import (
 )
 
 // index maps keys to records: open addressing with linear probing over
-// slots holding a tag byte (0: empty; else 0x80 | the hash's top 7 bits)
-// and the record's ref. Slots come in groups of eight, tags then refs, so a
-// probe reads a few tags in one cache line and the matching ref beside them:
-// a lookup costs about one index line and one record. At most 80% of the
-// slots are used and the table grows by half, so it costs 5 bytes a slot and
-// about 7-9 bytes a key. Deletion shifts the following run back (no
-// tombstones), so a table under constant churn never degrades.
+// slots holding a tag byte (0: empty; else 0x80 | the hash's top 7 bits),
+// the slot's distance from the key's home slot, and the record's ref. Slots
+// come in groups of eight, tags, distances then refs, so a probe reads a
+// few tags in one cache line and the matching ref beside them: a lookup
+// costs about one index line and one record. At most 80% of the slots are
+// used and the table grows by half, so it costs 6 bytes a slot and about
+// 8-11 bytes a key. Deletion shifts the following run back (no tombstones),
+// so a table under constant churn never degrades; the distances tell it
+// which entries may move without reading their keys (a cache miss each).
 //
 // Growing is incremental, as Redis rehashes: the new table is allocated and
 // the old one is moved over a few slots per lookup (migrateStep), and a key
@@ -32,8 +34,13 @@ type index struct {
 
 type group struct {
 	tags [8]uint8
+	dist [8]uint8 // slot - home, mod size; farDist: that or more (read the key)
 	refs [8]ref
 }
+
+// farDist is the distance byte of an entry at least that far from its home:
+// its key tells the exact distance.
+const farDist = 255
 
 // tomb marks an old-table slot whose key moved ahead of the migration: it is
 // skipped, and it keeps the probe runs of the old table intact.
@@ -47,9 +54,17 @@ const migrateStep = 8
 func (x *index) tag(i int) uint8     { return x.groups[i>>3].tags[i&7] }
 func (x *index) ref(i int) ref       { return x.groups[i>>3].refs[i&7] }
 func (x *index) setRef(i int, r ref) { x.groups[i>>3].refs[i&7] = r }
-func (x *index) set(i int, t uint8, r ref) {
+func (x *index) set(i int, t uint8, d int, r ref) {
 	g := &x.groups[i>>3]
-	g.tags[i&7], g.refs[i&7] = t, r
+	g.tags[i&7], g.dist[i&7], g.refs[i&7] = t, uint8(min(d, farDist)), r
+}
+
+// distance is how far slot i lies past slot from, cyclically.
+func (x *index) distance(from, i int) int {
+	if d := i - from; d >= 0 {
+		return d
+	}
+	return i - from + x.size
 }
 
 func tagOf(h uint64) uint8 { return uint8(h>>57) | 0x80 }
@@ -68,13 +83,14 @@ func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 		x.migrate(s, migrateStep)
 	}
 	tag := tagOf(h)
-	for i := home(h, x.size); ; {
+	start := home(h, x.size)
+	for i := start; ; {
 		g := &x.groups[i>>3]
 		t := g.tags[i&7]
 		if t == 0 {
 			if x.old != nil {
 				if r, p := x.takeOld(s, key, h); r != 0 {
-					x.set(i, tag, r)
+					x.set(i, tag, x.distance(start, i), r)
 					return i, r, p
 				}
 			}
@@ -93,7 +109,7 @@ func (x *index) find(s *slabs, key []byte, h uint64) (int, ref, []byte) {
 }
 
 // prefetchHome starts loading the group where the probe for hash h starts:
-// its tags, and the ref of h's home slot (a group is 40 bytes, so they may
+// its tags, and the ref of h's home slot (a group is 48 bytes, so they may
 // lie on two lines).
 func (x *index) prefetchHome(h uint64) {
 	if x.size == 0 {
@@ -172,13 +188,14 @@ func (x *index) migrate(s *slabs, k int) {
 		}
 		r := g.refs[j]
 		key, _ := recSplit(s.get(r))
-		i := home(x.hash.bytes(key), x.size)
+		start := home(x.hash.bytes(key), x.size)
+		i := start
 		for x.tag(i) != 0 {
 			if i++; i == x.size {
 				i = 0
 			}
 		}
-		x.set(i, t, r)
+		x.set(i, t, x.distance(start, i), r)
 	}
 	if x.mig == x.oldSize {
 		x.old, x.oldSize, x.mig = nil, 0, 0
@@ -215,7 +232,7 @@ func (x *index) reserve(n int) {
 
 // put fills the empty slot i (found by find) with key's hash tag and r.
 func (x *index) put(i int, h uint64, r ref) {
-	x.set(i, tagOf(h), r)
+	x.set(i, tagOf(h), x.distance(home(h, x.size), i), r)
 	x.n++
 }
 
@@ -226,7 +243,8 @@ func (x *index) del(s *slabs, i int) {
 	size := x.size
 	x.n--
 	for j := i; ; {
-		x.set(i, 0, 0)
+		x.set(i, 0, 0, 0)
+		var d int // the entry at j's distance from its home
 		for {
 			if j++; j == size {
 				j = 0
@@ -234,20 +252,18 @@ func (x *index) del(s *slabs, i int) {
 			if x.tag(j) == 0 {
 				return
 			}
-			k, _ := recSplit(s.get(x.ref(j)))
-			h := home(x.hash.bytes(k), size)
-			// The entry at j stays unless its home lies cyclically
-			// outside (i, j]: then slot i is on its probe path.
-			if i <= j {
-				if i < h && h <= j {
-					continue
-				}
-			} else if i < h || h <= j {
-				continue
+			if d = int(x.groups[j>>3].dist[j&7]); d == farDist {
+				k, _ := recSplit(s.get(x.ref(j)))
+				d = x.distance(home(x.hash.bytes(k), size), j)
 			}
-			break
+			// The entry at j stays unless its home lies cyclically
+			// outside (i, j], i.e. at least as far back as i: then
+			// slot i is on its probe path.
+			if d >= x.distance(i, j) {
+				break
+			}
 		}
-		x.set(i, x.tag(j), x.ref(j))
+		x.set(i, x.tag(j), d-x.distance(i, j), x.ref(j))
 		i = j
 	}
 }

@@ -41,3 +41,66 @@ func avgRun(sh *Shard) float64 {
 	}
 	return float64(total) / 2000
 }
+
+// TestIndexDistances: after inserts that grow the table (old and new
+// tables side by side) and deletions that shift runs back, every slot's
+// distance byte is its entry's distance from its home slot (farDist from
+// there on), and every key is still found; a distance forced to farDist is
+// read from the key instead.
+func TestIndexDistances(t *testing.T) {
+	s := New(Options{Shards: 1, Seed: 3})
+	sh := s.Shard(0)
+	check := func(when string, live map[string]bool) {
+		t.Helper()
+		x := &sh.idx
+		for i := 0; i < x.size; i++ {
+			if x.tag(i) < 0x80 {
+				continue
+			}
+			k, _ := recSplit(sh.slabs.get(x.ref(i)))
+			want := min(x.distance(home(x.hash.bytes(k), x.size), i), farDist)
+			if got := int(x.groups[i>>3].dist[i&7]); got != want {
+				t.Fatalf("%s: slot %d (key %q) has distance %d, want %d", when, i, k, got, want)
+			}
+		}
+		for k := range live {
+			if f := sh.Find([]byte(k), s.Hash([]byte(k))); !f.OK {
+				t.Fatalf("%s: key %q not found", when, k)
+			}
+		}
+	}
+	live := map[string]bool{}
+	for i := range 20000 {
+		k := fmt.Sprint("key:", i)
+		sh.Insert([]byte(k), &fake{size: 10}, 1000*sec)
+		live[k] = true
+		if i%997 == 0 {
+			check(fmt.Sprintf("after %d inserts", i+1), live)
+		}
+	}
+	for i := 0; i < 20000; i += 3 {
+		k := fmt.Sprint("key:", i)
+		if !sh.Delete([]byte(k), 0) {
+			t.Fatalf("Delete(%q) found nothing", k)
+		}
+		delete(live, k)
+	}
+	check("after deleting a third", live)
+	// Distances unknown (as an entry farDist away would have): deleting
+	// reads the keys, and sets the exact distances of what it shifts.
+	for i := 0; i < sh.idx.size; i++ {
+		if sh.idx.tag(i) >= 0x80 {
+			sh.idx.groups[i>>3].dist[i&7] = farDist
+		}
+	}
+	for i := 1; i < 20000; i += 3 {
+		k := fmt.Sprint("key:", i)
+		sh.Delete([]byte(k), 0)
+		delete(live, k)
+	}
+	for k := range live {
+		if f := sh.Find([]byte(k), s.Hash([]byte(k))); !f.OK {
+			t.Fatalf("after deletes with unknown distances: key %q not found", k)
+		}
+	}
+}

@@ -32,9 +32,9 @@ import (
 	"github.com/rlserver/rlserver/engine"
 )
 
-// indexBytes is the index's share of a key's memory, for accounting: 5
+// indexBytes is the index's share of a key's memory, for accounting: 6
 // bytes a slot at 55-80% load.
-const indexBytes = 8
+const indexBytes = 9
 
 // maxInline is the largest compact payload kept inline. Larger states are
 // boxed: decoding and encoding them on every call would cost more than the
