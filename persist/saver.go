@@ -50,17 +50,18 @@ type Saver struct {
 	// changes wait in the keyspace. failure is the error (nil: none),
 	// failedAt when it began (Unix s); fault is an error injected by tests
 	// (DEBUG DISKFAULT) that Writable answers in place of the store.
-	failure  atomic.Pointer[error]
-	failedAt atomic.Int64
-	failures atomic.Int64 // flushes and syncs that failed, ever
-	rewrites atomic.Int64 // rewrites committed
-	flushing atomic.Bool  // a flush is under way (Flushing)
-	inFlight atomic.Int64 // changes a flush drained that are not durable yet
-	stale    atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
-	lost     atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
-	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
-	window   lossWindow
-	fault    atomic.Pointer[error]
+	failure    atomic.Pointer[error]
+	failedAt   atomic.Int64
+	failures   atomic.Int64 // flushes and syncs that failed, ever
+	rewrites   atomic.Int64 // rewrites committed
+	flushing   atomic.Bool  // a flush is under way (Flushing)
+	flushBegan atomic.Int64 // when it began, Unix ns (Late); 0: none
+	inFlight   atomic.Int64 // changes a flush drained that are not durable yet
+	stale      atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
+	lost       atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
+	rwNext     int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
+	window     lossWindow
+	fault      atomic.Pointer[error]
 
 	mark   func() func()
 	commit func() // the last flush's Mark, run when it is durable; guarded by mu
@@ -416,6 +417,15 @@ var drainPiece, markPiece = 512, 8192
 // piece of work too.
 const batchBytes = 32 << 10
 
+// flushSlice is how long a flush runs before it lets the event loops have
+// the P (the pieces within are short: no command waits on a shard's lock
+// for long); lateFlushSlice is that for a flush that has run longer than
+// the save interval.
+const (
+	flushSlice     = 200 * time.Microsecond
+	lateFlushSlice = time.Millisecond
+)
+
 // redirty marks the keys of changes a failed write held as changed again.
 func (s *Saver) redirty(changes []shard.Change) {
 	byShard := map[*shard.Shard][]string{}
@@ -449,8 +459,12 @@ func (s *Saver) rewriteDue() bool {
 func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushBegan.Store(time.Now().UnixNano())
 	s.flushing.Store(true)
-	defer s.flushing.Store(false)
+	defer func() {
+		s.flushing.Store(false)
+		s.flushBegan.Store(0)
+	}()
 	s.inFlight.Store(0) // a failed flush's changes were marked changed again
 	if s.mark != nil {
 		s.commit = s.mark()
@@ -507,8 +521,24 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		changes, buf = changes[:0], buf[:0]
 		return err
 	}
-	// Between pieces the event loops go first (runtime.Gosched): with
-	// --threads 1 they share one P with the flush.
+	// Between pieces the event loops may go first: with --threads 1 they
+	// share one P with the flush. It yields (runtime.Gosched) once it has
+	// run for a slice of time, not after every piece: a goroutine that
+	// yields waits in the runtime's global queue, which a busy P looks at
+	// about once in 61 turns, so a flush yielding after every piece got
+	// about a twentieth of the CPU and ran for seconds. A late flush
+	// (Late) takes longer slices.
+	ran := time.Now()
+	pause := func() {
+		slice := flushSlice
+		if s.Late() {
+			slice = lateFlushSlice
+		}
+		if time.Since(ran) >= slice {
+			runtime.Gosched()
+			ran = time.Now()
+		}
+	}
 	for i := 0; i < n && err == nil; i++ {
 		sh := s.keys.Shard(i)
 		if i >= s.rwNext && i < markTo {
@@ -517,7 +547,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 				sh.Lock()
 				done = sh.MarkAll(&cur, now, markPiece)
 				sh.Unlock()
-				runtime.Gosched()
+				pause()
 			}
 		}
 		// The entries listed when the drain begins, in pieces (entries
@@ -532,7 +562,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 			if len(buf) >= batchBytes {
 				err = write()
 			}
-			runtime.Gosched()
+			pause()
 		}
 	}
 	if err == nil {
@@ -560,6 +590,14 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 // Flushing reports whether a flush is under way: the event loops then
 // yield their P more often, so that it keeps up (resp.Config.Background).
 func (s *Saver) Flushing() bool { return s.flushing.Load() }
+
+// Late reports whether the flush under way has run longer than the save
+// interval: the changes it has yet to write are older than the loss
+// window's bound allows, and the event loops yield still more often.
+func (s *Saver) Late() bool {
+	began := s.flushBegan.Load()
+	return began != 0 && time.Since(time.Unix(0, began)) > s.interval
+}
 
 // succeeded notes a flush whose writes are as durable as the fsync policy
 // makes them (synced, unless the policy is "no"): only then is the status

@@ -895,3 +895,26 @@ func TestSaverRestoreInBatches(t *testing.T) {
 		t.Fatalf("%d keys restored, want %d", seen, len(want))
 	}
 }
+
+// TestSaverLate: a flush is late once it has run longer than the save
+// interval (the event loops then yield more often, and it takes longer
+// slices); no flush is never late.
+func TestSaverLate(t *testing.T) {
+	f := newSaverFixture(t, nil) // interval: an hour
+	if f.s.Late() {
+		t.Fatal("Late with no flush under way")
+	}
+	f.s.flushBegan.Store(time.Now().Add(-time.Minute).UnixNano())
+	if f.s.Late() {
+		t.Fatal("Late a minute into a flush with an hour's interval")
+	}
+	f.s.flushBegan.Store(time.Now().Add(-2 * time.Hour).UnixNano())
+	if !f.s.Late() {
+		t.Fatal("not Late two hours into a flush with an hour's interval")
+	}
+	f.s.flushBegan.Store(0)
+	f.save()
+	if f.s.Late() || f.s.flushBegan.Load() != 0 {
+		t.Fatalf("Late after a flush ended (began %d)", f.s.flushBegan.Load())
+	}
+}

@@ -232,28 +232,27 @@ func (l *eventLoop) run() {
 // it never gives it up otherwise, and other goroutines (the sweeper,
 // another loop moved off its thread) would wait for the runtime's 10 ms
 // preemption. Every 32 passes does for them. While a flush of persistence
-// runs (Config.Background) the loop yields every yieldEvery instead: with
-// --threads 1 the flush runs in the turns it gives, a piece of well under
-// a millisecond at a time, and that share of the CPU keeps it up with the
-// changes (at every 32 passes, a loop creating 600,000 keys a second left
-// flushes taking seconds and falling ever further behind). Looking at the
-// clock every pass, and yielding that often, costs about 8% of the CPU
-// per request in memory, so only then.
+// runs (Config.Background) the loop yields at the interval that returns
+// instead: with --threads 1 the flush runs in the turns it gives, a piece
+// of well under a millisecond at a time, and that share of the CPU keeps
+// it up with the changes (at every 32 passes, a loop creating 600,000 keys
+// a second left flushes taking seconds and falling ever further behind).
+// Looking at the clock every pass, and yielding that often, costs about 8%
+// of the CPU per request in memory, so only then.
 func (l *eventLoop) yield() {
 	if l.passes++; l.passes%32 == 0 {
 		runtime.Gosched()
 		return
 	}
-	if bg := l.srv.cfg.Background; bg != nil && bg() {
-		if now := time.Now(); now.Sub(l.yielded) > yieldEvery {
-			runtime.Gosched()
-			l.yielded = now
+	if bg := l.srv.cfg.Background; bg != nil {
+		if every := bg(); every > 0 {
+			if now := time.Now(); now.Sub(l.yielded) > every {
+				runtime.Gosched()
+				l.yielded = now
+			}
 		}
 	}
 }
-
-// yieldEvery is how long a busy loop keeps its P while a flush waits.
-const yieldEvery = 200 * time.Microsecond
 
 // spinPolls is how many times a loop that finds nothing ready asks again,
 // without blocking, before it blocks in epoll_wait. Under load the next

@@ -29,10 +29,11 @@ type Config struct {
 	// loop_linux.go); 0 means a goroutine per connection, the only mode
 	// outside Linux.
 	EventLoops int
-	// Background, if set, reports whether background work that must keep
-	// up with the loops (a flush of persistence, replication) is under way: a busy
-	// loop then yields its P every 200 µs instead of every 32 passes.
-	Background func() bool
+	// Background, if set, reports how long a busy loop may keep its P
+	// while background work that must keep up with the loops (a flush of
+	// persistence, replication) is under way, 0 when none is: a busy loop
+	// then yields its P at that interval instead of every 32 passes.
+	Background func() time.Duration
 	// MaxClients bounds the connections served at once: one more is
 	// answered ErrMaxClients and closed. Default 10000.
 	MaxClients int

@@ -369,12 +369,20 @@ func run(args []string) int {
 	rcfg := resp.Config{ProtoMaxBulkLen: int(maxBulk), QueryBufferLimit: int(queryLimit), EventLoops: eventLoops(o), MaxClients: maxclients,
 		IdleTimeout: time.Duration(o.timeout) * time.Second, TCPKeepAlive: keepalive, Admit: commands.Admit}
 	// A flush of persistence and a primary's replication links need turns
-	// on a busy loop's thread (see resp.Config.Background).
-	rcfg.Background = func() bool {
-		if n := o.replication.Load(); n != nil && n.Streaming() {
-			return true
+	// on a busy loop's thread (see resp.Config.Background): every 200 µs,
+	// and more while a flush runs late, so that the loss window stays
+	// near its bound however hard the loops are driven.
+	rcfg.Background = func() time.Duration {
+		if p != nil && p.Flushing() {
+			if p.Late() {
+				return 50 * time.Microsecond
+			}
+			return 200 * time.Microsecond
 		}
-		return p != nil && p.Flushing()
+		if n := o.replication.Load(); n != nil && n.Streaming() {
+			return 200 * time.Microsecond
+		}
+		return 0
 	}
 	srv := resp.New(rcfg, commands)
 	var certs *tlsCerts
