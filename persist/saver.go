@@ -417,14 +417,10 @@ var drainPiece, markPiece = 512, 8192
 // piece of work too.
 const batchBytes = 32 << 10
 
-// flushSlice is how long a flush runs before it lets the event loops have
-// the P (the pieces within are short: no command waits on a shard's lock
-// for long); lateFlushSlice is that for a flush that has run longer than
-// the save interval.
-const (
-	flushSlice     = 200 * time.Microsecond
-	lateFlushSlice = time.Millisecond
-)
+// lateFlushSlice is how long a flush that has run longer than the save
+// interval runs before it lets the event loops have the P (the pieces
+// within are short: no command waits on a shard's lock for long).
+const lateFlushSlice = time.Millisecond
 
 // redirty marks the keys of changes a failed write held as changed again.
 func (s *Saver) redirty(changes []shard.Change) {
@@ -522,19 +518,16 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		return err
 	}
 	// Between pieces the event loops may go first: with --threads 1 they
-	// share one P with the flush. It yields (runtime.Gosched) once it has
-	// run for a slice of time, not after every piece: a goroutine that
-	// yields waits in the runtime's global queue, which a busy P looks at
-	// about once in 61 turns, so a flush yielding after every piece got
-	// about a twentieth of the CPU and ran for seconds. A late flush
-	// (Late) takes longer slices.
+	// share one P with the flush, which yields (runtime.Gosched) after
+	// each piece, so that a request waits at most a piece for it. When the
+	// loops are busy, though, a goroutine that yields waits in the
+	// runtime's global queue, which a busy P looks at about once in 61
+	// turns: yielding after every piece, a flush got a twentieth of the
+	// CPU and ran for seconds. So a late flush (Late) runs for a slice of
+	// time before it yields again.
 	ran := time.Now()
 	pause := func() {
-		slice := flushSlice
-		if s.Late() {
-			slice = lateFlushSlice
-		}
-		if time.Since(ran) >= slice {
+		if !s.Late() || time.Since(ran) >= lateFlushSlice {
 			runtime.Gosched()
 			ran = time.Now()
 		}
