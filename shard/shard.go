@@ -580,7 +580,7 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 		dst = append(dst, Change{Key: buf[start:len(buf):len(buf)], Deleted: true})
 	}
 	clear(sh.deleted)
-	sh.deleted = sh.deleted[:0]
+	sh.deleted = shrunk(sh.deleted[:0])
 	end := len(sh.dirty)
 	if max > 0 {
 		end = min(end, sh.dhead+max)
@@ -613,10 +613,24 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 	}
 	sh.dhead = end
 	if end == len(sh.dirty) {
-		sh.dirty, sh.dhead = sh.dirty[:0], 0
+		sh.dirty, sh.dhead = shrunk(sh.dirty[:0]), 0
 	}
 	return dst, buf, len(sh.dirty) - sh.dhead
 }
+
+// shrunk returns an emptied list, or nil in place of one whose array has
+// grown past keepListCap entries: a burst (FLUSHALL, a rewrite, a mass
+// expiry of millions of keys) would otherwise keep its array for good.
+func shrunk[T any](l []T) []T {
+	if cap(l) > keepListCap {
+		return nil
+	}
+	return l
+}
+
+// keepListCap is the most entries a drained list keeps room for: far more
+// than a flush interval's changes per shard under steady load.
+const keepListCap = 1 << 18
 
 // drainAhead is how many records ahead DrainChanges prefetches.
 const drainAhead = 8

@@ -501,3 +501,41 @@ func TestMemoryBoundHoldsWhenKeysGrow(t *testing.T) {
 		t.Fatalf("after EvictOver: %d bytes, bound %d", m, full/2)
 	}
 }
+
+// TestDrainReleasesBurstLists: lists grown by a burst of changes (here a
+// flush of every key) do not keep their arrays once drained.
+func TestDrainReleasesBurstLists(t *testing.T) {
+	s := New(Options{Shards: 1, TrackChanges: true})
+	sh := s.Shard(0)
+	n := 2 * keepListCap
+	for i := range n {
+		sh.Insert([]byte(fmt.Sprintf("k%07d", i)), &fake{size: 1}, 10*sec)
+	}
+	if c := cap(sh.dirty); c < n {
+		t.Fatalf("dirty list capacity %d after %d inserts", c, n)
+	}
+	if ch, _, left := sh.DrainChanges(nil, nil, 0); len(ch) != n || left != 0 {
+		t.Fatalf("drained %d, %d left; want %d, 0", len(ch), left, n)
+	}
+	if c := cap(sh.dirty); c != 0 {
+		t.Fatalf("dirty list keeps capacity %d after draining %d", c, n)
+	}
+	sh.Clear()
+	if c := cap(sh.deleted); c < n {
+		t.Fatalf("deleted list capacity %d after clearing %d keys", c, n)
+	}
+	if ch, _, _ := sh.DrainChanges(nil, nil, 0); len(ch) != n || !ch[0].Deleted {
+		t.Fatalf("drained %d changes after Clear, want %d deletions", len(ch), n)
+	}
+	if c := cap(sh.deleted); c != 0 {
+		t.Fatalf("deleted list keeps capacity %d after draining %d", c, n)
+	}
+	// A flush interval's worth stays allocated.
+	for i := range 1000 {
+		sh.Insert([]byte(fmt.Sprintf("k%07d", i)), &fake{size: 1}, 10*sec)
+	}
+	sh.DrainChanges(nil, nil, 0)
+	if c := cap(sh.dirty); c < 1000 {
+		t.Fatalf("dirty list capacity %d after draining 1000, want it kept", c)
+	}
+}
