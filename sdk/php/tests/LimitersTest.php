@@ -4,7 +4,6 @@ declare(strict_types=1);
 
 namespace Rlserver\Tests;
 
-use PHPUnit\Framework\TestCase;
 use Rlserver\Client;
 use Rlserver\Decision;
 use Rlserver\Duration;
@@ -13,31 +12,8 @@ use Rlserver\Middleware;
 use Rlserver\WindowMode;
 
 /** The typed API beyond the conformance cases: scoped leases, durations, the middleware. */
-final class LimitersTest extends TestCase
+final class LimitersTest extends ServerTestCase
 {
-    private static ?Server $server = null;
-    private \Redis $redis;
-    private Client $c;
-
-    public static function setUpBeforeClass(): void
-    {
-        self::$server = new Server();
-    }
-
-    public static function tearDownAfterClass(): void
-    {
-        self::$server?->stop();
-        self::$server = null;
-    }
-
-    protected function setUp(): void
-    {
-        $this->redis = self::$server->redis();
-        $this->redis->flushAll();
-        Server::setClock($this->redis, Server::EPOCH_MS);
-        $this->c = new Client($this->redis);
-    }
-
     public function testScopedLeaseAlwaysReleases(): void
     {
         $cc = $this->c->concurrency(1, '30s');

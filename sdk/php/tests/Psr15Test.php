@@ -5,7 +5,6 @@ declare(strict_types=1);
 namespace Rlserver\Tests;
 
 use Nyholm\Psr7\Factory\Psr17Factory;
-use PHPUnit\Framework\TestCase;
 use Psr\Http\Message\ResponseInterface;
 use Psr\Http\Message\ServerRequestInterface;
 use Psr\Http\Server\MiddlewareInterface;
@@ -17,30 +16,13 @@ use Rlserver\Options;
 use Rlserver\Psr15Middleware;
 
 /** The PSR-15 middleware on PSR-7 messages (Nyholm's), decided by a real server. */
-final class Psr15Test extends TestCase
+final class Psr15Test extends ServerTestCase
 {
-    private static ?Server $server = null;
-    private \Redis $redis;
-    private Client $c;
     private Psr17Factory $f;
-
-    public static function setUpBeforeClass(): void
-    {
-        self::$server = new Server();
-    }
-
-    public static function tearDownAfterClass(): void
-    {
-        self::$server?->stop();
-        self::$server = null;
-    }
 
     protected function setUp(): void
     {
-        $this->redis = self::$server->redis();
-        $this->redis->flushAll();
-        Server::setClock($this->redis, Server::EPOCH_MS);
-        $this->c = new Client($this->redis);
+        parent::setUp();
         $this->f = new Psr17Factory();
     }
 

@@ -4,7 +4,6 @@ declare(strict_types=1);
 
 namespace Rlserver\Tests;
 
-use PHPUnit\Framework\TestCase;
 use Rlserver\Client;
 use Rlserver\Symfony\RlserverLimiter;
 use Rlserver\Symfony\RlserverLimiterFactory;
@@ -15,31 +14,8 @@ use Symfony\Component\RateLimiter\LimiterInterface;
 use Symfony\Component\RateLimiter\Policy\NoLimiter;
 
 /** The Symfony RateLimiter adapter: LimiterInterface and the factory, decided by rlserver. */
-final class SymfonyTest extends TestCase
+final class SymfonyTest extends ServerTestCase
 {
-    private static ?Server $server = null;
-    private \Redis $redis;
-    private Client $c;
-
-    public static function setUpBeforeClass(): void
-    {
-        self::$server = new Server();
-    }
-
-    public static function tearDownAfterClass(): void
-    {
-        self::$server?->stop();
-        self::$server = null;
-    }
-
-    protected function setUp(): void
-    {
-        $this->redis = self::$server->redis();
-        $this->redis->flushAll();
-        Server::setClock($this->redis, Server::EPOCH_MS);
-        $this->c = new Client($this->redis);
-    }
-
     public function testTokenBucketConsumeAndReserve(): void
     {
         $f = new RlserverLimiterFactory(['id' => 'api', 'policy' => 'token_bucket', 'limit' => 2, 'rate' => ['interval' => '1 second', 'amount' => 1]], $this->c);
