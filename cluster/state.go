@@ -93,16 +93,15 @@ func (s *State) view(t *Topology) (*View, error) {
 // its slots over, so that two primaries never serve one slot. Checked at every
 // keyed command, so a node frozen past its deadline serves nothing when it
 // runs again, before any goroutine could notice.
-func (s *State) FenceAfter(deadline time.Time) {
-	if !s.leaving.Load() {
-		s.fenceBy.Store(deadline.UnixNano())
-	}
-}
+func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(deadline.UnixNano()) }
 
-// Fenced reports whether the node is fenced.
+// Fenced reports whether the node is fenced (or leaving, see Leave).
 func (s *State) Fenced() bool {
+	if s.leaving.Load() {
+		return true
+	}
 	d := s.fenceBy.Load()
-	return d != 0 && time.Now().UnixNano() > d || s.leaving.Load()
+	return d != 0 && time.Now().UnixNano() > d
 }
 
 // Leave fences the node for good: it is shutting down, and must serve no

@@ -50,18 +50,18 @@ type Saver struct {
 	// changes wait in the keyspace. failure is the error (nil: none),
 	// failedAt when it began (Unix s); fault is an error injected by tests
 	// (DEBUG DISKFAULT) that Writable answers in place of the store.
-	failure    atomic.Pointer[error]
-	failedAt   atomic.Int64
-	failures   atomic.Int64 // flushes and syncs that failed, ever
-	rewrites   atomic.Int64 // rewrites committed
-	flushing   atomic.Bool  // a flush is under way (Flushing)
-	flushBegan atomic.Int64 // when it began, Unix ns (Late); 0: none
-	inFlight   atomic.Int64 // changes a flush drained that are not durable yet
-	stale      atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
-	lost       atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
-	rwNext     int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
-	window     lossWindow
-	fault      atomic.Pointer[error]
+	failure  atomic.Pointer[error]
+	failedAt atomic.Int64
+	failures atomic.Int64 // flushes and syncs that failed, ever
+	rewrites atomic.Int64 // rewrites committed
+	flushing atomic.Bool  // a flush is under way (Flushing)
+	late     atomic.Bool  // the flush under way has run longer than the interval (Late)
+	inFlight atomic.Int64 // changes a flush drained that are not durable yet
+	stale    atomic.Bool  // the store holds what no live key has (expired while down, or writes lost): rewrite
+	lost     atomic.Bool  // a write failed and may have lost what was applied since the last Sync: rewrite
+	rwNext   int          // a rewrite under way: the next shard to mark (-1: none); guarded by mu
+	window   lossWindow
+	fault    atomic.Pointer[error]
 
 	mark   func() func()
 	commit func() // the last flush's Mark, run when it is durable; guarded by mu
@@ -455,11 +455,10 @@ func (s *Saver) rewriteDue() bool {
 func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.flushBegan.Store(time.Now().UnixNano())
 	s.flushing.Store(true)
 	defer func() {
 		s.flushing.Store(false)
-		s.flushBegan.Store(0)
+		s.late.Store(false)
 	}()
 	s.inFlight.Store(0) // a failed flush's changes were marked changed again
 	if s.mark != nil {
@@ -527,7 +526,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	// time before it yields again.
 	ran := time.Now()
 	pause := func() {
-		if !s.Late() || time.Since(ran) >= lateFlushSlice {
+		if !s.noteLate(began, ran) || time.Since(ran) >= lateFlushSlice {
 			runtime.Gosched()
 			ran = time.Now()
 		}
@@ -586,10 +585,21 @@ func (s *Saver) Flushing() bool { return s.flushing.Load() }
 
 // Late reports whether the flush under way has run longer than the save
 // interval: the changes it has yet to write are older than the loss
-// window's bound allows, and the event loops yield still more often.
-func (s *Saver) Late() bool {
-	began := s.flushBegan.Load()
-	return began != 0 && time.Since(time.Unix(0, began)) > s.interval
+// window's bound allows, and the event loops yield still more often. It
+// is one atomic load: the loops ask at every pass.
+func (s *Saver) Late() bool { return s.late.Load() }
+
+// noteLate marks the flush that began at began late once it has run
+// longer than the save interval by now, and reports whether it is.
+func (s *Saver) noteLate(began, now time.Time) bool {
+	if s.late.Load() {
+		return true
+	}
+	if now.Sub(began) > s.interval {
+		s.late.Store(true)
+		return true
+	}
+	return false
 }
 
 // succeeded notes a flush whose writes are as durable as the fsync policy
