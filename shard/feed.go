@@ -149,7 +149,7 @@ func (sh *Shard) record(ev Event, key []byte, r ref) {
 	} else {
 		sh.changes.Add(1)
 		if sh.track {
-			sh.deleted = append(sh.deleted, string(key))
+			sh.deleted.push(key)
 		}
 	}
 	if sh.feed.subs == 0 {
@@ -182,7 +182,7 @@ func (sh *Shard) recordFlush() {
 	sh.changes.Add(int64(n))
 	if sh.track {
 		sh.Each(minInt64, func(it Item) bool {
-			sh.deleted = append(sh.deleted, string(it.Key))
+			sh.deleted.push(it.Key)
 			return true
 		})
 	}

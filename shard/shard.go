@@ -22,6 +22,7 @@ package shard
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -65,10 +66,9 @@ type Shard struct {
 	sweep   int // next index slot the active sweep visits
 
 	track   bool     // record changes for persistence
-	dirty   []ref    // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	dhead   int      // dirty[:dhead] are drained
+	dirty   refQueue // records changed since the last DrainChanges (and stale refs, see DrainChanges)
 	ndirty  int      // records flagged dirty
-	deleted []string // keys removed since the last DrainChanges
+	deleted keyQueue // keys removed since the last DrainChanges
 	pbuf    []byte   // payload scratch
 	kbuf    []byte   // key scratch (cool)
 
@@ -411,17 +411,8 @@ func (sh *Shard) markDirty(r ref) {
 	}
 }
 
-// listDirty appends r to the dirty list. A full list whose drained head is
-// at least half of it moves its rest to the front instead of growing: a
-// list drained in pieces while writes go on may never be empty at the end
-// of a drain, and would otherwise grow, copying its drained head, forever.
-func (sh *Shard) listDirty(r ref) {
-	if len(sh.dirty) == cap(sh.dirty) && sh.dhead > 0 && 2*sh.dhead >= len(sh.dirty) {
-		n := copy(sh.dirty, sh.dirty[sh.dhead:])
-		sh.dirty, sh.dhead = sh.dirty[:n], 0
-	}
-	sh.dirty = append(sh.dirty, r)
-}
+// listDirty appends r to the dirty list.
+func (sh *Shard) listDirty(r ref) { sh.dirty.push(r) }
 
 // Usage returns the bytes the key f found takes, as the memory bound counts
 // them: its record's slot, its share of the index and a boxed state.
@@ -496,7 +487,8 @@ func (sh *Shard) Clear() int {
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
 	clear(sh.spare[:])
-	sh.dirty, sh.dhead, sh.ndirty = sh.dirty[:0], 0, 0
+	sh.dirty.reset()
+	sh.ndirty = 0
 	sh.mem.Store(0)
 	return n
 }
@@ -558,79 +550,67 @@ type Change struct {
 // caller holds the lock.
 func (sh *Shard) Changes() int64 { return sh.changes.Load() }
 
-// DrainChanges appends to dst the changes since the previous call:
-// every deletion, then the records of up to max entries of the dirty list
-// (max <= 0: all), oldest first, and forgets them; it returns how many
-// entries the list still holds. Deletions come first, so that a key
-// deleted then created again ends up present. It zeroes the shard's
-// changes-since-save count. A change's key and payload are in buf, which
-// is returned grown; the payload is the state's compact encoding with ref
-// its ExpireAt (the disk format, persist's version-2 record payload): an
-// inline record's payload is copied as is, a boxed state is encoded. The
-// caller holds the lock; no I/O happens here. A caller draining a large
-// list takes it in pieces, unlocking in between, so that no command waits
-// for the whole of it.
+// DrainChanges appends to dst the changes since the previous call, up to
+// max entries of the lists (max <= 0: all), oldest first, and forgets
+// them; it returns how many entries the lists still hold. Deletions come
+// first: the records of the dirty list are drained only once every
+// deletion is, so a key deleted then created again ends up present (a put
+// drained is the key's state now, after every deletion listed so far). It
+// zeroes the shard's changes-since-save count. A change's key and payload
+// are in buf, which is returned grown; the payload is the state's compact
+// encoding with ref its ExpireAt (the disk format, persist's version-2
+// record payload): an inline record's payload is copied as is, a boxed
+// state is encoded. The caller holds the lock; no I/O happens here. A
+// caller draining large lists takes them in pieces, unlocking in between,
+// so that no command waits for the whole of them.
 func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []byte, int) {
 	sh.changes.Store(0)
+	if max <= 0 {
+		max = math.MaxInt
+	}
 	// A change's slices stay valid when buf grows: they keep the array
 	// they were cut from, which nothing writes again.
-	for _, k := range sh.deleted {
+	for ; max > 0 && sh.deleted.len() > 0; max-- {
 		start := len(buf)
-		buf = append(buf, k...)
+		buf = sh.deleted.popTo(buf)
 		dst = append(dst, Change{Key: buf[start:len(buf):len(buf)], Deleted: true})
 	}
-	clear(sh.deleted)
-	sh.deleted = shrunk(sh.deleted[:0])
-	end := len(sh.dirty)
-	if max > 0 {
-		end = min(end, sh.dhead+max)
-	}
-	refs := sh.dirty[sh.dhead:end]
-	for i, r := range refs {
-		// The records are scattered: ask for one a few ahead, so that
-		// its cache miss overlaps the work on this one.
-		if j := i + drainAhead; j < len(refs) && sh.slabs.valid(refs[j]) {
-			prefetch(unsafe.Pointer(&sh.slabs.get(refs[j])[0]))
+	for max > 0 && sh.deleted.len() == 0 {
+		refs := sh.dirty.peek(max)
+		if len(refs) == 0 {
+			break
 		}
-		// A ref may name a slot freed (and perhaps reused) since it was
-		// listed: only a record still flagged dirty is drained, once.
-		if !sh.slabs.valid(r) {
-			continue
+		for i, r := range refs {
+			// The records are scattered: ask for one a few ahead, so
+			// that its cache miss overlaps the work on this one.
+			if j := i + drainAhead; j < len(refs) && sh.slabs.valid(refs[j]) {
+				prefetch(unsafe.Pointer(&sh.slabs.get(refs[j])[0]))
+			}
+			// A ref may name a slot freed (and perhaps reused) since it
+			// was listed: only a record still flagged dirty is drained,
+			// once.
+			if !sh.slabs.valid(r) {
+				continue
+			}
+			rec := sh.slabs.get(r)
+			if rec[0]&flagDirty == 0 {
+				continue
+			}
+			rec[0] &^= flagDirty
+			sh.ndirty--
+			key, _ := recSplit(rec)
+			exp := recExp(rec)
+			start := len(buf)
+			buf = append(buf, key...)
+			p := len(buf)
+			buf = append(buf, sh.encoded(rec, exp)...)
+			dst = append(dst, Change{Key: buf[start:p:p], Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[p:len(buf):len(buf)]})
 		}
-		rec := sh.slabs.get(r)
-		if rec[0]&flagDirty == 0 {
-			continue
-		}
-		rec[0] &^= flagDirty
-		sh.ndirty--
-		key, _ := recSplit(rec)
-		exp := recExp(rec)
-		start := len(buf)
-		buf = append(buf, key...)
-		p := len(buf)
-		buf = append(buf, sh.encoded(rec, exp)...)
-		dst = append(dst, Change{Key: buf[start:p:p], Kind: engine.Kind(rec[0] & kindMask), ExpireAt: exp, Payload: buf[p:len(buf):len(buf)]})
+		sh.dirty.drop(len(refs))
+		max -= len(refs)
 	}
-	sh.dhead = end
-	if end == len(sh.dirty) {
-		sh.dirty, sh.dhead = shrunk(sh.dirty[:0]), 0
-	}
-	return dst, buf, len(sh.dirty) - sh.dhead
+	return dst, buf, sh.dirty.len() + sh.deleted.len()
 }
-
-// shrunk returns an emptied list, or nil in place of one whose array has
-// grown past keepListCap entries: a burst (FLUSHALL, a rewrite, a mass
-// expiry of millions of keys) would otherwise keep its array for good.
-func shrunk[T any](l []T) []T {
-	if cap(l) > keepListCap {
-		return nil
-	}
-	return l
-}
-
-// keepListCap is the most entries a drained list keeps room for: far more
-// than a flush interval's changes per shard under steady load.
-const keepListCap = 1 << 18
 
 // drainAhead is how many records ahead DrainChanges prefetches.
 const drainAhead = 8
@@ -687,7 +667,7 @@ func (sh *Shard) Redirty(keys []string) {
 		if f.OK {
 			sh.markDirty(f.ref)
 		} else if sh.track {
-			sh.deleted = append(sh.deleted, k)
+			sh.deleted.push([]byte(k))
 			sh.changes.Add(1)
 		}
 	}
@@ -947,7 +927,7 @@ func (s *Store) Pending() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.Lock()
-		n += sh.ndirty + len(sh.deleted)
+		n += sh.ndirty + sh.deleted.len()
 		sh.Unlock()
 	}
 	return n

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"sort"
@@ -181,8 +182,8 @@ func TestDrainInPiecesUnderWritesKeepsListBounded(t *testing.T) {
 			sh.Insert(c.Key, &fake{size: 1}, 10*sec+int64(round+1))
 		}
 	}
-	if c := cap(sh.dirty); c > 4*keys {
-		t.Fatalf("dirty list capacity %d after 200 pieces of %d with %d outstanding", c, piece, keys)
+	if c := len(sh.dirty.chunks); c > keys/chunkRefs+2 {
+		t.Fatalf("dirty list holds %d chunks after 200 pieces of %d with %d outstanding", c, piece, keys)
 	}
 	ch, _, left := sh.DrainChanges(ch[:0], nil, 0)
 	if len(ch) != keys || left != 0 {
@@ -503,39 +504,134 @@ func TestMemoryBoundHoldsWhenKeysGrow(t *testing.T) {
 }
 
 // TestDrainReleasesBurstLists: lists grown by a burst of changes (here a
-// flush of every key) do not keep their arrays once drained.
+// flush of every key) give their chunks back once drained.
 func TestDrainReleasesBurstLists(t *testing.T) {
 	s := New(Options{Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
-	n := 2 * keepListCap
+	n := 100 * chunkRefs
 	for i := range n {
 		sh.Insert([]byte(fmt.Sprintf("k%07d", i)), &fake{size: 1}, 10*sec)
 	}
-	if c := cap(sh.dirty); c < n {
-		t.Fatalf("dirty list capacity %d after %d inserts", c, n)
+	if c := len(sh.dirty.chunks); c != 100 {
+		t.Fatalf("dirty list in %d chunks after %d inserts, want 100", c, n)
 	}
 	if ch, _, left := sh.DrainChanges(nil, nil, 0); len(ch) != n || left != 0 {
 		t.Fatalf("drained %d, %d left; want %d, 0", len(ch), left, n)
 	}
-	if c := cap(sh.dirty); c != 0 {
-		t.Fatalf("dirty list keeps capacity %d after draining %d", c, n)
+	if c := len(sh.dirty.chunks); c != 0 {
+		t.Fatalf("dirty list keeps %d chunks after draining %d", c, n)
 	}
 	sh.Clear()
-	if c := cap(sh.deleted); c < n {
-		t.Fatalf("deleted list capacity %d after clearing %d keys", c, n)
+	if c := len(sh.deleted.chunks); c < 2 {
+		t.Fatalf("deleted list in %d chunks after clearing %d keys", c, n)
 	}
-	if ch, _, _ := sh.DrainChanges(nil, nil, 0); len(ch) != n || !ch[0].Deleted {
-		t.Fatalf("drained %d changes after Clear, want %d deletions", len(ch), n)
+	ch, _, left := sh.DrainChanges(nil, nil, 0)
+	keys := map[string]bool{}
+	for _, c := range ch {
+		if c.Deleted {
+			keys[string(c.Key)] = true
+		}
 	}
-	if c := cap(sh.deleted); c != 0 {
-		t.Fatalf("deleted list keeps capacity %d after draining %d", c, n)
+	if len(ch) != n || left != 0 || len(keys) != n || !keys["k0000000"] || !keys[fmt.Sprintf("k%07d", n-1)] {
+		t.Fatalf("drained %d changes (%d distinct deletions, %d left) after Clear, want %d deletions", len(ch), len(keys), left, n)
 	}
-	// A flush interval's worth stays allocated.
-	for i := range 1000 {
-		sh.Insert([]byte(fmt.Sprintf("k%07d", i)), &fake{size: 1}, 10*sec)
+	if c := len(sh.deleted.chunks); c != 0 {
+		t.Fatalf("deleted list keeps %d chunks after draining %d", c, n)
 	}
-	sh.DrainChanges(nil, nil, 0)
-	if c := cap(sh.dirty); c < 1000 {
-		t.Fatalf("dirty list capacity %d after draining 1000, want it kept", c)
+	chunkPool.Lock()
+	free := len(chunkPool.refs) + len(chunkPool.bytes)
+	chunkPool.Unlock()
+	if free > freeChunks {
+		t.Fatalf("%d free chunks kept, at most %d", free, freeChunks)
 	}
 }
+
+// Deletions drained in pieces hold back the dirty list's records: a key
+// deleted and created again is drained as a deletion, then its new state.
+func TestDrainDeletionsInPieces(t *testing.T) {
+	s := New(Options{Shards: 1, TrackChanges: true})
+	sh := s.Shard(0)
+	for i := range 10 {
+		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 1}, 10*sec)
+	}
+	sh.DrainChanges(nil, nil, 0)
+	for i := range 10 {
+		sh.Delete([]byte(fmt.Sprint("k", i)), 0)
+	}
+	sh.Insert([]byte("k3"), &fake{size: 2}, 20*sec)
+	var got []string
+	for round := 0; ; round++ {
+		ch, _, left := sh.DrainChanges(nil, nil, 4)
+		for _, c := range ch {
+			got = append(got, fmt.Sprintf("%s:%v", c.Key, c.Deleted))
+		}
+		if left == 0 {
+			break
+		}
+		if round > 5 {
+			t.Fatalf("still %d left after %d pieces", left, round+1)
+		}
+	}
+	want := "[k0:true k1:true k2:true k3:true k4:true k5:true k6:true k7:true k8:true k9:true k3:false]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("drained %v\nwant    %s", got, want)
+	}
+}
+
+func TestKeyQueue(t *testing.T) {
+	var q keyQueue
+	long := bytes.Repeat([]byte("x"), chunkBytes+10)
+	var want [][]byte
+	for i := range 3000 {
+		k := []byte(fmt.Sprintf("key-%d-%s", i, bytes.Repeat([]byte("y"), i%40)))
+		if i == 1500 {
+			k = long
+		}
+		q.push(k)
+		want = append(want, k)
+		if i%7 == 0 { // pops interleaved with pushes
+			if got := q.popTo(nil); !bytes.Equal(got, want[0]) {
+				t.Fatalf("pop %q, want %q", got, want[0])
+			}
+			want = want[1:]
+		}
+	}
+	for len(want) > 0 {
+		if q.len() != len(want) {
+			t.Fatalf("len %d, want %d", q.len(), len(want))
+		}
+		if got := q.popTo(nil); !bytes.Equal(got, want[0]) {
+			t.Fatalf("pop %.40q, want %.40q", got, want[0])
+		}
+		want = want[1:]
+	}
+	if q.len() != 0 || len(q.chunks) != 0 {
+		t.Fatalf("emptied queue: len %d, %d chunks", q.len(), len(q.chunks))
+	}
+}
+
+func TestRefQueue(t *testing.T) {
+	var q refQueue
+	next, out := ref(1), ref(1)
+	for round := range 50 {
+		for range 997 * (round % 5) {
+			q.push(next)
+			next++
+		}
+		for n := 300 * (round % 4); n > 0 && q.len() > 0; {
+			refs := q.peek(n)
+			for _, r := range refs {
+				if r != out {
+					t.Fatalf("round %d: peeked %d, want %d", round, r, out)
+				}
+				out++
+			}
+			q.drop(len(refs))
+			n -= len(refs)
+		}
+		if q.len() != int(next-out) {
+			t.Fatalf("round %d: len %d, want %d", round, q.len(), next-out)
+		}
+	}
+}
+
