@@ -634,4 +634,3 @@ func TestRefQueue(t *testing.T) {
 		}
 	}
 }
-
