@@ -31,7 +31,7 @@ func TestEvictionKeepsProbeRunsShort(t *testing.T) {
 func avgRun(sh *Shard) float64 {
 	size, total := sh.idx.size, 0
 	for range 2000 {
-		i := sh.randSlot(size)
+		i := sh.randN(size)
 		for sh.idx.tag(i) != 0 {
 			total++
 			if i++; i == size {

@@ -726,44 +726,131 @@ const (
 )
 
 // evictSome removes up to max keys while the shard holds more than budget
-// bytes, never keep's record.
+// bytes, never keep's record. A small table has every key looked at; a
+// larger one is sampled in its slabs (sampleSlab).
 func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 	if sh.idx.old != nil {
 		sh.idx.migrate(&sh.slabs, 64*max) // sample one table: finish a growth first
 	}
 	size := sh.idx.size
 	for ; removed < max && sh.mem.Load() > budget && size > 0; removed++ {
-		best, bestRef, bestExp := -1, ref(0), int64(0)
-		i, samples := sh.randSlot(size), evictSamples
-		if size <= evictScanAll {
-			i, samples = 0, size // a small table: look at every key
-		}
-		for seen, probes := 0, 0; seen < samples && probes < size; probes++ {
-			if sh.idx.tag(i) != 0 {
-				if r := sh.idx.ref(i); r != keep {
-					seen++
-					if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
-						best, bestRef, bestExp = i, r, e
-					}
+		pos, r := -1, ref(0)
+		switch {
+		case size <= evictScanAll:
+			pos, r = sh.scanClosest(keep)
+		default:
+			if r = sh.sampleSlab(keep); r != 0 {
+				key, _ := recSplit(sh.slabs.get(r))
+				var found ref
+				if pos, found, _ = sh.idx.find(&sh.slabs, key, sh.hash.bytes(key)); found != r {
+					pos, r = -1, 0 // not indexed: cannot happen, and must not be removed
 				}
 			}
-			// Neighbouring slots hold keys of unrelated expiries; jump
-			// elsewhere now and then so one long run is not all we see.
-			if i++; i == size || probes%8 == 7 && samples == evictSamples {
-				i = sh.randSlot(size)
+			if r == 0 { // a class mostly free slots where the samples fell
+				pos, r = sh.sampleIndex(keep)
 			}
 		}
-		if best < 0 {
+		if r == 0 {
 			break // nothing but keep
 		}
-		sh.removeAt(best, bestRef, EventEvict)
+		sh.removeAt(pos, r, EventEvict)
 		sh.evicted.Add(1)
 	}
 	return removed
 }
 
-// randSlot returns a pseudo-random index slot below size.
-func (sh *Shard) randSlot(size int) int {
+// scanClosest returns the index slot and record of the key closest to its
+// fresh state other than keep, looking at every key (a small table).
+func (sh *Shard) scanClosest(keep ref) (int, ref) {
+	best, bestRef, bestExp := -1, ref(0), int64(0)
+	for i := range sh.idx.size {
+		if sh.idx.tag(i) != 0 {
+			if r := sh.idx.ref(i); r != keep {
+				if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
+					best, bestRef, bestExp = i, r, e
+				}
+			}
+		}
+	}
+	return best, bestRef
+}
+
+// sampleIndex is sampleSlab through the index: evictSamples keys from
+// random slots on, a cache miss each.
+func (sh *Shard) sampleIndex(keep ref) (int, ref) {
+	size := sh.idx.size
+	best, bestRef, bestExp := -1, ref(0), int64(0)
+	i := sh.randN(size)
+	for seen, probes := 0, 0; seen < evictSamples && probes < size; probes++ {
+		if sh.idx.tag(i) != 0 {
+			if r := sh.idx.ref(i); r != keep {
+				seen++
+				if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
+					best, bestRef, bestExp = i, r, e
+				}
+			}
+		}
+		// Neighbouring slots hold keys of unrelated expiries; jump
+		// elsewhere now and then so one long run is not all we see.
+		if i++; i == size || probes%8 == 7 {
+			i = sh.randN(size)
+		}
+	}
+	return best, bestRef
+}
+
+// sampleSlab returns, of up to evictSamples live records other than keep
+// found from a random slot of a random size class on, the one closest to
+// its fresh state (0: none found). A class's records lie in consecutive
+// slots, so the samples cost a few cache lines, where records reached
+// through the index cost a cache miss each. Classes are drawn by how many
+// records they hold.
+func (sh *Shard) sampleSlab(keep ref) ref {
+	s := &sh.slabs
+	live := len(s.big) - len(s.bfree)
+	for c := 1; c < bigClass; c++ {
+		live += int(s.class[c].next) - len(s.class[c].free)
+	}
+	if live <= 0 {
+		return 0
+	}
+	x := sh.randN(live)
+	c, n := uint32(bigClass), len(s.big)
+	for k := uint32(1); k < bigClass; k++ {
+		if l := int(s.class[k].next) - len(s.class[k].free); x < l {
+			c, n = k, int(s.class[k].next)
+			break
+		} else {
+			x -= l
+		}
+	}
+	best, bestExp := ref(0), int64(0)
+	i := sh.randN(n)
+	if c != bigClass {
+		// Ask for the first samples' lines together: their misses overlap.
+		for k := range min(n, evictSamples) {
+			prefetch(unsafe.Pointer(&s.get(c<<classShift | uint32((i+k)%n))[0]))
+		}
+	}
+	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
+		r := c<<classShift | uint32(i)
+		if c != bigClass || s.big[i] != nil {
+			if rec := s.get(r); rec[0] != 0 && r != keep {
+				seen++
+				if e := recExp(rec); best == 0 || e < bestExp {
+					best, bestExp = r, e
+				}
+			}
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return best
+}
+
+// randN returns a pseudo-random int below n (n > 0).
+func (sh *Shard) randN(n int) int {
 	x := sh.rnd
 	if x == 0 {
 		x = sh.hash.seed | 1
@@ -772,7 +859,7 @@ func (sh *Shard) randSlot(size int) int {
 	x ^= x >> 7
 	x ^= x << 17
 	sh.rnd = x
-	return int((x >> 32) * uint64(size) >> 32)
+	return int((x >> 32) * uint64(n) >> 32)
 }
 
 // EvictOver evicts up to max keys while the shard is over its memory bound

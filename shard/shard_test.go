@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,6 +209,65 @@ func TestMemoryBoundEvictsClosestToFresh(t *testing.T) {
 	}
 	if st := s.Stats(); st.Evicted != 1 || st.Memory != 3*per {
 		t.Fatalf("stats = %+v, want 1 evicted and %d bytes", st, 3*per)
+	}
+}
+
+// In a table too large to look at every key, eviction samples: of keys
+// of three record sizes with expiries spread over 1..1000 s, the half
+// evicted is mostly the half closest to fresh, in every size class.
+func TestMemoryBoundSamplesClosestToFresh(t *testing.T) {
+	s := New(Options{Shards: 1, Seed: 11})
+	sh := s.Shard(0)
+	const n = 30000
+	key := func(i int) string { return fmt.Sprintf("k%d:%s", i, strings.Repeat("p", i%3*60)) }
+	exp := func(i int) int64 { return int64(1 + i*7919%1000) }
+	for i := range n {
+		sh.Insert([]byte(key(i)), &fake{size: 10}, exp(i)*sec)
+	}
+	bound := s.Stats().Memory / 2
+	s.SetMaxMemory(bound)
+	sh.EvictOver(n)
+	var early, late [3]int // per size: keys left expiring in the first and last quarter
+	for i := range n {
+		if f := sh.Find([]byte(key(i)), s.Hash([]byte(key(i)))); f.OK {
+			switch e := exp(i); {
+			case e <= 250:
+				early[i%3]++
+			case e > 750:
+				late[i%3]++
+			}
+		}
+	}
+	for c := range 3 {
+		// Each size has n/12 keys in each quarter.
+		if early[c] > n/12/10 || late[c] < n/12*9/10 {
+			t.Errorf("size %d: %d of %d keys of the first quarter kept, %d of %d of the last", c, early[c], n/12, late[c], n/12)
+		}
+	}
+	if st := s.Stats(); st.Memory > bound || st.Evicted < n/3 {
+		t.Fatalf("stats %+v, bound %d", st, bound)
+	}
+}
+
+// A size class whose slots are mostly free (its keys deleted) still gives
+// up keys: where the slab samples find none, the index is sampled.
+func TestMemoryBoundSparseClass(t *testing.T) {
+	s := New(Options{Shards: 1, Seed: 5})
+	sh := s.Shard(0)
+	const n = 40000
+	for i := range n {
+		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 10}, int64(1+i%1000)*sec)
+	}
+	for i := range n {
+		if i%500 != 0 {
+			sh.Delete([]byte(fmt.Sprint("k", i)), 0)
+		}
+	}
+	bound := s.Stats().Memory / 2
+	s.SetMaxMemory(bound)
+	sh.EvictOver(n)
+	if st := s.Stats(); st.Memory > bound || st.Evicted < n/500/2 || st.Evicted > n/500/2+5 {
+		t.Fatalf("stats %+v, bound %d: want about %d evicted", st, bound, n/500/2)
 	}
 }
 
