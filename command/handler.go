@@ -210,9 +210,10 @@ func (h *Handler) SetMaxMemory(n int64) {
 // bound; the server calls it a few times a second. States kept as objects
 // (LOG windows, leases) are garbage once evicted, replaced or regrown, and
 // a heap left to double before collecting would hold twice the bound: the
-// limit lets garbage and free pages reach a quarter of the bound (at least
-// 2 MB) above what the process holds live, whatever that is (connections come and go),
-// so the collector runs before that.
+// limit lets garbage and free pages reach an eighth of the bound (at least
+// 4 MB) above what the process holds live, whatever that is (connections
+// come and go), so the collector runs before that. Keys of inline states
+// make almost no garbage, so the collector then rarely runs at all.
 func (h *Handler) TuneMemoryLimit() {
 	n := h.maxMemory.Load()
 	if n <= 0 {
@@ -233,6 +234,6 @@ func (h *Handler) TuneMemoryLimit() {
 	// it returns them to the OS.
 	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64() - s[4].Value.Uint64())
 	garbage := max(int64(s[2].Value.Uint64())-int64(s[3].Value.Uint64()), 0)
-	debug.SetMemoryLimit(held - garbage + max(n/4, 2<<20))
+	debug.SetMemoryLimit(held - garbage + max(n/8, 4<<20))
 	h.memLimited.Store(true)
 }
