@@ -4,7 +4,8 @@
 # full (so every insert evicts), while a probe client (one connection, no
 # pipeline) runs CL.THROTTLE on one key; reports the probe's p50/p99/max
 # (redis-benchmark's), the insert rate, the keyspace (used_memory_dataset),
-# evicted_keys and the server's RSS. A B A B ... in each round, medians.
+# evicted_keys and the server's RSS at the end and once it listens (its
+# base, before any key). A B A B ... in each round, medians.
 #
 # Usage: bench/evict.sh OLD_BIN NEW_BIN
 # Environment:
@@ -17,13 +18,16 @@
 #   THREADS=n    rlserver --threads (default 1, like redis-server)
 #   PERSIST=0    run in memory (--dir ''); default: a fresh --dir, the
 #                configuration users run
+#   REDIS=1      then the same load shape once against redis-server
+#                (--maxmemory-policy volatile-ttl, SET key 1 EX 3600, the
+#                probe SET probe 1; appendonly yes unless PERSIST=0)
 set -euo pipefail
 old=$1 new=$2
 rounds=${ROUNDS:-3} maxmem=${MAXMEM:-64mb} fill=${FILL:-1500000} n=${N:-3000000}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
-run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
+run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb"
 	local bin=$1 dir=''
 	[ "${PERSIST:-1}" = 1 ] && dir=$(mktemp -d -p "$tmp")
 	"$bin" --port 0 --dir "$dir" --threads "${THREADS:-1}" --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
@@ -33,6 +37,8 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
 		[ -n "$port" ] && break
 		sleep 0.05
 	done
+	local base
+	base=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$pid/status)
 	# __rand_int__ draws from 100M: nearly every request is a new key.
 	redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
 	local start end
@@ -51,13 +57,13 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb"
 	# CSV: "test","rps","avg","min","p50","p95","p99","max"
 	echo "$probe" | tr -d '"' | awk -F, -v n="$n" -v t=$((end - start)) \
 		-v ds="$(echo "$info" | awk -F: '/^used_memory_dataset:/ { print int($2 / 1048576) }')" \
-		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" \
-		'{ printf "%s %s %s %.0f %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss }'
+		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" -v base="$base" \
+		'{ printf "%s %s %s %.0f %s %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base }'
 }
 
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB"
+echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB"
 for r in $(seq "$rounds"); do
 	for b in old new; do
 		bin=$old
@@ -69,8 +75,30 @@ for r in $(seq "$rounds"); do
 done
 for b in old new; do
 	printf "median %s:" $b
-	for col in 1 2 3 4 5 6 7; do
+	for col in 1 2 3 4 5 6 7 8; do
 		printf " %s" "$(awk -v c=$col '{ print $c }' "$tmp/$b" | med)"
 	done
 	echo
 done
+
+[ "${REDIS:-0}" = 1 ] || exit 0
+# Redis's own eviction under the same load shape, as a reference.
+rdir=$(mktemp -d -p "$tmp")
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+aof=yes
+[ "${PERSIST:-1}" = 1 ] || aof=no
+redis-server --port "$rport" --dir "$rdir" --save '' --appendonly $aof --maxmemory "$maxmem" --maxmemory-policy volatile-ttl >"$tmp/rlog" 2>&1 &
+rpid=$!
+for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
+redis-benchmark -p "$rport" -c 50 -P 16 -n "$fill" -r 100000000 -q SET f:__rand_int__ 1 EX 3600 >/dev/null
+start=$(date +%s%N)
+redis-benchmark -p "$rport" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q SET i:__rand_int__ 1 EX 3600 >/dev/null &
+load=$!
+probe=$(redis-benchmark -p "$rport" -c 1 -P 1 -n 20000 --csv SET probe 1 | tail -1)
+wait $load
+end=$(date +%s%N)
+rss=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$rpid/status)
+ev=$(redis-cli -p "$rport" info stats | awk -F: '/^evicted_keys:/ { print $2 + 0 }')
+redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || kill $rpid
+echo "$probe" | tr -d '"' | awk -F, -v n="$n" -v t=$((end - start)) -v ev="$ev" -v rss="$rss" -v aof=$aof \
+	'{ printf "redis (appendonly %s): p50 %s p99 %s max %s ms, %.0f inserts/s, %s evicted, RSS %s MB\n", aof, $5, $7, $8, n / (t / 1e9), ev, rss }'
