@@ -13,14 +13,18 @@
 # Usage: bench/cluster.sh BIN
 # Environment: ROUNDS (3), N (800000 per run), KEYS (100000),
 #   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000),
-#   LOAD_CLIENTS (50), LOAD_PIPELINE (16), LOAD_N (4000000): the load
-#   on the primary while the lag is probed (it runs to its end)
+#   LAG_RATE (200000): decisions a second of the paced load on the
+#   primary while the lag is probed (bench/paced), in LOAD_CLIENTS
+#   (50) connections of LOAD_PIPELINE (16) requests; LAG_RATE=0 loads it
+#   with redis-benchmark as fast as it goes instead (LOAD_N requests,
+#   4000000, run to their end)
 set -euo pipefail
 bin=$(realpath "$1")
 rounds=${ROUNDS:-3} n=${N:-800000}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/repllag" ./bench/repllag
+go build -o "$tmp/paced" ./bench/paced
 
 cpu_ns() {
 	local t=0 v
@@ -96,12 +100,20 @@ done
 
 # Lag under load, then a full copy of KEYS_SYNC keys to a new replica.
 start_mode replicated
-redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "${LOAD_N:-4000000}" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >"$tmp/load" 2>&1 &
+if [ "${LAG_RATE:-200000}" != 0 ]; then
+	# A paced load at the rate the target names, for about 15 s; the
+	# probes start once it runs.
+	"$tmp/paced" -addr "127.0.0.1:$port" -rate "${LAG_RATE:-200000}" -n $((${LAG_RATE:-200000} * 15)) \
+		-conns "${LOAD_CLIENTS:-50}" -pipeline "${LOAD_PIPELINE:-16}" -r "${KEYS:-100000}" \
+		-cmd 'CL.THROTTLE t:__rand_int__ 1000000 1000000 1' >"$tmp/load" 2>&1 &
+else
+	redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "${LOAD_N:-4000000}" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >"$tmp/load" 2>&1 &
+fi
 load=$!
 sleep 1
 "$tmp/repllag" -primary "127.0.0.1:$port" -replica "127.0.0.1:$rport" -n 2000
 wait $load 2>/dev/null || true
-echo "load during the probes: $(tr '\r' '\n' <"$tmp/load" | grep -oE '[0-9.]+ requests per second' | tail -1)"
+echo "load during the probes: $(tr '\r' '\n' <"$tmp/load" | grep -E 'requests' | tail -1)"
 kill $rpid; wait $rpid 2>/dev/null || true
 ks=${KEYS_SYNC:-1000000}
 # Limiters that stay non-fresh for an hour, on ~KEYS_SYNC distinct keys.

@@ -18,6 +18,10 @@
 #   THREADS=n    rlserver --threads (default 1, like redis-server)
 #   PERSIST=0    run in memory (--dir ''); default: a fresh --dir, the
 #                configuration users run
+#   RATE=n       insert at n a second (bench/paced: an open loop, so the
+#                probe sees what the server makes of that rate rather than
+#                a saturating load generator's queue); default: as fast as
+#                the load generator goes
 #   REDIS=1      then the same load shape once against redis-server
 #                (--maxmemory-policy volatile-ttl, SET key 1 EX 3600, the
 #                probe SET probe 1; appendonly yes unless PERSIST=0)
@@ -26,6 +30,17 @@ old=$1 new=$2
 rounds=${ROUNDS:-3} maxmem=${MAXMEM:-64mb} fill=${FILL:-1500000} n=${N:-3000000}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
+[ -z "${RATE:-}" ] || go build -o "$tmp/paced" ./bench/paced
+
+insert_load() { # port command... : the measured inserts
+	local port=$1
+	shift
+	if [ -n "${RATE:-}" ]; then
+		"$tmp/paced" -addr "127.0.0.1:$port" -rate "$RATE" -n "$n" -conns "${LOAD_CLIENTS:-50}" -pipeline "${LOAD_PIPELINE:-16}" -cmd "$*"
+	else
+		redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q "$@"
+	fi
+}
 
 run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb"
 	local bin=$1 dir=''
@@ -43,12 +58,13 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
 	local start end
 	start=$(date +%s%N)
-	redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q CL.TOKENBUCKET i:__rand_int__ 100 1 1h >/dev/null &
+	insert_load "$port" CL.TOKENBUCKET i:__rand_int__ 100 1 1h >"$tmp/load.out" &
 	local load=$!
 	local probe
 	probe=$(redis-benchmark -p "$port" -c 1 -P 1 -n 20000 --csv CL.THROTTLE probe 1000000 1000000 1 | tail -1)
 	wait $load
 	end=$(date +%s%N)
+	[ -z "${RATE:-}" ] || echo "  paced load: $(cat "$tmp/load.out")" >&2
 	local info rss
 	info=$(redis-cli -p "$port" info)
 	rss=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$pid/status)
@@ -92,7 +108,7 @@ rpid=$!
 for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done
 redis-benchmark -p "$rport" -c 50 -P 16 -n "$fill" -r 100000000 -q SET f:__rand_int__ 1 EX 3600 >/dev/null
 start=$(date +%s%N)
-redis-benchmark -p "$rport" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q SET i:__rand_int__ 1 EX 3600 >/dev/null &
+insert_load "$rport" SET i:__rand_int__ 1 EX 3600 >"$tmp/load.out" &
 load=$!
 probe=$(redis-benchmark -p "$rport" -c 1 -P 1 -n 20000 --csv SET probe 1 | tail -1)
 wait $load
