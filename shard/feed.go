@@ -17,8 +17,9 @@ import (
 //     state only, however many times the key changed.
 //   - the stream (Store.Subscribe, Feed): every change in order per shard,
 //     as the resulting state with its absolute expiry (never the command),
-//     kept in a bounded ring per shard while someone subscribes. It is the
-//     form replication needs. A subscriber that falls more than the ring
+//     and removals other than expiries (a subscriber expires a state by
+//     its expiry itself), kept in a bounded ring per shard while someone
+//     subscribes. It is the form replication needs. A subscriber that falls more than the ring
 //     behind is told so (ErrBehind) and resynchronises from a snapshot of
 //     the shard (Feed.Snapshot); nothing ever waits for a subscriber.
 
@@ -29,7 +30,7 @@ type Event uint8
 const (
 	EventPut    Event = 1 + iota // the key's state is Entry.Payload, expiring at Entry.ExpireAt
 	EventDelete                  // DEL, UNLINK
-	EventExpire                  // its state became fresh (lazily or by the sweep)
+	EventExpire                  // its state became fresh (lazily or by the sweep); not streamed
 	EventEvict                   // removed by the memory bound
 	EventFlush                   // every key of the shard removed (FLUSHDB, FLUSHALL); Change.Key is nil
 )
@@ -152,7 +153,11 @@ func (sh *Shard) record(ev Event, key []byte, r ref) {
 			sh.deleted.push(key)
 		}
 	}
-	if sh.feed.subs == 0 {
+	// A subscriber holds each state with its absolute expiry and drops
+	// it when that passes, as the keyspace does: an expiry is no news to
+	// it, and streaming them would double the entries of a workload of
+	// short-lived keys.
+	if sh.feed.subs == 0 || ev == EventExpire {
 		return
 	}
 	if ev != EventPut {
