@@ -10,7 +10,10 @@
 # that load (bench/repllag) and the time a new replica takes to copy
 # KEYS_SYNC keys.
 #
-# Usage: bench/cluster.sh BIN
+# Usage: bench/cluster.sh BIN [NEW_BIN]
+# With two builds each round runs the three modes of one, then of the
+# other (medians per build and mode, and the median of the per-round
+# ratios new / old); the lag and the full copy are of the last build.
 # Environment: ROUNDS (3), N (800000 per run), KEYS (100000),
 #   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000),
 #   LAG_RATE (200000): decisions a second of the paced load on the
@@ -19,7 +22,8 @@
 #   with redis-benchmark as fast as it goes instead (LOAD_N requests,
 #   4000000, run to their end)
 set -euo pipefail
-bin=$(realpath "$1")
+bins=()
+for b in "$@"; do bins+=("$(realpath "$b")"); done
 rounds=${ROUNDS:-3} n=${N:-800000}
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -79,24 +83,41 @@ stop_mode() {
 
 declare -A res
 for r in $(seq "$rounds"); do
-	for mode in standalone cluster replicated; do
-		start_mode $mode
-		before=$(cpu_ns $pid) start=$(date +%s%N)
-		redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >/dev/null
-		end=$(date +%s%N) after=$(cpu_ns $pid)
-		stop_mode
-		line=$(awk -v c=$((after - before)) -v n="$n" -v d=$((end - start)) 'BEGIN{printf "%.3f %.0f", c/n/1000, n/(d/1e9)}')
-		echo "round $r $mode: cpu_us/req ops/s = $line"
-		res[$mode]+="$line"$'\n'
+	for bi in "${!bins[@]}"; do
+		bin=${bins[$bi]}
+		for mode in standalone cluster replicated; do
+			start_mode $mode
+			before=$(cpu_ns $pid) start=$(date +%s%N)
+			redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >/dev/null
+			end=$(date +%s%N) after=$(cpu_ns $pid)
+			stop_mode
+			line=$(awk -v c=$((after - before)) -v n="$n" -v d=$((end - start)) 'BEGIN{printf "%.3f %.0f", c/n/1000, n/(d/1e9)}')
+			echo "round $r build $bi $mode: cpu_us/req ops/s = $line"
+			res[$bi:$mode]+="$line"$'\n'
+		done
 	done
 done
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
-for mode in standalone cluster replicated; do
-	[ -n "${res[$mode]:-}" ] || continue
-	cpu=$(printf '%s' "${res[$mode]}" | awk '{print $1}' | median)
-	ops=$(printf '%s' "${res[$mode]}" | awk '{print $2}' | median)
-	echo "median $mode: ${cpu} us/req, ${ops} ops/s"
+for bi in "${!bins[@]}"; do
+	for mode in standalone cluster replicated; do
+		[ -n "${res[$bi:$mode]:-}" ] || continue
+		cpu=$(printf '%s' "${res[$bi:$mode]}" | awk '{print $1}' | median)
+		ops=$(printf '%s' "${res[$bi:$mode]}" | awk '{print $2}' | median)
+		echo "median build $bi $mode: ${cpu} us/req, ${ops} ops/s"
+	done
+	[ -n "${res[$bi:standalone]:-}" ] || continue
+	# Per round: cluster / standalone and replicated / cluster.
+	paste <(printf '%s' "${res[$bi:standalone]}") <(printf '%s' "${res[$bi:cluster]}") <(printf '%s' "${res[$bi:replicated]}") |
+		awk '{printf "%.3f %.3f\n", $3/$1, $5/$3}' >"$tmp/ratios$bi"
+	echo "build $bi: cluster/standalone $(awk '{print $1}' "$tmp/ratios$bi" | median), replicated/cluster $(awk '{print $2}' "$tmp/ratios$bi" | median) (medians of round ratios: $(tr '\n' ' ' <"$tmp/ratios$bi"))"
 done
+if [ ${#bins[@]} = 2 ] && [ -n "${res[0:standalone]:-}" ]; then
+	for mode in standalone cluster replicated; do
+		r=$(paste <(printf '%s' "${res[0:$mode]}") <(printf '%s' "${res[1:$mode]}") | awk '{print $3/$1}' | median)
+		echo "new / old $mode CPU per request: $r (median of round ratios)"
+	done
+fi
+bin=${bins[-1]}
 
 # Lag under load, then a full copy of KEYS_SYNC keys to a new replica.
 start_mode replicated
@@ -121,7 +142,7 @@ redis-benchmark -p "$port" -c 50 -P 64 -n "$ks" -r 100000000 -q CL.THROTTLE s:__
 echo "primary holds $(redis-cli -p "$port" dbsize) keys"
 "$bin" --port "$rport" --dir "$(dir_of)" --threads 1 --cluster-config "$tmp/topo.json" >"$tmp/rlog2" 2>&1 &
 rpid=$!
-for _ in $(seq 1200); do grep -q 'full copy complete' "$tmp/rlog2" && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -qs 'full copy complete' "$tmp/rlog2" && break; sleep 0.05; done
 grep -hE 'full copy' "$tmp/rlog2" "$tmp/log" | tail -3
 b=$(grep 'full copy from primary' "$tmp/rlog2" | tail -1 | awk '{print $3}')
 e=$(grep 'full copy complete' "$tmp/rlog2" | tail -1 | awk '{print $3}')
