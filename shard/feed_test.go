@@ -72,7 +72,7 @@ func TestFeedReplicaConverges(t *testing.T) {
 	}
 	t.Logf("FEED_SEED=%d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	s := New(Options{Shards: 2, FeedBytes: 1 << 10, MaxMemory: 2000, Seed: seed})
+	s := New(Options{Shards: 2, FeedBytes: 1 << 10, MaxMemory: 1200, Seed: seed})
 	f := s.Subscribe()
 	defer f.Close()
 	now := int64(1.8e18)
@@ -133,7 +133,7 @@ func TestFeedReplicaConverges(t *testing.T) {
 			sh.Clear()
 			sh.Unlock()
 		}
-		if rng.IntN(20) != 0 {
+		if rng.IntN(40) != 0 {
 			continue // the replica reads now and then only
 		}
 		for i := range 2 {
