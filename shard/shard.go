@@ -734,21 +734,19 @@ func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 	}
 	size := sh.idx.size
 	for ; removed < max && sh.mem.Load() > budget && size > 0; removed++ {
-		pos, r := -1, ref(0)
-		switch {
-		case size <= evictScanAll:
+		var pos int
+		var r ref
+		if size <= evictScanAll {
 			pos, r = sh.scanClosest(keep)
-		default:
-			if r = sh.sampleSlab(keep); r != 0 {
-				key, _ := recSplit(sh.slabs.get(r))
-				var found ref
-				if pos, found, _ = sh.idx.find(&sh.slabs, key, sh.hash.bytes(key)); found != r {
-					pos, r = -1, 0 // not indexed: cannot happen, and must not be removed
-				}
+		} else if r = sh.sampleSlab(keep); r != 0 {
+			key, _ := recSplit(sh.slabs.get(r))
+			var found ref
+			if pos, found, _ = sh.idx.find(&sh.slabs, key, sh.hash.bytes(key)); found != r {
+				r = 0 // not indexed: cannot happen, and must not be removed
 			}
-			if r == 0 { // a class mostly free slots where the samples fell
-				pos, r = sh.sampleIndex(keep)
-			}
+		}
+		if r == 0 && size > evictScanAll { // the samples fell among free slots
+			pos, r = sh.sampleIndex(keep)
 		}
 		if r == 0 {
 			break // nothing but keep
