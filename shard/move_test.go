@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -118,5 +119,48 @@ func TestMoveSlots(t *testing.T) {
 	src.Thaw(&moving)
 	if r, st := take(src, keys[0]); st != Done || r != 99 {
 		t.Fatalf("after Thaw: %d %d (a fresh key)", r, st)
+	}
+}
+
+// The per-slot key counts (kept per shard, for its slots only) match the
+// keys: after inserts over every slot, deletions and a clear of one shard.
+func TestCountKeysInSlot(t *testing.T) {
+	for _, shards := range []int{1, 8, 1024} {
+		s := New(Options{Shards: shards, Cluster: true, Seed: 3})
+		want := make([]int, cluster.Slots)
+		for i := range 40000 {
+			k := []byte(fmt.Sprint("key:", i))
+			s.ShardFor(k).Insert(k, &fake{size: 1}, 10*sec)
+			want[cluster.Slot(k)]++
+		}
+		for i := 0; i < 40000; i += 3 {
+			k := []byte(fmt.Sprint("key:", i))
+			s.ShardFor(k).Delete(k, 0)
+			want[cluster.Slot(k)]--
+		}
+		check := func(when string) {
+			t.Helper()
+			for slot, n := range want {
+				if got := s.CountKeysInSlot(slot); got != n {
+					t.Fatalf("%d shards, %s: slot %d counts %d keys, want %d", shards, when, slot, got, n)
+				}
+			}
+		}
+		check("after inserts and deletes")
+		s.Shard(0).Clear()
+		for slot := range want {
+			if s.SlotShard(slot) == s.Shard(0) {
+				want[slot] = 0
+			}
+		}
+		check("after clearing shard 0")
+		for slot, n := range want {
+			if n > 0 {
+				if keys := s.KeysInSlot(slot, 1<<20, 0); len(keys) != n {
+					t.Fatalf("%d shards: KeysInSlot(%d) gave %d keys, want %d", shards, slot, len(keys), n)
+				}
+				break
+			}
+		}
 	}
 }

@@ -91,7 +91,8 @@ type Shard struct {
 	evicted atomic.Int64 // keys removed by the memory bound
 	budget  atomic.Int64 // memory bound for this shard (0: none)
 
-	slotKeys []uint32         // in cluster mode: keys per hash slot (see Options.Cluster)
+	slotKeys []uint32         // in cluster mode: keys per hash slot of the shard's (slotCount)
+	slotBits uint8            // log2 of the shard count: a slot's place in slotKeys is slot >> slotBits
 	frozen   *cluster.SlotSet // slots whose keys no command may change (see Store.Freeze)
 	_        [64]byte         // keep neighbouring shards' locks off one cache line
 }
@@ -311,7 +312,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			sh.idx.put(pos, h, r)
 			delta += indexBytes
 			if sh.slotKeys != nil {
-				sh.slotKeys[cluster.Slot(key)]++
+				*sh.slotCount(cluster.Slot(key)) += 1
 			}
 		}
 	}
@@ -380,7 +381,7 @@ func (sh *Shard) drop(pos int, r ref) {
 		sh.ndirty-- // gone: the deletion is what a drain writes now
 	}
 	if sh.slotKeys != nil {
-		sh.slotKeys[cluster.Slot(key)]--
+		*sh.slotCount(cluster.Slot(key)) -= 1
 	}
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
 	if rec[0]&flagBoxed != 0 {
@@ -928,7 +929,11 @@ func New(opts Options) *Store {
 		s.shards[i].hash = s.hash
 		s.shards[i].idx.hash = s.hash
 		if opts.Cluster {
-			s.shards[i].slotKeys = make([]uint32, cluster.Slots)
+			// A shard holds the slots whose low bits are its index
+			// (Hash): its counts are those slots' only, kept dense, so
+			// that counting a new key touches a small array.
+			s.shards[i].slotBits = uint8(bits.TrailingZeros(uint(n)))
+			s.shards[i].slotKeys = make([]uint32, max(cluster.Slots>>s.shards[i].slotBits, 1))
 		}
 	}
 	s.SetMaxMemory(opts.MaxMemory)

@@ -16,8 +16,11 @@ func (s *Store) CountKeysInSlot(slot int) int {
 	if sh.slotKeys == nil {
 		return 0
 	}
-	return int(sh.slotKeys[slot])
+	return int(*sh.slotCount(slot))
 }
+
+// slotCount is the count of keys of slot, one of the shard's.
+func (sh *Shard) slotCount(slot int) *uint32 { return &sh.slotKeys[slot>>sh.slotBits] }
 
 // KeysInSlot returns up to count live keys of slot (CLUSTER
 // GETKEYSINSLOT), reading only the slot's shard, and none of it when the
@@ -26,11 +29,11 @@ func (s *Store) KeysInSlot(slot, count int, now int64) []string {
 	sh := s.SlotShard(slot)
 	sh.Lock()
 	defer sh.Unlock()
-	if sh.slotKeys == nil || sh.slotKeys[slot] == 0 || count <= 0 {
+	if sh.slotKeys == nil || *sh.slotCount(slot) == 0 || count <= 0 {
 		return nil
 	}
 	var keys []string
-	left := int(sh.slotKeys[slot])
+	left := int(*sh.slotCount(slot))
 	sh.Each(minInt64, func(it Item) bool {
 		if cluster.Slot(it.Key) != slot {
 			return true
