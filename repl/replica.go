@@ -170,6 +170,9 @@ func (n *Node) Full(replid string, shards int) error {
 	return nil
 }
 
+// applyRun is how many entries Apply writes under one lock of a shard.
+const applyRun = 64
+
 // Apply applies stream bytes of primary shard i that end at position pos
 // (-1: a piece of a snapshot, the position comes with the last piece).
 func (n *Node) Apply(i int, pos int64, raw []byte) error {
@@ -188,19 +191,39 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 		return err
 	}
 	store := n.cfg.Store
-	for _, e := range r.entries {
+	// With as many shards as the primary, its shard i's keys are all in
+	// ours (a key's shard is its slot's low bits): the entries go to it
+	// under one lock at a time for a run of them, without each finding
+	// its shard again.
+	same := len(r.pos) == store.NumShards()
+	var held *shard.Shard
+	release := func() {
+		if held != nil {
+			held.Unlock()
+			held = nil
+		}
+	}
+	defer release()
+	for k, e := range r.entries {
 		if e.Event == shard.EventFlush {
+			release()
 			store.ApplyFlush(i, len(r.pos))
 			continue
 		}
-		sh := store.ShardFor(e.Key)
-		sh.Lock()
-		err := sh.Apply(e)
-		sh.Unlock()
-		if err != nil {
+		sh := store.Shard(i)
+		if !same {
+			sh = store.ShardFor(e.Key)
+		}
+		if sh != held || k%applyRun == 0 {
+			release() // readers of the shard get a turn between runs
+			sh.Lock()
+			held = sh
+		}
+		if err := sh.Apply(e); err != nil {
 			return err
 		}
 	}
+	release()
 	clear(r.entries) // don't keep the request's buffer alive
 	if pos >= 0 {
 		r.pos[i] = pos
