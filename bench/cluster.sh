@@ -16,6 +16,10 @@
 # ratios new / old); the lag and the full copy are of the last build.
 # Environment: ROUNDS (3), N (800000 per run), KEYS (100000),
 #   PERSIST (1; 0 runs with --dir ''), KEYS_SYNC (1000000),
+#   CPU_RATE (unset: as fast as redis-benchmark goes): the CPU runs at this
+#   many requests a second instead (bench/paced), so that every mode does
+#   the same work a second and the time-driven part (flushes of the hot
+#   keys, the sweep) weighs the same per request,
 #   LAG_RATE (200000): decisions a second of the paced load on the
 #   primary while the lag is probed (bench/paced), in LOAD_CLIENTS
 #   (50) connections of LOAD_PIPELINE (16) requests; LAG_RATE=0 loads it
@@ -88,7 +92,12 @@ for r in $(seq "$rounds"); do
 		for mode in standalone cluster replicated; do
 			start_mode $mode
 			before=$(cpu_ns $pid) start=$(date +%s%N)
-			redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >/dev/null
+			if [ -n "${CPU_RATE:-}" ]; then
+				"$tmp/paced" -addr "127.0.0.1:$port" -rate "$CPU_RATE" -n "$n" -conns 50 -pipeline 16 -r "${KEYS:-100000}" \
+					-cmd 'CL.THROTTLE t:__rand_int__ 1000000 1000000 1' >/dev/null
+			else
+				redis-benchmark -p "$port" -c 50 -P 16 -n "$n" -r "${KEYS:-100000}" -q CL.THROTTLE t:__rand_int__ 1000000 1000000 1 >/dev/null
+			fi
 			end=$(date +%s%N) after=$(cpu_ns $pid)
 			stop_mode
 			line=$(awk -v c=$((after - before)) -v n="$n" -v d=$((end - start)) 'BEGIN{printf "%.3f %.0f", c/n/1000, n/(d/1e9)}')
