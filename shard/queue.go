@@ -14,56 +14,42 @@ import (
 const (
 	chunkBytes = 16 << 10
 	chunkRefs  = chunkBytes / 4
-	// freeChunks is the most drained chunks kept for reuse, over all
-	// shards and both kinds of list.
-	freeChunks = 128
+	// freeChunks is the most drained chunks of each kind kept for reuse,
+	// over all shards.
+	freeChunks = 64
 )
 
 type refChunk [chunkRefs]ref
 
 type byteChunk [chunkBytes]byte
 
-var chunkPool struct {
-	sync.Mutex
-	refs  []*refChunk
-	bytes []*byteChunk
+// chunkPool is a shared free list of drained chunks.
+type chunkPool[T any] struct {
+	mu   sync.Mutex
+	free []*T
 }
 
-func getRefChunk() *refChunk {
-	chunkPool.Lock()
-	defer chunkPool.Unlock()
-	if n := len(chunkPool.refs); n > 0 {
-		c := chunkPool.refs[n-1]
-		chunkPool.refs = chunkPool.refs[:n-1]
+var (
+	refChunks  chunkPool[refChunk]
+	byteChunks chunkPool[byteChunk]
+)
+
+func (p *chunkPool[T]) get() *T {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free = p.free[:n-1]
 		return c
 	}
-	return new(refChunk)
+	return new(T)
 }
 
-func putRefChunk(c *refChunk) {
-	chunkPool.Lock()
-	defer chunkPool.Unlock()
-	if len(chunkPool.refs)+len(chunkPool.bytes) < freeChunks {
-		chunkPool.refs = append(chunkPool.refs, c)
-	}
-}
-
-func getByteChunk() *byteChunk {
-	chunkPool.Lock()
-	defer chunkPool.Unlock()
-	if n := len(chunkPool.bytes); n > 0 {
-		c := chunkPool.bytes[n-1]
-		chunkPool.bytes = chunkPool.bytes[:n-1]
-		return c
-	}
-	return new(byteChunk)
-}
-
-func putByteChunk(c *byteChunk) {
-	chunkPool.Lock()
-	defer chunkPool.Unlock()
-	if len(chunkPool.refs)+len(chunkPool.bytes) < freeChunks {
-		chunkPool.bytes = append(chunkPool.bytes, c)
+func (p *chunkPool[T]) put(c *T) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < freeChunks {
+		p.free = append(p.free, c)
 	}
 }
 
@@ -79,7 +65,7 @@ func (q *refQueue) len() int { return q.n }
 
 func (q *refQueue) push(r ref) {
 	if len(q.chunks) == 0 || q.tail == chunkRefs {
-		q.chunks = append(q.chunks, getRefChunk())
+		q.chunks = append(q.chunks, refChunks.get())
 		q.tail = 0
 	}
 	q.chunks[len(q.chunks)-1][q.tail] = r
@@ -109,7 +95,7 @@ func (q *refQueue) drop(n int) {
 		return
 	}
 	if q.head == chunkRefs {
-		putRefChunk(q.chunks[0])
+		refChunks.put(q.chunks[0])
 		q.chunks[0] = nil
 		q.chunks = q.chunks[1:]
 		q.head = 0
@@ -119,7 +105,7 @@ func (q *refQueue) drop(n int) {
 // reset empties the queue, giving back its chunks.
 func (q *refQueue) reset() {
 	for i, c := range q.chunks {
-		putRefChunk(c)
+		refChunks.put(c)
 		q.chunks[i] = nil
 	}
 	q.chunks = q.chunks[:0]
@@ -146,7 +132,7 @@ func (q *keyQueue) push(key []byte) {
 	if last < 0 || cap(q.chunks[last])-len(q.chunks[last]) < need {
 		var c []byte
 		if need <= chunkBytes {
-			c = getByteChunk()[:0]
+			c = byteChunks.get()[:0]
 		} else {
 			c = make([]byte, 0, need)
 		}
@@ -179,7 +165,7 @@ func (q *keyQueue) popTo(dst []byte) []byte {
 
 func (q *keyQueue) release(c []byte) {
 	if cap(c) == chunkBytes {
-		putByteChunk((*byteChunk)(c[:chunkBytes]))
+		byteChunks.put((*byteChunk)(c[:chunkBytes]))
 	}
 }
 

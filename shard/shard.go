@@ -295,7 +295,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			if old[0]&flagDirty != 0 {
 				// Still to be drained: the new record is, in its place.
 				rec[0] |= flagDirty
-				sh.listDirty(r)
+				sh.dirty.push(r)
 			}
 			delta -= int64(sh.slabs.slotBytes(f.ref))
 			sh.slabs.release(f.ref)
@@ -408,12 +408,9 @@ func (sh *Shard) markDirty(r ref) {
 	if rec := sh.slabs.get(r); rec[0]&flagDirty == 0 {
 		rec[0] |= flagDirty
 		sh.ndirty++
-		sh.listDirty(r)
+		sh.dirty.push(r)
 	}
 }
-
-// listDirty appends r to the dirty list.
-func (sh *Shard) listDirty(r ref) { sh.dirty.push(r) }
 
 // Usage returns the bytes the key f found takes, as the memory bound counts
 // them: its record's slot, its share of the index and a boxed state.
@@ -633,7 +630,7 @@ func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
 		if rec[0] != 0 && rec[0]&flagDirty == 0 && recExp(rec) > now {
 			rec[0] |= flagDirty
 			sh.ndirty++
-			sh.listDirty(r)
+			sh.dirty.push(r)
 		}
 	}
 	for ; cur.class < bigClass; cur.class, cur.slot = cur.class+1, 0 {
