@@ -11,7 +11,9 @@
 #   KEYS=n      random keys (redis-benchmark -r; default 100000)
 #   PERSIST=1   run both with a fresh --dir (Pebble, the default config)
 #               instead of --dir ''
-#   WORKLOADS   subset of: throttle tokenbucket window all3 acquire ping
+#   WORKLOADS   subset of: throttle tokenbucket window log loglong all3
+#               acquire ping (loglong: a 1h LOG window, so each key's log
+#               grows by every call; run it with few KEYS to box them)
 set -euo pipefail
 old=$1 new=$2
 rounds=${ROUNDS:-3} n=${N:-800000}
@@ -24,6 +26,8 @@ cmd_of() {
 	throttle) echo "CL.THROTTLE t:__rand_int__ 1000000 1000000 1" ;;
 	tokenbucket) echo "CL.TOKENBUCKET tb:__rand_int__ 100 1 1h" ;;
 	window) echo "CL.WINDOW w:__rand_int__ 1000000000 60 FIXED" ;;
+	log) echo "CL.WINDOW lg:__rand_int__ 10000 10ms LOG" ;;
+	loglong) echo "CL.WINDOW ll:__rand_int__ 10000 1h LOG" ;;
 	acquire) echo "CL.ACQUIRE a:__rand_int__ 1000000 10ms" ;;
 	ping) echo "PING" ;;
 	all3) echo "CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60" ;;

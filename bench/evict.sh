@@ -22,6 +22,11 @@
 #                probe sees what the server makes of that rate rather than
 #                a saturating load generator's queue); default: as fast as
 #                the load generator goes
+#   LOG_KEYS=n   instead: no fill, and the measured load runs
+#                CL.WINDOW w:K 5000 1h 1 LOG on n keys (K below n), so
+#                every key's log grows by each call until the bound evicts
+#                (16000 keys and N=4000000 overflow 64mb): RSS with states
+#                that grow
 #   REDIS=1      then the same load shape once against redis-server
 #                (--maxmemory-policy volatile-ttl, SET key 1 EX 3600, the
 #                probe SET probe 1; appendonly yes unless PERSIST=0)
@@ -55,10 +60,16 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	local base
 	base=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$pid/status)
 	# __rand_int__ draws from 100M: nearly every request is a new key.
-	redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
+	[ -n "${LOG_KEYS:-}" ] ||
+		redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
 	local start end
 	start=$(date +%s%N)
-	insert_load "$port" CL.TOKENBUCKET i:__rand_int__ 100 1 1h >"$tmp/load.out" &
+	if [ -n "${LOG_KEYS:-}" ]; then
+		redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r "$LOG_KEYS" -q \
+			CL.WINDOW w:__rand_int__ 5000 1h 1 LOG >"$tmp/load.out" &
+	else
+		insert_load "$port" CL.TOKENBUCKET i:__rand_int__ 100 1 1h >"$tmp/load.out" &
+	fi
 	local load=$!
 	local probe
 	probe=$(redis-benchmark -p "$port" -c 1 -P 1 -n 20000 --csv CL.THROTTLE probe 1000000 1000000 1 | tail -1)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -566,7 +567,7 @@ func (s *Window) decodeCompact(b []byte, ref int64, l *winLog) error {
 		}
 		t := next - int64(dt)
 		total += du + 1
-		l.buf[i] = winEntry{t: t, cum: du + 1}
+		*l.at(i) = winEntry{t: t, cum: du + 1}
 		next = t - 1
 	}
 	if err := r.end(); err != nil {
@@ -574,49 +575,34 @@ func (s *Window) decodeCompact(b []byte, ref int64, l *winLog) error {
 	}
 	cum := base
 	for i := range n {
-		cum += l.buf[i].cum
-		l.buf[i].cum = cum
+		e := l.at(i)
+		cum += e.cum
+		e.cum = cum
 	}
 	w.log = l
 	*s = w
 	return nil
 }
 
-// reset empties l and readies its ring for n entries written at indices 0
-// to n−1. The size aimed at suits the Take that follows a decode: max(16,
-// the next power of two above n) leaves room to push one entry without
-// growing, and is small enough that commit only shrinks the ring when over
-// half the entries expire (a ring of 16 never shrinks). The ring's memory is
-// reused, resliced to at most that size, whenever its capacity holds n
-// entries; a new ring is allocated only when it does not. Every slot
-// outside the live entries is kept zero, as push and commit keep it, so
-// reslicing never brings stale entries back.
+// reset empties l and readies it for n entries written at indices 0 to
+// n−1, with room to push one more without taking a block (so the Take that
+// follows a decode takes none): it keeps as many of its blocks as that
+// needs, takes the others from the pool and gives back those beyond. An
+// empty log keeps its first block.
 func (l *winLog) reset(n int) {
-	for i := 0; i < l.n; i++ {
-		*l.at(i) = winEntry{}
-	}
 	l.head, l.n, l.base = 0, 0, 0
-	if n == 0 {
-		return
+	need := min(len(l.blocks), 1)
+	if n > 0 {
+		need = n>>logBlockShift + 1
 	}
-	want := max(16, ceilPow2(n+1))
-	if c := floorPow2(cap(l.buf)); c >= max(4, ceilPow2(n)) {
-		l.buf = l.buf[:min(c, want)]
-	} else {
-		l.buf = make([]winEntry, want)
+	if len(l.blocks) >= need {
+		l.truncate(need)
+	}
+	l.blocks = slices.Grow(l.blocks, need-len(l.blocks))
+	for len(l.blocks) < need {
+		l.blocks = append(l.blocks, blockPool.Get().(*winBlock))
 	}
 	l.n = n
-}
-
-// ceilPow2 returns the smallest power of two >= n (n > 0).
-func ceilPow2(n int) int { return 1 << bits.Len(uint(n-1)) }
-
-// floorPow2 returns the largest power of two <= n, or 0 for n = 0.
-func floorPow2(n int) int {
-	if n == 0 {
-		return 0
-	}
-	return 1 << (bits.Len(uint(n)) - 1)
 }
 
 // Compact encoding of a Concurrency. The fresh state (the zero value: no

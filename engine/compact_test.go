@@ -106,20 +106,25 @@ func binaryOf(t testing.TB, s State) []byte {
 	return b
 }
 
-// checkRing checks the shape DecodeCompact promises for a LOG ring: entries
-// at the front, a power-of-two size, zeros elsewhere.
+// checkRing checks the shape DecodeCompact promises for a LOG log: entries
+// from the start of the first block, and blocks for them plus one more push
+// (a log of no entries keeps at most one block).
 func checkRing(t testing.TB, s *Window) {
 	t.Helper()
 	l := s.log
 	if l == nil {
 		return
 	}
-	if len(l.buf)&(len(l.buf)-1) != 0 || l.n > len(l.buf) || l.n > 0 && l.head != 0 {
-		t.Fatalf("ring: len %d, n %d, head %d", len(l.buf), l.n, l.head)
+	want := l.n>>logBlockShift + 1
+	if l.n == 0 {
+		want = min(len(l.blocks), 1)
 	}
-	for i := l.n; i < cap(l.buf); i++ {
-		if e := l.buf[:cap(l.buf)][i]; e != (winEntry{}) {
-			t.Fatalf("ring slot %d of %d (n %d) holds %+v", i, cap(l.buf), l.n, e)
+	if l.head != 0 || len(l.blocks) != want {
+		t.Fatalf("log: %d blocks, n %d, head %d; want %d blocks from head 0", len(l.blocks), l.n, l.head, want)
+	}
+	for i, b := range l.blocks {
+		if b == nil {
+			t.Fatalf("log block %d of %d is nil", i, len(l.blocks))
 		}
 	}
 }
@@ -427,9 +432,10 @@ func TestCompactAllocs(t *testing.T) {
 		t.Errorf("LOG scratch cycle: %.1f allocations", a)
 	}
 
-	// Growing: decoding 100 entries into a receiver whose ring is too
-	// small allocates the new ring only (and the winLog too when the
-	// receiver has none).
+	// Growing: decoding 100 entries into a receiver with too few blocks
+	// takes the others from the pool (given back here first, so none is
+	// allocated) and grows its block list: one allocation, and the winLog
+	// too when the receiver has none.
 	var many Window
 	for i := range int64(100) {
 		many.Take(now+i, WindowParams{Limit: 1000, Window: time.Second, Mode: WindowLog}, 1)
@@ -440,15 +446,22 @@ func TestCompactAllocs(t *testing.T) {
 		recv func() Window
 		want float64
 	}{
-		{"small ring", func() Window { return Window{log: &winLog{buf: make([]winEntry, 16)}} }, 1},
+		{"one block", func() Window { return Window{log: &winLog{blocks: []*winBlock{new(winBlock)}}} }, 1},
 		{"no log", func() Window { return Window{} }, 2},
 	} {
 		recvs := make([]Window, 102) // AllocsPerRun runs the function 101 times
 		for i := range recvs {
 			recvs[i] = c.recv()
 		}
+		spare := make([]*winBlock, 4*len(recvs))
+		for i := range spare {
+			spare[i] = new(winBlock)
+		}
 		i := 0
 		if a := testing.AllocsPerRun(100, func() {
+			for _, b := range spare[4*i : 4*i+4] {
+				blockPool.Put(b)
+			}
 			if err := recvs[i].DecodeCompact(enc, 0); err != nil {
 				t.Fatal(err)
 			}

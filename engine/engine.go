@@ -112,6 +112,11 @@ type State interface {
 	Reset()
 }
 
+// Recycler is a State holding memory worth reusing (a LOG window's ring):
+// Recycle gives it back and leaves the state fresh. The keyspace calls it
+// on a state it drops when nothing else refers to the state.
+type Recycler interface{ Recycle() }
+
 // ErrCorrupt is returned by decoders for data they cannot read.
 var ErrCorrupt = errors.New("engine: corrupt state encoding")
 

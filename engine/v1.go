@@ -184,13 +184,7 @@ func decodeWindow(b []byte) (*Window, error) {
 	}
 	s.log = new(winLog)
 	l := s.log
-	if count > 0 {
-		size := 4
-		for uint64(size) < count {
-			size *= 2
-		}
-		l.buf = make([]winEntry, size)
-	}
+	l.reset(int(count))
 	l.base = base
 	prevT, prevCum := int64(-1), base
 	for i := 0; i < int(count); i++ {
@@ -201,10 +195,9 @@ func decodeWindow(b []byte) (*Window, error) {
 		if e.t <= prevT || e.t > s.last || e.cum-base <= prevCum-base || e.cum-base > uint64(maxInt64) {
 			return nil, ErrCorrupt
 		}
-		l.buf[i] = e
+		*l.at(i) = e
 		prevT, prevCum = e.t, e.cum
 	}
-	l.n = int(count)
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"math/bits"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -109,15 +110,26 @@ const KindWindow Kind = 4
 func init() { register(KindWindow, "window", func() State { return new(Window) }) }
 
 // Reset makes s a fresh key's state. Unlike assigning Window{}, it keeps
-// the LOG ring's memory (emptied) for the next LOG admission, so a scratch
-// state reused for many keys does not allocate a ring for each.
+// the LOG log's first block (emptied) for the next LOG admission, so a
+// scratch state reused for many keys does not allocate one for each.
 func (s *Window) Reset() {
 	l := s.log
 	*s = Window{}
 	if l != nil {
-		*l = winLog{buf: l.buf}
+		l.truncate(min(len(l.blocks), 1))
+		*l = winLog{blocks: l.blocks}
 		s.log = l
 	}
+}
+
+// Recycle gives the LOG log's blocks back for reuse (see blockPool) and
+// leaves s fresh. The keyspace calls it for a state it drops (a key
+// deleted, expired or evicted) that nothing else refers to.
+func (s *Window) Recycle() {
+	if s.log != nil {
+		s.log.truncate(0)
+	}
+	*s = Window{}
 }
 
 // Mode returns the mode of the window's admissions, or 0 for a Window that
@@ -312,25 +324,71 @@ func winMulDivCeil(a, b, c int64) int64 {
 	return int64(q)
 }
 
-// winLog is the LOG mode's log: a ring of (instant, cumulative units)
+// winLog is the LOG mode's log: a FIFO of (instant, cumulative units)
 // entries, oldest first, instants non-decreasing and never equal (units
 // admitted at one instant are merged into one entry). Cumulative counts wrap
 // around uint64; only differences are used, and those are exact since the
 // units alive at once never exceed the limit. An entry at t holds
 // cum - (previous entry's cum, or base) units and leaves the window at t+w.
+//
+// Entries sit in blocks of logBlock, all of one size, taken from and given
+// back to a shared pool as the log grows at its end and drains at its
+// start: logs that grow, drain and get evicted reuse each other's blocks,
+// so they make little garbage and leave no holes of other sizes in the heap.
 type winLog struct {
-	buf  []winEntry // ring; len is 0 or a power of two
-	head int        // index in buf of the oldest entry
-	n    int        // number of entries
-	base uint64     // cumulative units before the oldest entry
+	blocks []*winBlock // blocks[0] holds the oldest entry, at head
+	head   int         // index in blocks[0] of the oldest entry
+	n      int         // number of entries
+	base   uint64      // cumulative units before the oldest entry
 }
+
+const (
+	logBlockShift = 5
+	logBlock      = 1 << logBlockShift // entries per block (512 bytes)
+)
+
+type winBlock [logBlock]winEntry
 
 type winEntry struct {
 	t   int64  // instant of admission, ns
 	cum uint64 // cumulative units admitted up to and including this entry
 }
 
-func (l *winLog) at(i int) *winEntry { return &l.buf[(l.head+i)&(len(l.buf)-1)] }
+// blockPool holds blocks no log uses. It is an allocator cache shared by
+// every log (it holds no key's state); the runtime empties it over two
+// collections, so it never keeps memory that is not reused.
+var blockPool = sync.Pool{New: func() any { return new(winBlock) }}
+
+func (l *winLog) at(i int) *winEntry {
+	j := l.head + i
+	return &l.blocks[j>>logBlockShift][j&(logBlock-1)]
+}
+
+// truncate keeps the first k blocks and gives the others to the pool.
+func (l *winLog) truncate(k int) {
+	for i := k; i < len(l.blocks); i++ {
+		blockPool.Put(l.blocks[i])
+		l.blocks[i] = nil
+	}
+	l.blocks = l.blocks[:k]
+	if k == 0 {
+		l.blocks = nil
+	}
+}
+
+// dropBlocks gives the first k blocks to the pool and moves the others to
+// the front; a block list left much longer than it needs is shrunk.
+func (l *winLog) dropBlocks(k int) {
+	for i := range k {
+		blockPool.Put(l.blocks[i])
+	}
+	m := copy(l.blocks, l.blocks[k:])
+	clear(l.blocks[m:])
+	l.blocks = l.blocks[:m]
+	if c := cap(l.blocks); c > 8 && m*4 <= c {
+		l.blocks = append([]*winBlock(nil), l.blocks...)
+	}
+}
 
 // cumBefore returns the cumulative count before entry i.
 func (l *winLog) cumBefore(i int) uint64 {
@@ -376,21 +434,19 @@ func (l *winLog) view(now, w, limit int64) (first int, base uint64, total int64)
 }
 
 // commit drops the entries before first and sets the count before the oldest
-// remaining one to base, as computed by view.
+// remaining one to base, as computed by view. Blocks left empty go back to
+// the pool; an empty log keeps its first block.
 func (l *winLog) commit(first int, base uint64) {
-	for i := 0; i < first; i++ {
-		*l.at(i) = winEntry{}
-	}
+	l.base = base
 	if l.n -= first; l.n == 0 {
 		l.head = 0
-	} else {
-		l.head = (l.head + first) & (len(l.buf) - 1)
+		l.truncate(min(len(l.blocks), 1))
+		return
 	}
-	l.base = base
-	// Give memory back after a burst or a lowered limit, keeping room to
-	// grow by half before reallocating.
-	if len(l.buf) > 16 && l.n*4 <= len(l.buf) {
-		l.resize(len(l.buf) / 2)
+	l.head += first
+	if k := l.head >> logBlockShift; k > 0 {
+		l.dropBlocks(k)
+		l.head &= logBlock - 1
 	}
 }
 
@@ -405,20 +461,11 @@ func (l *winLog) push(t int64, units int64) {
 		}
 		cum = newest.cum
 	}
-	if l.n == len(l.buf) {
-		l.resize(max(4, 2*len(l.buf)))
+	if (l.head+l.n)>>logBlockShift == len(l.blocks) {
+		l.blocks = append(l.blocks, blockPool.Get().(*winBlock))
 	}
 	l.n++
 	*l.at(l.n - 1) = winEntry{t: t, cum: cum + uint64(units)}
-}
-
-// resize moves the entries into a new ring of size c (a power of two >= n).
-func (l *winLog) resize(c int) {
-	buf := make([]winEntry, c)
-	for i := 0; i < l.n; i++ {
-		buf[i] = *l.at(i)
-	}
-	l.buf, l.head = buf, 0
 }
 
 func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Decision {
@@ -471,8 +518,8 @@ func (s *Window) decideLog(now int64, p WindowParams, n int64, commit bool) Deci
 // Size returns an estimate of the heap bytes the window holds.
 func (s *Window) Size() int {
 	n := int(unsafe.Sizeof(*s))
-	if s.log != nil {
-		n += int(unsafe.Sizeof(*s.log)) + cap(s.log.buf)*int(unsafe.Sizeof(winEntry{}))
+	if l := s.log; l != nil {
+		n += int(unsafe.Sizeof(*l)) + cap(l.blocks)*int(unsafe.Sizeof(l)) + len(l.blocks)*int(unsafe.Sizeof(winBlock{}))
 	}
 	return n
 }

@@ -260,6 +260,9 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	}
 	if inline {
 		if oldBox >= 0 {
+			if sh.boxes[oldBox] != st {
+				recycle(sh.boxes[oldBox])
+			}
 			sh.freeBox(oldBox)
 		}
 	} else {
@@ -269,6 +272,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			i = sh.newBox(st)
 			kept = !owned
 		} else if sh.boxes[i] != st {
+			recycle(sh.boxes[i])
 			sh.boxes[i] = st
 			kept = true
 		}
@@ -366,6 +370,15 @@ func (sh *Shard) freeBox(i int) {
 	sh.bfree = append(sh.bfree, uint32(i))
 }
 
+// recycle gives back the memory of a box the shard drops (see
+// engine.Recycler). Only a box nothing else refers to: not one a caller
+// still stores, nor one cool hands on as a spare.
+func recycle(st engine.State) {
+	if r, ok := st.(engine.Recycler); ok {
+		r.Recycle()
+	}
+}
+
 // removeAt deletes the record r in index slot pos, recording why.
 func (sh *Shard) removeAt(pos int, r ref, why Event) {
 	key, _ := recSplit(sh.slabs.get(r))
@@ -387,6 +400,7 @@ func (sh *Shard) drop(pos int, r ref) {
 	if rec[0]&flagBoxed != 0 {
 		i := boxIndex(payload)
 		delta += int64(sh.boxSize[i])
+		recycle(sh.boxes[i])
 		sh.freeBox(i)
 	}
 	sh.slabs.release(r)
@@ -634,14 +648,14 @@ func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
 		}
 	}
 	for ; cur.class < bigClass; cur.class, cur.slot = cur.class+1, 0 {
-		sl := &sh.slabs.class[cur.class]
-		size := classSize[cur.class]
-		for ; cur.slot < sl.next; cur.slot++ {
+		c := uint32(cur.class)
+		for n := uint32(sh.slabs.slots(c)); cur.slot < n; cur.slot++ {
 			if budget--; budget < 0 {
 				return false
 			}
-			off := int(cur.slot%pageSlots) * size
-			mark(uint32(cur.class)<<classShift|cur.slot, sl.pages[cur.slot/pageSlots][off:off+size])
+			if rec := sh.slabs.slot(c, cur.slot); rec != nil {
+				mark(c<<classShift|cur.slot, rec)
+			}
 		}
 	}
 	for ; int(cur.slot) < len(sh.slabs.big); cur.slot++ {
@@ -805,7 +819,7 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	s := &sh.slabs
 	live := len(s.big) - len(s.bfree)
 	for c := 1; c < bigClass; c++ {
-		live += int(s.class[c].next) - len(s.class[c].free)
+		live += s.class[c].live
 	}
 	if live <= 0 {
 		return 0
@@ -813,8 +827,8 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	x := sh.randN(live)
 	c, n := uint32(bigClass), len(s.big)
 	for k := uint32(1); k < bigClass; k++ {
-		if l := int(s.class[k].next) - len(s.class[k].free); x < l {
-			c, n = k, int(s.class[k].next)
+		if l := s.class[k].live; x < l {
+			c, n = k, s.slots(k)
 			break
 		} else {
 			x -= l
@@ -825,13 +839,21 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	if c != bigClass {
 		// Ask for the first samples' lines together: their misses overlap.
 		for k := range min(n, evictSamples) {
-			prefetch(unsafe.Pointer(&s.get(c<<classShift | uint32((i+k)%n))[0]))
+			if rec := s.slot(c, uint32((i+k)%n)); rec != nil {
+				prefetch(unsafe.Pointer(&rec[0]))
+			}
 		}
 	}
 	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
 		r := c<<classShift | uint32(i)
-		if c != bigClass || s.big[i] != nil {
-			if rec := s.get(r); rec[0] != 0 && r != keep {
+		var rec []byte
+		if c != bigClass {
+			rec = s.slot(c, uint32(i))
+		} else {
+			rec = s.big[i]
+		}
+		if rec != nil {
+			if rec[0] != 0 && r != keep {
 				seen++
 				if e := recExp(rec); best == 0 || e < bestExp {
 					best, bestExp = r, e
@@ -857,6 +879,10 @@ func (sh *Shard) randN(n int) int {
 	sh.rnd = x
 	return int((x >> 32) * uint64(n) >> 32)
 }
+
+// TrimSlabs gives back the empty slab pages the shard kept as spares if
+// none was used since the last TrimSlabs (the sweep calls it every tick).
+func (sh *Shard) TrimSlabs() { sh.slabs.trim() }
 
 // EvictOver evicts up to max keys while the shard is over its memory bound
 // (the sweep calls it, so that an idle shard comes back under a lowered

@@ -73,7 +73,7 @@ const (
 	slotMask   = 1<<classShift - 1
 	bigClass   = 31 // records over maxSlab bytes: one Go allocation each
 	maxSlab    = 512
-	pageSlots  = 256 // slots per slab page
+	pageSlots  = 64 // slots per slab page: one word of free bits
 )
 
 // classFor returns the size class of an n-byte record: 8-byte steps to 128,
@@ -106,12 +106,24 @@ var classSize = func() (s [bigClass]int) {
 	return s
 }()
 
-// slab holds the records of one size class in pages of pageSlots slots;
-// freed slots are reused first. Pages are returned only by reset (FLUSHDB).
+// slab holds the records of one size class in pages of pageSlots slots.
+// A record goes into the page on top of the stack of pages with a free
+// slot, at its lowest free slot. A page left empty goes back to the
+// collector, but for one per class, kept as a spare against a record that
+// comes and goes at a page's boundary until a trim finds it unused since
+// the last; a page's number is reused for the next new page. Keys that
+// move through size classes (a LOG window growing until it is boxed) so
+// leave no pages behind in the classes they no longer use.
 type slab struct {
-	pages [][]byte
-	free  []uint32
-	next  uint32 // slots handed out so far
+	pages   [][]byte // by number; nil: given back
+	free    []uint64 // per page, a bit per free slot
+	used    []uint8  // per page, records held
+	at      []int32  // per page, its place in partial, or -1
+	partial []uint32 // pages with a free slot
+	gone    []uint32 // numbers of pages given back
+	spare   int32    // the empty page kept, plus 1 (0: none)
+	idle    bool     // the spare was kept at the last trim already
+	live    int      // records held
 }
 
 // slabs are a shard's record storage.
@@ -137,24 +149,53 @@ func (s *slabs) alloc(n int) (ref, []byte) {
 		return bigClass<<classShift | uint32(len(s.big)-1), b
 	}
 	sl := &s.class[c]
-	var i uint32
-	if k := len(sl.free); k > 0 {
-		i = sl.free[k-1]
-		sl.free = sl.free[:k-1]
+	if len(sl.partial) == 0 {
+		sl.newPage(c)
+	}
+	p := sl.partial[len(sl.partial)-1]
+	b := bits.TrailingZeros64(sl.free[p])
+	sl.free[p] &^= 1 << b
+	if sl.used[p] == 0 && sl.spare == int32(p)+1 {
+		sl.spare = 0
+	}
+	if sl.used[p]++; sl.used[p] == pageSlots {
+		sl.unlist(p)
+	}
+	sl.live++
+	r := c<<classShift | p*pageSlots + uint32(b)
+	rec := s.get(r)
+	clear(rec)
+	return r, rec
+}
+
+// newPage adds an empty page to the class's partial pages.
+func (sl *slab) newPage(c uint32) {
+	var p uint32
+	if k := len(sl.gone); k > 0 {
+		p = sl.gone[k-1]
+		sl.gone = sl.gone[:k-1]
 	} else {
-		i = sl.next
-		if i > slotMask {
+		p = uint32(len(sl.pages))
+		if uint64(p+1)*pageSlots > slotMask+1 {
 			panic("shard: slab class full")
 		}
-		if int(i/pageSlots) == len(sl.pages) {
-			sl.pages = append(sl.pages, make([]byte, pageSlots*classSize[c]))
-		}
-		sl.next++
+		sl.pages = append(sl.pages, nil)
+		sl.free = append(sl.free, 0)
+		sl.used = append(sl.used, 0)
+		sl.at = append(sl.at, -1)
 	}
-	r := c<<classShift | i
-	b := s.get(r)
-	clear(b)
-	return r, b
+	sl.pages[p] = make([]byte, pageSlots*classSize[c])
+	sl.free[p] = ^uint64(0)
+	sl.at[p] = int32(len(sl.partial))
+	sl.partial = append(sl.partial, p)
+}
+
+// unlist removes page p from the partial pages.
+func (sl *slab) unlist(p uint32) {
+	i, last := sl.at[p], sl.partial[len(sl.partial)-1]
+	sl.partial[i], sl.at[last] = last, i
+	sl.partial = sl.partial[:len(sl.partial)-1]
+	sl.at[p] = -1
 }
 
 // get returns the bytes of record r: its whole slot.
@@ -177,7 +218,62 @@ func (s *slabs) release(r ref) {
 		return
 	}
 	s.get(r)[0] = 0 // a freed slot reads as no record (see DrainChanges)
-	s.class[c].free = append(s.class[c].free, i)
+	sl := &s.class[c]
+	p := i / pageSlots
+	sl.free[p] |= 1 << (i % pageSlots)
+	if sl.used[p] == pageSlots {
+		sl.at[p] = int32(len(sl.partial))
+		sl.partial = append(sl.partial, p)
+	}
+	sl.live--
+	if sl.used[p]--; sl.used[p] > 0 {
+		return
+	}
+	if sl.spare == 0 {
+		sl.spare, sl.idle = int32(p)+1, false
+		return
+	}
+	sl.giveBack(p)
+}
+
+// giveBack returns empty page p to the collector.
+func (sl *slab) giveBack(p uint32) {
+	sl.unlist(p)
+	sl.pages[p] = nil
+	sl.gone = append(sl.gone, p)
+}
+
+// trim gives back each class's spare page if it was unused since the last
+// trim.
+func (s *slabs) trim() {
+	for c := range s.class {
+		sl := &s.class[c]
+		if sl.spare == 0 {
+			continue
+		}
+		if sl.idle {
+			sl.giveBack(uint32(sl.spare - 1))
+			sl.spare, sl.idle = 0, false
+		} else {
+			sl.idle = true
+		}
+	}
+}
+
+// slots returns how many slot numbers class c has (pages given back
+// included: see page).
+func (s *slabs) slots(c uint32) int { return len(s.class[c].pages) * pageSlots }
+
+// slot returns the bytes of slot i of class c, or nil when its page was
+// given back.
+func (s *slabs) slot(c, i uint32) []byte {
+	pg := s.class[c].pages[i/pageSlots]
+	if pg == nil {
+		return nil
+	}
+	size := classSize[c]
+	off := int(i%pageSlots) * size
+	return pg[off : off+size : off+size]
 }
 
 // slotBytes is the memory record r occupies.
@@ -198,5 +294,5 @@ func (s *slabs) valid(r ref) bool {
 	if c == bigClass {
 		return int(i) < len(s.big) && s.big[i] != nil
 	}
-	return c > 0 && i < s.class[c].next
+	return c > 0 && int(i/pageSlots) < len(s.class[c].pages) && s.class[c].pages[i/pageSlots] != nil
 }
