@@ -602,6 +602,7 @@ func (l *winLog) reset(n int) {
 	for len(l.blocks) < need {
 		l.blocks = append(l.blocks, blockPool.Get().(*winBlock))
 	}
+	l.ends()
 	l.n = n
 }
 

@@ -118,6 +118,7 @@ func (s *Window) Reset() {
 	if l != nil {
 		l.truncate(min(len(l.blocks), 1))
 		*l = winLog{blocks: l.blocks}
+		l.ends()
 		s.log = l
 	}
 }
@@ -337,14 +338,18 @@ func winMulDivCeil(a, b, c int64) int64 {
 // so they make little garbage and leave no holes of other sizes in the heap.
 type winLog struct {
 	blocks []*winBlock // blocks[0] holds the oldest entry, at head
-	head   int         // index in blocks[0] of the oldest entry
-	n      int         // number of entries
-	base   uint64      // cumulative units before the oldest entry
+	// first and last are blocks[0] and the last block (nil: none): a call
+	// reads the oldest and the newest entry, and through them it does not
+	// wait for the blocks array to come from memory too.
+	first, last *winBlock
+	head        int    // index in blocks[0] of the oldest entry
+	n           int    // number of entries
+	base        uint64 // cumulative units before the oldest entry
 }
 
 const (
-	logBlockShift = 5
-	logBlock      = 1 << logBlockShift // entries per block (512 bytes)
+	logBlockShift = 6
+	logBlock      = 1 << logBlockShift // entries per block (1 KB)
 )
 
 type winBlock [logBlock]winEntry
@@ -361,7 +366,22 @@ var blockPool = sync.Pool{New: func() any { return new(winBlock) }}
 
 func (l *winLog) at(i int) *winEntry {
 	j := l.head + i
-	return &l.blocks[j>>logBlockShift][j&(logBlock-1)]
+	b := l.first
+	if k := j >> logBlockShift; k != 0 {
+		b = l.last
+		if k != len(l.blocks)-1 {
+			b = l.blocks[k]
+		}
+	}
+	return &b[j&(logBlock-1)]
+}
+
+// ends sets first and last after the blocks changed.
+func (l *winLog) ends() {
+	l.first, l.last = nil, nil
+	if k := len(l.blocks); k > 0 {
+		l.first, l.last = l.blocks[0], l.blocks[k-1]
+	}
 }
 
 // truncate keeps the first k blocks and gives the others to the pool.
@@ -374,6 +394,7 @@ func (l *winLog) truncate(k int) {
 	if k == 0 {
 		l.blocks = nil
 	}
+	l.ends()
 }
 
 // dropBlocks gives the first k blocks to the pool and moves the others to
@@ -388,6 +409,7 @@ func (l *winLog) dropBlocks(k int) {
 	if c := cap(l.blocks); c > 8 && m*4 <= c {
 		l.blocks = append([]*winBlock(nil), l.blocks...)
 	}
+	l.ends()
 }
 
 // cumBefore returns the cumulative count before entry i.
@@ -399,9 +421,17 @@ func (l *winLog) cumBefore(i int) uint64 {
 }
 
 // search returns the smallest i in [lo, l.n) with f(entry i), or l.n; f must
-// be monotonic (false then true).
+// be monotonic (false then true). It looks at lo, lo+1, lo+3, lo+7... before
+// bisecting the last step, since the entry sought is most often at or near
+// lo (the oldest entries leave first): one or two probes in the first
+// block instead of a probe in a block of each half.
 func (l *winLog) search(lo int, f func(e *winEntry) bool) int {
-	hi := l.n
+	hi := lo
+	for step := 1; hi < l.n && !f(l.at(hi)); step *= 2 {
+		lo = hi + 1
+		hi += step
+	}
+	hi = min(hi, l.n)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if f(l.at(m)) {
@@ -463,6 +493,7 @@ func (l *winLog) push(t int64, units int64) {
 	}
 	if (l.head+l.n)>>logBlockShift == len(l.blocks) {
 		l.blocks = append(l.blocks, blockPool.Get().(*winBlock))
+		l.ends()
 	}
 	l.n++
 	*l.at(l.n - 1) = winEntry{t: t, cum: cum + uint64(units)}

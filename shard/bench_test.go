@@ -70,3 +70,30 @@ func BenchmarkMemory1M(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 }
+
+// BenchmarkEvictingInsert inserts new token-bucket keys into a keyspace
+// at its memory bound (about 300,000 keys), so that every insert evicts:
+// the slab allocation, release and sampling of bench/evict.sh without the
+// protocol.
+func BenchmarkEvictingInsert(b *testing.B) {
+	s := New(Options{Shards: 8})
+	p := engine.TokenBucketParams{Capacity: 100, Rate: 1, Period: time.Hour}
+	now := int64(1.8e18)
+	op := newTakeOp(func(st *engine.TokenBucket) engine.Decision { return st.Take(now, p, 1) })
+	key := make([]byte, 0, 24)
+	for i := range 300_000 {
+		key = fmt.Appendf(key[:0], "f:%d", i*7919)
+		call(s, key, now, op)
+	}
+	s.SetMaxMemory(s.Stats().Memory)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		key = fmt.Appendf(key[:0], "i:%d", i*7919)
+		call(s, key, now+int64(i), op)
+	}
+	if s.Stats().Evicted == 0 {
+		b.Fatal("nothing evicted")
+	}
+}

@@ -115,15 +115,21 @@ var classSize = func() (s [bigClass]int) {
 // move through size classes (a LOG window growing until it is boxed) so
 // leave no pages behind in the classes they no longer use.
 type slab struct {
-	pages   [][]byte // by number; nil: given back
-	free    []uint64 // per page, a bit per free slot
-	used    []uint8  // per page, records held
-	at      []int32  // per page, its place in partial, or -1
-	partial []uint32 // pages with a free slot
-	gone    []uint32 // numbers of pages given back
-	spare   int32    // the empty page kept, plus 1 (0: none)
-	idle    bool     // the spare was kept at the last trim already
-	live    int      // records held
+	pages   [][]byte   // by number, pageSlots slots each; nil: given back
+	meta    []pageMeta // by number: what allocation needs to know
+	partial []uint32   // pages with a free slot
+	gone    []uint32   // numbers of pages given back
+	spare   int32      // the empty page kept, plus 1 (0: none)
+	idle    bool       // the spare was kept at the last trim already
+	live    int        // records held
+}
+
+// pageMeta is a page's state for alloc and release, apart from pages so
+// that reading records (sampling for eviction) walks the smaller array.
+type pageMeta struct {
+	free uint64 // a bit per free slot
+	at   int32  // its place in partial, or -1
+	used uint8  // records held
 }
 
 // slabs are a shard's record storage.
@@ -153,12 +159,13 @@ func (s *slabs) alloc(n int) (ref, []byte) {
 		sl.newPage(c)
 	}
 	p := sl.partial[len(sl.partial)-1]
-	b := bits.TrailingZeros64(sl.free[p])
-	sl.free[p] &^= 1 << b
-	if sl.used[p] == 0 && sl.spare == int32(p)+1 {
+	pg := &sl.meta[p]
+	b := bits.TrailingZeros64(pg.free)
+	pg.free &^= 1 << b
+	if pg.used == 0 && sl.spare == int32(p)+1 {
 		sl.spare = 0
 	}
-	if sl.used[p]++; sl.used[p] == pageSlots {
+	if pg.used++; pg.used == pageSlots {
 		sl.unlist(p)
 	}
 	sl.live++
@@ -180,22 +187,19 @@ func (sl *slab) newPage(c uint32) {
 			panic("shard: slab class full")
 		}
 		sl.pages = append(sl.pages, nil)
-		sl.free = append(sl.free, 0)
-		sl.used = append(sl.used, 0)
-		sl.at = append(sl.at, -1)
+		sl.meta = append(sl.meta, pageMeta{})
 	}
 	sl.pages[p] = make([]byte, pageSlots*classSize[c])
-	sl.free[p] = ^uint64(0)
-	sl.at[p] = int32(len(sl.partial))
+	sl.meta[p] = pageMeta{free: ^uint64(0), at: int32(len(sl.partial))}
 	sl.partial = append(sl.partial, p)
 }
 
 // unlist removes page p from the partial pages.
 func (sl *slab) unlist(p uint32) {
-	i, last := sl.at[p], sl.partial[len(sl.partial)-1]
-	sl.partial[i], sl.at[last] = last, i
+	i, last := sl.meta[p].at, sl.partial[len(sl.partial)-1]
+	sl.partial[i], sl.meta[last].at = last, i
 	sl.partial = sl.partial[:len(sl.partial)-1]
-	sl.at[p] = -1
+	sl.meta[p].at = -1
 }
 
 // get returns the bytes of record r: its whole slot.
@@ -220,13 +224,14 @@ func (s *slabs) release(r ref) {
 	s.get(r)[0] = 0 // a freed slot reads as no record (see DrainChanges)
 	sl := &s.class[c]
 	p := i / pageSlots
-	sl.free[p] |= 1 << (i % pageSlots)
-	if sl.used[p] == pageSlots {
-		sl.at[p] = int32(len(sl.partial))
+	pg := &sl.meta[p]
+	pg.free |= 1 << (i % pageSlots)
+	if pg.used == pageSlots {
+		pg.at = int32(len(sl.partial))
 		sl.partial = append(sl.partial, p)
 	}
 	sl.live--
-	if sl.used[p]--; sl.used[p] > 0 {
+	if pg.used--; pg.used > 0 {
 		return
 	}
 	if sl.spare == 0 {

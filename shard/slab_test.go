@@ -126,10 +126,10 @@ func TestSlabModel(t *testing.T) {
 			if pg == nil {
 				continue
 			}
-			if sl.used[p] == 0 {
+			if sl.meta[p].used == 0 {
 				empty++
 			}
-			n += int(sl.used[p])
+			n += int(sl.meta[p].used)
 		}
 		want := 0
 		for x := range live {
