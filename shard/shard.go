@@ -819,7 +819,7 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	s := &sh.slabs
 	live := len(s.big) - len(s.bfree)
 	for c := 1; c < bigClass; c++ {
-		live += s.class[c].live
+		live += int(s.live[c])
 	}
 	if live <= 0 {
 		return 0
@@ -827,7 +827,7 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	x := sh.randN(live)
 	c, n := uint32(bigClass), len(s.big)
 	for k := uint32(1); k < bigClass; k++ {
-		if l := s.class[k].live; x < l {
+		if l := int(s.live[k]); x < l {
 			c, n = k, s.slots(k)
 			break
 		} else {

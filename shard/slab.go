@@ -121,7 +121,6 @@ type slab struct {
 	gone    []uint32   // numbers of pages given back
 	spare   int32      // the empty page kept, plus 1 (0: none)
 	idle    bool       // the spare was kept at the last trim already
-	live    int        // records held
 }
 
 // pageMeta is a page's state for alloc and release, apart from pages so
@@ -135,7 +134,8 @@ type pageMeta struct {
 // slabs are a shard's record storage.
 type slabs struct {
 	class [bigClass]slab
-	big   [][]byte // records over maxSlab bytes
+	live  [bigClass]int32 // records held per class, together for eviction's draw
+	big   [][]byte        // records over maxSlab bytes
 	bfree []uint32
 }
 
@@ -168,7 +168,7 @@ func (s *slabs) alloc(n int) (ref, []byte) {
 	if pg.used++; pg.used == pageSlots {
 		sl.unlist(p)
 	}
-	sl.live++
+	s.live[c]++
 	r := c<<classShift | p*pageSlots + uint32(b)
 	rec := s.get(r)
 	clear(rec)
@@ -230,7 +230,7 @@ func (s *slabs) release(r ref) {
 		pg.at = int32(len(sl.partial))
 		sl.partial = append(sl.partial, p)
 	}
-	sl.live--
+	s.live[c]--
 	if pg.used--; pg.used > 0 {
 		return
 	}

@@ -37,7 +37,7 @@ func TestSlabPagesGivenBack(t *testing.T) {
 	for _, r := range refs {
 		s.release(r)
 	}
-	if h, l := heldPages(&s, c), s.class[c].live; h != 1 || l != 0 {
+	if h, l := heldPages(&s, c), s.live[c]; h != 1 || l != 0 {
 		t.Fatalf("all released: %d pages held, %d live; want 1, 0", h, l)
 	}
 	given := 0
@@ -137,8 +137,8 @@ func TestSlabModel(t *testing.T) {
 				want++
 			}
 		}
-		if n != want || sl.live != want || empty > 1 {
-			t.Fatalf("class %d: pages count %d records, live %d, want %d; %d empty pages", c, n, sl.live, want, empty)
+		if n != want || int(s.live[c]) != want || empty > 1 {
+			t.Fatalf("class %d: pages count %d records, live %d, want %d; %d empty pages", c, n, s.live[c], want, empty)
 		}
 	}
 }
@@ -167,7 +167,7 @@ func TestGrowingKeysLeaveNoPages(t *testing.T) {
 	sh.TrimSlabs()
 	sh.TrimSlabs()
 	for c := uint32(1); c < bigClass; c++ {
-		h, l := heldPages(&sh.slabs, c), sh.slabs.class[c].live
+		h, l := heldPages(&sh.slabs, c), int(sh.slabs.live[c])
 		if h > (l+pageSlots-1)/pageSlots {
 			t.Errorf("class %d (%d B): %d pages held for %d records", c, classSize[c], h, l)
 		}
