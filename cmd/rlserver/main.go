@@ -75,11 +75,6 @@ type options struct {
 	obs obsFlags // the slow log, the latency monitor, --metrics-addr (observe.go)
 }
 
-// The server serves no heap profile, and the runtime's sampling for one
-// keeps a record of every allocating call stack it sampled: over a megabyte
-// under churning keys, counted against --maxmemory's RSS.
-func init() { runtime.MemProfileRate = 0 }
-
 func main() {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("rlserver ")
