@@ -5,7 +5,9 @@
 # pipeline) runs CL.THROTTLE on one key; reports the probe's p50/p99/max
 # (redis-benchmark's), the insert rate, the keyspace (used_memory_dataset),
 # evicted_keys and the server's RSS at the end and once it listens (its
-# base, before any key). A B A B ... in each round, medians.
+# base, before any key), and its anonymous RSS at the end (RSS less the
+# binary's file pages, which vary with what the page cache holds of it:
+# 21-27 MB for one binary and another). A B A B ... in each round, medians.
 #
 # Usage: bench/evict.sh OLD_BIN NEW_BIN
 # Environment:
@@ -47,7 +49,7 @@ insert_load() { # port command... : the measured inserts
 	fi
 }
 
-run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb"
+run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb anon_mb"
 	local bin=$1 dir=''
 	[ "${PERSIST:-1}" = 1 ] && dir=$(mktemp -d -p "$tmp")
 	"$bin" --port 0 --dir "$dir" --threads "${THREADS:-1}" --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
@@ -76,21 +78,22 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	wait $load
 	end=$(date +%s%N)
 	[ -z "${RATE:-}" ] || echo "  paced load: $(cat "$tmp/load.out")" >&2
-	local info rss
+	local info rss anon
 	info=$(redis-cli -p "$port" info)
 	rss=$(awk '/VmRSS/ { print int($2 / 1024) }' /proc/$pid/status)
+	anon=$(awk '/RssAnon/ { print int($2 / 1024) }' /proc/$pid/status)
 	kill $pid
 	wait $pid 2>/dev/null || true
 	# CSV: "test","rps","avg","min","p50","p95","p99","max"
 	echo "$probe" | tr -d '"' | awk -F, -v n="$n" -v t=$((end - start)) \
 		-v ds="$(echo "$info" | awk -F: '/^used_memory_dataset:/ { print int($2 / 1048576) }')" \
-		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" -v base="$base" \
-		'{ printf "%s %s %s %.0f %s %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base }'
+		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" -v base="$base" -v anon="$anon" \
+		'{ printf "%s %s %s %.0f %s %s %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base, anon }'
 }
 
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB"
+echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB anon_MB"
 for r in $(seq "$rounds"); do
 	for b in old new; do
 		bin=$old
@@ -102,7 +105,7 @@ for r in $(seq "$rounds"); do
 done
 for b in old new; do
 	printf "median %s:" $b
-	for col in 1 2 3 4 5 6 7 8; do
+	for col in 1 2 3 4 5 6 7 8 9; do
 		printf " %s" "$(awk -v c=$col '{ print $c }' "$tmp/$b" | med)"
 	done
 	echo
