@@ -73,7 +73,7 @@ const (
 	slotMask   = 1<<classShift - 1
 	bigClass   = 31 // records over maxSlab bytes: one Go allocation each
 	maxSlab    = 512
-	pageSlots  = 64 // slots per slab page: one word of free bits
+	pageSlots  = 256 // slots per slab page
 )
 
 // classFor returns the size class of an n-byte record: 8-byte steps to 128,
@@ -126,9 +126,9 @@ type slab struct {
 // pageMeta is a page's state for alloc and release, apart from pages so
 // that reading records (sampling for eviction) walks the smaller array.
 type pageMeta struct {
-	free uint64 // a bit per free slot
-	at   int32  // its place in partial, or -1
-	used uint8  // records held
+	free [pageSlots / 64]uint64 // a bit per free slot
+	at   int32                  // its place in partial, or -1
+	used uint16                 // records held
 }
 
 // slabs are a shard's record storage.
@@ -160,8 +160,12 @@ func (s *slabs) alloc(n int) (ref, []byte) {
 	}
 	p := sl.partial[len(sl.partial)-1]
 	pg := &sl.meta[p]
-	b := bits.TrailingZeros64(pg.free)
-	pg.free &^= 1 << b
+	w := 0
+	for pg.free[w] == 0 {
+		w++
+	}
+	b := w*64 + bits.TrailingZeros64(pg.free[w])
+	pg.free[w] &^= 1 << (b % 64)
 	if pg.used == 0 && sl.spare == int32(p)+1 {
 		sl.spare = 0
 	}
@@ -190,7 +194,10 @@ func (sl *slab) newPage(c uint32) {
 		sl.meta = append(sl.meta, pageMeta{})
 	}
 	sl.pages[p] = make([]byte, pageSlots*classSize[c])
-	sl.meta[p] = pageMeta{free: ^uint64(0), at: int32(len(sl.partial))}
+	sl.meta[p] = pageMeta{at: int32(len(sl.partial))}
+	for w := range sl.meta[p].free {
+		sl.meta[p].free[w] = ^uint64(0)
+	}
 	sl.partial = append(sl.partial, p)
 }
 
@@ -225,7 +232,7 @@ func (s *slabs) release(r ref) {
 	sl := &s.class[c]
 	p := i / pageSlots
 	pg := &sl.meta[p]
-	pg.free |= 1 << (i % pageSlots)
+	pg.free[i%pageSlots/64] |= 1 << (i % 64)
 	if pg.used == pageSlots {
 		pg.at = int32(len(sl.partial))
 		sl.partial = append(sl.partial, p)
