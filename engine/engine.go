@@ -112,7 +112,7 @@ type State interface {
 	Reset()
 }
 
-// Recycler is a State holding memory worth reusing (a LOG window's ring):
+// Recycler is a State holding memory worth reusing (a LOG window's blocks):
 // Recycle gives it back and leaves the state fresh. The keyspace calls it
 // on a state it drops when nothing else refers to the state.
 type Recycler interface{ Recycle() }

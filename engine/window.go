@@ -117,8 +117,7 @@ func (s *Window) Reset() {
 	*s = Window{}
 	if l != nil {
 		l.truncate(min(len(l.blocks), 1))
-		*l = winLog{blocks: l.blocks}
-		l.ends()
+		l.head, l.n, l.base = 0, 0, 0
 		s.log = l
 	}
 }

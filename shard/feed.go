@@ -19,9 +19,10 @@ import (
 //     as the resulting state with its absolute expiry (never the command),
 //     and removals other than expiries (a subscriber expires a state by
 //     its expiry itself), kept in a bounded ring per shard while someone
-//     subscribes. It is the form replication needs. A subscriber that falls more than the ring
-//     behind is told so (ErrBehind) and resynchronises from a snapshot of
-//     the shard (Feed.Snapshot); nothing ever waits for a subscriber.
+//     subscribes. It is the form replication needs. A subscriber that
+//     falls more than the ring behind is told so (ErrBehind) and
+//     resynchronises from a snapshot of the shard (Feed.Snapshot); nothing
+//     ever waits for a subscriber.
 
 // Event says what happened to a key.
 type Event uint8

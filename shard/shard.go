@@ -595,17 +595,16 @@ func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []by
 		for i, r := range refs {
 			// The records are scattered: ask for one a few ahead, so
 			// that its cache miss overlaps the work on this one.
-			if j := i + drainAhead; j < len(refs) && sh.slabs.valid(refs[j]) {
-				prefetch(unsafe.Pointer(&sh.slabs.get(refs[j])[0]))
+			if j := i + drainAhead; j < len(refs) {
+				if rec := sh.slabs.lookup(refs[j]); rec != nil {
+					prefetch(unsafe.Pointer(&rec[0]))
+				}
 			}
-			// A ref may name a slot freed (and perhaps reused) since it
-			// was listed: only a record still flagged dirty is drained,
-			// once.
-			if !sh.slabs.valid(r) {
-				continue
-			}
-			rec := sh.slabs.get(r)
-			if rec[0]&flagDirty == 0 {
+			// A ref may name a slot freed (and perhaps reused, or its
+			// page given back) since it was listed: only a record still
+			// flagged dirty is drained, once.
+			rec := sh.slabs.lookup(r)
+			if rec == nil || rec[0]&flagDirty == 0 {
 				continue
 			}
 			rec[0] &^= flagDirty
@@ -653,8 +652,9 @@ func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
 			if budget--; budget < 0 {
 				return false
 			}
-			if rec := sh.slabs.slot(c, cur.slot); rec != nil {
-				mark(c<<classShift|cur.slot, rec)
+			r := c<<classShift | cur.slot
+			if rec := sh.slabs.lookup(r); rec != nil {
+				mark(r, rec)
 			}
 		}
 	}
@@ -839,25 +839,17 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 	if c != bigClass {
 		// Ask for the first samples' lines together: their misses overlap.
 		for k := range min(n, evictSamples) {
-			if rec := s.slot(c, uint32((i+k)%n)); rec != nil {
+			if rec := s.lookup(c<<classShift | uint32((i+k)%n)); rec != nil {
 				prefetch(unsafe.Pointer(&rec[0]))
 			}
 		}
 	}
 	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
 		r := c<<classShift | uint32(i)
-		var rec []byte
-		if c != bigClass {
-			rec = s.slot(c, uint32(i))
-		} else {
-			rec = s.big[i]
-		}
-		if rec != nil {
-			if rec[0] != 0 && r != keep {
-				seen++
-				if e := recExp(rec); best == 0 || e < bestExp {
-					best, bestExp = r, e
-				}
+		if rec := s.lookup(r); rec != nil && rec[0] != 0 && r != keep {
+			seen++
+			if e := recExp(rec); best == 0 || e < bestExp {
+				best, bestExp = r, e
 			}
 		}
 		if i++; i == n {

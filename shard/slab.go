@@ -272,13 +272,25 @@ func (s *slabs) trim() {
 	}
 }
 
-// slots returns how many slot numbers class c has (pages given back
-// included: see page).
+// slots returns how many slot numbers class c has, those of pages given
+// back included.
 func (s *slabs) slots(c uint32) int { return len(s.class[c].pages) * pageSlots }
 
-// slot returns the bytes of slot i of class c, or nil when its page was
-// given back.
-func (s *slabs) slot(c, i uint32) []byte {
+// lookup returns the bytes of the slot r names, or nil when there is no
+// such slot: its page was given back, its big record freed, or r is beyond
+// every page (refs in the dirty list may outlive their record). Unlike
+// get, r need not name a live record.
+func (s *slabs) lookup(r ref) []byte {
+	c, i := r>>classShift, r&slotMask
+	if c == bigClass {
+		if int(i) < len(s.big) {
+			return s.big[i]
+		}
+		return nil
+	}
+	if c == 0 || int(i/pageSlots) >= len(s.class[c].pages) {
+		return nil
+	}
 	pg := s.class[c].pages[i/pageSlots]
 	if pg == nil {
 		return nil
@@ -298,13 +310,3 @@ func (s *slabs) slotBytes(r ref) int {
 }
 
 func (s *slabs) reset() { *s = slabs{} }
-
-// valid reports whether r names a slot that exists (freed or not): refs in
-// the dirty list may outlive their record.
-func (s *slabs) valid(r ref) bool {
-	c, i := r>>classShift, r&slotMask
-	if c == bigClass {
-		return int(i) < len(s.big) && s.big[i] != nil
-	}
-	return c > 0 && int(i/pageSlots) < len(s.class[c].pages) && s.class[c].pages[i/pageSlots] != nil
-}

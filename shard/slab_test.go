@@ -42,7 +42,7 @@ func TestSlabPagesGivenBack(t *testing.T) {
 	}
 	given := 0
 	for _, r := range refs {
-		if !s.valid(r) {
+		if s.lookup(r) == nil {
 			given++
 		}
 	}

@@ -518,11 +518,11 @@ func startSweeper(store *shard.Store, clock *shard.Clock, tune func()) (stop fun
 				now := clock.Now()
 				for i := 0; i < store.NumShards(); i++ {
 					sh := store.Shard(i)
-					sh.Lock()
-					sh.TrimSlabs() // spare pages left unused since the last tick
-					sh.Unlock()
 					for round := 0; round < 16; round++ {
 						sh.Lock()
+						if round == 0 {
+							sh.TrimSlabs() // spare pages left unused since the last tick
+						}
 						removed := sh.Sweep(now, perShard)
 						removed += sh.EvictOver(perShard / 8) // back under a lowered --maxmemory while idle
 						sh.Unlock()
