@@ -83,6 +83,7 @@ type Shard struct {
 	sc      engine.Scratch    // states to decode records into (see update)
 	more    []*engine.Scratch // further ones, for UpdateAll rules sharing the shard
 	rnd     uint64            // eviction's sampling state (xorshift)
+	ahead   evictAhead        // the next eviction, chosen early (evictSome)
 	noEvict bool              // UpdateAll is storing several rules: evict after the last
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
@@ -498,6 +499,7 @@ func (sh *Shard) Clear() int {
 	}
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.hotRef, sh.lastRef = 0, 0
+	sh.ahead = evictAhead{}
 	clear(sh.spare[:])
 	sh.dirty.reset()
 	sh.ndirty = 0
@@ -739,7 +741,10 @@ const (
 
 // evictSome removes up to max keys while the shard holds more than budget
 // bytes, never keep's record. A small table has every key looked at; a
-// larger one is sampled in its slabs (sampleSlab).
+// larger one is sampled in its slabs (sampleSlab), a step ahead: each
+// eviction takes the victim the one before it chose, whose index slot is
+// in cache by then, and chooses the next among records it prefetched, so
+// an eviction's cache misses overlap the commands between two of them.
 func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 	if sh.idx.old != nil {
 		sh.idx.migrate(&sh.slabs, 64*max) // sample one table: finish a growth first
@@ -750,11 +755,10 @@ func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 		var r ref
 		if size <= evictScanAll {
 			pos, r = sh.scanClosest(keep)
-		} else if r = sh.sampleSlab(keep); r != 0 {
-			key, _ := recSplit(sh.slabs.get(r))
-			var found ref
-			if pos, found, _ = sh.idx.find(&sh.slabs, key, sh.hash.bytes(key)); found != r {
-				r = 0 // not indexed: cannot happen, and must not be removed
+		} else if pos, r = sh.takeAhead(keep); r == 0 {
+			if r = sh.sampleSlab(keep); r != 0 {
+				key, _ := recSplit(sh.slabs.get(r))
+				pos, r = sh.indexed(r, key, sh.hash.bytes(key))
 			}
 		}
 		if r == 0 && size > evictScanAll { // the samples fell among free slots
@@ -766,7 +770,69 @@ func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 		sh.removeAt(pos, r, EventEvict)
 		sh.evicted.Add(1)
 	}
+	if removed > 0 && size > evictScanAll {
+		sh.chooseAhead(keep)
+	}
 	return removed
+}
+
+// evictAhead is the eviction chosen early: its victim (0: none), the hash
+// of the victim's key when chosen (the slot may hold another key by the
+// time it is taken), and the size class and slot the samples for the
+// one after start at (class 0: none).
+type evictAhead struct {
+	victim ref
+	hash   uint64
+	class  uint32
+	slot   int
+}
+
+// takeAhead returns the victim chosen ahead and its index slot if it still
+// holds the key it held then and is not keep; else 0.
+func (sh *Shard) takeAhead(keep ref) (int, ref) {
+	r, h := sh.ahead.victim, sh.ahead.hash
+	sh.ahead.victim = 0
+	if r == 0 || r == keep {
+		return 0, 0
+	}
+	rec := sh.slabs.lookup(r)
+	if rec == nil || rec[0] == 0 {
+		return 0, 0
+	}
+	key, _ := recSplit(rec)
+	if sh.hash.bytes(key) != h {
+		return 0, 0
+	}
+	return sh.indexed(r, key, h)
+}
+
+// indexed returns the index slot of record r holding key, or 0s if the
+// index does not lead there (cannot happen; such a record must not go).
+func (sh *Shard) indexed(r ref, key []byte, h uint64) (int, ref) {
+	if pos, found, _ := sh.idx.find(&sh.slabs, key, h); found == r {
+		return pos, r
+	}
+	return 0, 0
+}
+
+// chooseAhead chooses the next victim among the samples prefetched by the
+// eviction before (or fresh ones), asks for its index slot, and picks and
+// prefetches the samples for the one after.
+func (sh *Shard) chooseAhead(keep ref) {
+	var r ref
+	if sh.ahead.class != 0 {
+		r = sh.sampleFrom(sh.ahead.class, sh.ahead.slot, keep)
+	} else {
+		r = sh.sampleSlab(keep)
+	}
+	sh.ahead = evictAhead{victim: r}
+	if r != 0 {
+		key, _ := recSplit(sh.slabs.get(r))
+		sh.ahead.hash = sh.hash.bytes(key)
+		sh.idx.prefetchHome(sh.ahead.hash)
+	}
+	sh.ahead.class, sh.ahead.slot = sh.sampleSpot()
+	sh.prefetchSamples(sh.ahead.class, sh.ahead.slot)
 }
 
 // scanClosest returns the index slot and record of the key closest to its
@@ -813,16 +879,26 @@ func (sh *Shard) sampleIndex(keep ref) (int, ref) {
 // found from a random slot of a random size class on, the one closest to
 // its fresh state (0: none found). A class's records lie in consecutive
 // slots, so the samples cost a few cache lines, where records reached
-// through the index cost a cache miss each. Classes are drawn by how many
-// records they hold.
+// through the index cost a cache miss each.
 func (sh *Shard) sampleSlab(keep ref) ref {
+	c, i := sh.sampleSpot()
+	if c == 0 {
+		return 0
+	}
+	sh.prefetchSamples(c, i)
+	return sh.sampleFrom(c, i, keep)
+}
+
+// sampleSpot picks where samples start: a size class drawn by how many
+// records it holds, and a random slot of it (class 0: no records).
+func (sh *Shard) sampleSpot() (uint32, int) {
 	s := &sh.slabs
 	live := len(s.big) - len(s.bfree)
 	for c := 1; c < bigClass; c++ {
 		live += int(s.live[c])
 	}
 	if live <= 0 {
-		return 0
+		return 0, 0
 	}
 	x := sh.randN(live)
 	c, n := uint32(bigClass), len(s.big)
@@ -834,16 +910,37 @@ func (sh *Shard) sampleSlab(keep ref) ref {
 			x -= l
 		}
 	}
-	best, bestExp := ref(0), int64(0)
-	i := sh.randN(n)
-	if c != bigClass {
-		// Ask for the first samples' lines together: their misses overlap.
-		for k := range min(n, evictSamples) {
-			if rec := s.lookup(c<<classShift | uint32((i+k)%n)); rec != nil {
-				prefetch(unsafe.Pointer(&rec[0]))
-			}
+	return c, sh.randN(n)
+}
+
+// prefetchSamples asks for the lines of the first samples from slot i of
+// class c together, so that their misses overlap.
+func (sh *Shard) prefetchSamples(c uint32, i int) {
+	s := &sh.slabs
+	if c == 0 || c == bigClass {
+		return
+	}
+	n := s.slots(c)
+	for k := range min(n, evictSamples) {
+		if rec := s.lookup(c<<classShift | uint32((i+k)%n)); rec != nil {
+			prefetch(unsafe.Pointer(&rec[0]))
 		}
 	}
+}
+
+// sampleFrom returns, of up to evictSamples live records other than keep
+// from slot i of class c on, the one closest to its fresh state (0: none).
+func (sh *Shard) sampleFrom(c uint32, i int, keep ref) ref {
+	s := &sh.slabs
+	n := len(s.big)
+	if c != bigClass {
+		n = s.slots(c)
+	}
+	if n == 0 {
+		return 0
+	}
+	i %= n // pages may have been given back since the slot was picked
+	best, bestExp := ref(0), int64(0)
 	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
 		r := c<<classShift | uint32(i)
 		if rec := s.lookup(r); rec != nil && rec[0] != 0 && r != keep {

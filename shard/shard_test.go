@@ -271,6 +271,70 @@ func TestMemoryBoundSparseClass(t *testing.T) {
 	}
 }
 
+// Eviction chooses each victim one write early (evictAhead). By the time
+// it is taken, that record may be the key being written, or its slot may
+// hold another key: neither may go in its stead.
+func TestEvictAheadStale(t *testing.T) {
+	s := New(Options{Shards: 1, Seed: 9})
+	sh := s.Shard(0)
+	for i := range 5000 {
+		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 10}, int64(1+i%1000)*sec)
+	}
+	bound := s.Stats().Memory
+	s.SetMaxMemory(bound)
+	late := int64(1e6) * sec // never the closest to fresh among samples
+	inserted, deleted := 5000, 0
+	insert := func(k []byte) {
+		sh.Insert(k, &fake{size: 10}, late)
+		inserted++
+	}
+	// aheadKey inserts new keys until a victim is chosen ahead (samples
+	// may all fall on free slots) and returns its key.
+	aheadKey := func() []byte {
+		t.Helper()
+		for i := 0; sh.ahead.victim == 0; i++ {
+			if i == 100 {
+				t.Fatal("no victim chosen ahead in 100 evicting inserts")
+			}
+			insert(fmt.Appendf(nil, "n%d", inserted))
+		}
+		k, _ := recSplit(sh.slabs.get(sh.ahead.victim))
+		return bytes.Clone(k)
+	}
+
+	// The victim is the key written, by a write that evicts: it stays.
+	v := aheadKey()
+	bound = s.Stats().Memory - 1
+	s.SetMaxMemory(bound)
+	before := s.Stats().Evicted
+	sh.Insert(v, &fake{size: 10}, late)
+	if _, _, ok := sh.Get(v, 0); !ok || s.Stats().Evicted != before+1 {
+		t.Fatalf("%s, chosen ahead, evicted by its own write (%t), %d others", v, !ok, s.Stats().Evicted-before)
+	}
+
+	// The victim's slot now holds another key: that key stays.
+	v = aheadKey()
+	slot := sh.ahead.victim
+	reuse := append([]byte("r"), v[1:]...) // a record of the same size
+	sh.Delete(v, 0)
+	deleted++
+	insert(reuse)
+	if f := sh.Find(reuse, s.Hash(reuse)); !f.OK || f.ref != slot || sh.ahead.victim != slot {
+		t.Fatalf("%s in slot %#x, want the freed victim's %#x, still ahead (%#x)", reuse, f.ref, slot, sh.ahead.victim)
+	}
+	before = s.Stats().Evicted
+	insert([]byte("last"))
+	if _, _, ok := sh.Get(reuse, 0); !ok || s.Stats().Evicted != before+1 {
+		t.Fatalf("%s, in the slot of the victim chosen ahead, evicted (%t), %d others", reuse, !ok, s.Stats().Evicted-before)
+	}
+
+	var keys int
+	sh.Each(0, func(Item) bool { keys++; return true })
+	if st := s.Stats(); keys != inserted-deleted-int(st.Evicted) || st.Memory > bound {
+		t.Fatalf("stats %+v, bound %d, %d keys; want %d", st, bound, keys, inserted-deleted-int(st.Evicted))
+	}
+}
+
 // TestScanStableCursor checks SCAN's guarantee: every key present for the
 // whole iteration is returned exactly once, while keys are added and removed
 // between calls.
