@@ -7,7 +7,8 @@
 # evicted_keys and the server's RSS at the end and once it listens (its
 # base, before any key), and its anonymous RSS at the end (RSS less the
 # binary's file pages, which vary with what the page cache holds of it:
-# 21-27 MB for one binary and another). A B A B ... in each round, medians.
+# 21-27 MB for one binary and another), and the server's CPU per measured
+# insert. A B A B ... in each round, medians.
 #
 # Usage: bench/evict.sh OLD_BIN NEW_BIN
 # Environment:
@@ -49,7 +50,15 @@ insert_load() { # port command... : the measured inserts
 	fi
 }
 
-run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb anon_mb"
+cpu_ns() { # total CPU ns of every thread of pid
+	local t=0 v
+	for f in /proc/$1/task/*/schedstat; do
+		read -r v _ <"$f" && t=$((t + v))
+	done
+	echo $t
+}
+
+run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb anon_mb cpu_us"
 	local bin=$1 dir=''
 	[ "${PERSIST:-1}" = 1 ] && dir=$(mktemp -d -p "$tmp")
 	"$bin" --port 0 --dir "$dir" --threads "${THREADS:-1}" --maxmemory "$maxmem" >"$tmp/log" 2>&1 &
@@ -64,7 +73,8 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	# __rand_int__ draws from 100M: nearly every request is a new key.
 	[ -n "${LOG_KEYS:-}" ] ||
 		redis-benchmark -p "$port" -c 50 -P 16 -n "$fill" -r 100000000 -q CL.TOKENBUCKET f:__rand_int__ 100 1 1h >/dev/null
-	local start end
+	local start end cpu0 cpu1
+	cpu0=$(cpu_ns $pid)
 	start=$(date +%s%N)
 	if [ -n "${LOG_KEYS:-}" ]; then
 		redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r "$LOG_KEYS" -q \
@@ -77,6 +87,7 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	probe=$(redis-benchmark -p "$port" -c 1 -P 1 -n 20000 --csv CL.THROTTLE probe 1000000 1000000 1 | tail -1)
 	wait $load
 	end=$(date +%s%N)
+	cpu1=$(cpu_ns $pid)
 	[ -z "${RATE:-}" ] || echo "  paced load: $(cat "$tmp/load.out")" >&2
 	local info rss anon
 	info=$(redis-cli -p "$port" info)
@@ -88,12 +99,13 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 	echo "$probe" | tr -d '"' | awk -F, -v n="$n" -v t=$((end - start)) \
 		-v ds="$(echo "$info" | awk -F: '/^used_memory_dataset:/ { print int($2 / 1048576) }')" \
 		-v ev="$(echo "$info" | awk -F: '/^evicted_keys:/ { print $2 + 0 }')" -v rss="$rss" -v base="$base" -v anon="$anon" \
-		'{ printf "%s %s %s %.0f %s %s %s %s %s\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base, anon }'
+		-v cpu=$((cpu1 - cpu0)) \
+		'{ printf "%s %s %s %.0f %s %s %s %s %s %.3f\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base, anon, cpu / n / 1000 }'
 }
 
 med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB anon_MB"
+echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB anon_MB cpu_us/insert"
 for r in $(seq "$rounds"); do
 	for b in old new; do
 		bin=$old
@@ -105,7 +117,7 @@ for r in $(seq "$rounds"); do
 done
 for b in old new; do
 	printf "median %s:" $b
-	for col in 1 2 3 4 5 6 7 8 9; do
+	for col in 1 2 3 4 5 6 7 8 9 10; do
 		printf " %s" "$(awk -v c=$col '{ print $c }' "$tmp/$b" | med)"
 	done
 	echo
