@@ -2,6 +2,7 @@ package resp
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/redcon"
 )
@@ -77,10 +78,19 @@ func AppendStatus(b []byte, s string) []byte {
 }
 
 // AppendErr appends an error reply; msg starts with its code ("ERR ...",
-// see errors.go).
+// see errors.go). Errors quote what clients sent, so a CR or LF in msg
+// becomes a space, as Redis does: it would end the reply early.
 func AppendErr(b []byte, msg string) []byte {
 	b = append(b, '-')
+	start := len(b)
 	b = append(b, msg...)
+	if strings.ContainsAny(msg, "\r\n") {
+		for i, c := range b[start:] {
+			if c == '\r' || c == '\n' {
+				b[start+i] = ' '
+			}
+		}
+	}
 	return append(b, '\r', '\n')
 }
 
