@@ -267,7 +267,7 @@ func clusterOnly(name, summary string, run func(c *Ctx, args [][]byte)) *Command
 
 func cmdReadOnly(c *Ctx, args [][]byte)  { c.sess.readOnly = true; c.W.OK() }
 func cmdReadWrite(c *Ctx, args [][]byte) { c.sess.readOnly = false; c.W.OK() }
-func cmdAsking(c *Ctx, args [][]byte)    { c.sess.asking = true; c.W.OK() }
+func cmdAsking(c *Ctx, args [][]byte)    { c.W.OK() }
 
 // route decides, in cluster mode, whether this node runs a command with
 // keys, as Redis's getNodeByQuery: every key in one slot (CROSSSLOT), the
@@ -335,11 +335,15 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 	owner := v.Topo.Owner(slot)
 	if g := c.h.cfg.Cluster.Gate(); g != nil && !v.Self.Replica {
 		// A slot on the move: the source's primary sends what it handed
-		// over to the importing primary, which serves it after ASKING.
+		// over to the importing primary, which serves it. It does so
+		// without ASKING too: the source no longer serves the slot, and a
+		// client redirected here by a node already on the next topology
+		// must not be sent back to the source while this node is not yet
+		// (an exchange of MOVED that exhausts the client's redirects).
 		if owner == v.Self.Shard && g.Handed.Has(slot) {
 			return resp.ErrAsk(slot, g.To.Addr())
 		}
-		if c.asking && g.Imported.Has(slot) {
+		if g.Imported.Has(slot) {
 			return ""
 		}
 	}

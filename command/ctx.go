@@ -22,7 +22,6 @@ type Ctx struct {
 	// found them (slotKey nil: none), for keys.
 	slotKey []byte
 	slot    int
-	asking  bool       // the command follows ASKING (cluster mode)
 	inExec  bool       // EXEC holds every shard lock, through txn
 	txn     shard.View // EXEC's view (see keys)
 	scratch
@@ -177,12 +176,6 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	if c.h.cfg.Cluster != nil && !c.inExec {
 		c.slotKey = nil
-		// ASKING covers the next command, or the transaction it precedes
-		// (as Redis keeps the flag from MULTI to EXEC).
-		c.asking = s.asking
-		if !s.inMulti && cmd.Name != "multi" || cmd.Name == "exec" || cmd.Name == "discard" {
-			s.asking = false
-		}
 		if cmd.routed {
 			if msg := c.route(cmd, args); msg != "" {
 				if cmd.Name == "exec" {

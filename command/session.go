@@ -27,7 +27,6 @@ type Session struct {
 	redirect int64      // CLIENT TRACKING ... REDIRECT id
 	caching  bool       // CLIENT CACHING YES: for the next command, or the MULTI it starts
 	readOnly bool       // READONLY: a replica runs this connection's reads of its slots
-	asking   bool       // ASKING: the next command may run on a slot this node imports
 
 	batchCmd int64    // commands run in this batch, published at its end
 	last     *Command // the last command run, published at the batch's end
