@@ -12,7 +12,14 @@ import (
 // input is a request: its first byte picks the command, the rest are its
 // arguments, split at spaces. Commands that stop the process or wait
 // (SHUTDOWN, DEBUG) are left out.
-func FuzzExec(f *testing.F) {
+func FuzzExec(f *testing.F) { fuzzExec(f, false) }
+
+// FuzzExecCluster is FuzzExec in cluster mode, where a command's keys are
+// found (and CL.ALL's rules parsed) to route it before it runs: this node
+// serves half the slots, another the rest.
+func FuzzExecCluster(f *testing.F) { fuzzExec(f, true) }
+
+func fuzzExec(f *testing.F, clustered bool) {
 	var names []string
 	for _, c := range commandTable() {
 		switch c.Name {
@@ -47,6 +54,9 @@ func FuzzExec(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, _ := seededConn(2, 1)
+		if clustered {
+			c.h.SetCluster(twoShards(t), nil)
+		}
 		var sent []string
 		for _, line := range bytes.Split(in, []byte("\n")) {
 			if len(line) == 0 {
