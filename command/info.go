@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,12 +246,20 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 // state --maxmemory bounds, used_memory_rss what the OS reports resident.
 func (c *Ctx) memoryInfo() [][2]string {
 	h := c.h
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	used := int64(ms.HeapAlloc)
+	// runtime/metrics rather than ReadMemStats, which stops the world:
+	// INFO polled by monitoring must not pause every client.
+	ms := [2]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(ms[:])
+	u64 := func(v metrics.Value) int64 {
+		if v.Kind() != metrics.KindUint64 {
+			return 0 // a runtime without the metric
+		}
+		return int64(v.Uint64())
+	}
+	used := u64(ms[0].Value) // ReadMemStats's HeapAlloc
 	rss := residentBytes()
 	if rss == 0 {
-		rss = int64(ms.Sys)
+		rss = u64(ms[1].Value) // its Sys
 	}
 	peak := h.obs.notePeak(used)
 	dataset := h.store.Stats().Memory
