@@ -287,8 +287,8 @@ func cmdConfigResetStat(c *Ctx, args [][]byte) {
 	c.resetStats()
 	c.h.doneCmds.Store(0)
 	c.srv.ResetStats()
-	for _, other := range c.srv.Clients() {
-		sessionOf(other).cmds.Store(0)
+	for _, ss := range c.srv.Sessions() {
+		sessOf(ss).cmds.Store(0)
 	}
 	c.Store().ResetStats()
 	c.W.OK()
@@ -301,8 +301,8 @@ func (c *Ctx) totalCommands() int64 {
 	c.h.obs.retiredMu.Lock()
 	defer c.h.obs.retiredMu.Unlock()
 	n := c.h.doneCmds.Load()
-	for _, other := range c.srv.Clients() {
-		if s := sessionOf(other); !s.stats.retired.Load() {
+	for _, ss := range c.srv.Sessions() {
+		if s := sessOf(ss); !s.stats.retired.Load() {
 			n += s.cmds.Load()
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // by, the slow log and the latency monitor.
 type observability struct {
 	retiredMu sync.Mutex
-	retired   *connStats // closed connections' statistics
+	retired   *connStats // the totals: closed connections', and what live ones published up to the last Snapshot
 
 	prefixMu sync.Mutex
 	prefixes atomic.Pointer[prefixTable]
@@ -149,56 +149,48 @@ func (s *CmdStats) samples() uint64 {
 	return n
 }
 
-// Snapshot merges the statistics of srv's connections with those of
-// closed ones. Safe to call from any goroutine.
+// Snapshot returns the statistics of every connection, closed or not:
+// it moves what live connections published since the last call into the
+// totals and reads those. Safe to call from any goroutine.
 func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
 	// Under the lock, a connection closing is counted either in its own
 	// statistics or, once retired, in the totals: never twice, never not.
 	h.obs.retiredMu.Lock()
 	defer h.obs.retiredMu.Unlock()
-	all := make([]*connStats, 0, 16)
-	for _, cl := range srv.Clients() {
-		if st := sessionOf(cl).stats; !st.retired.Load() {
-			all = append(all, st)
+	for _, ss := range srv.Sessions() {
+		if st := sessOf(ss).stats; !st.retired.Load() && st.dirty.Swap(false) {
+			h.obs.retired.fold(st)
 		}
 	}
-	all = append(all, h.obs.retired)
+	st := h.obs.retired
 	cmds := make([]*CmdStats, len(h.table.all))
-	var pfx [maxPrefixes + 1][2]int64
-	errs := map[string]int64{}
-	for _, st := range all {
-		for i := range st.cmds {
-			cc := st.cmds[i].Load()
-			if cc == nil {
-				continue
-			}
-			cs := cmds[i]
-			if cs == nil {
-				cs = &CmdStats{Name: h.table.all[i].Name}
-				cmds[i] = cs
-			}
-			cs.Calls += cc.calls.Load()
-			cs.Failed += cc.failed.Load()
-			cs.Rejected += cc.rejected.Load()
-			cs.Duration += time.Duration(cc.ns.Load())
-			cs.Allowed += cc.allowed.Load()
-			cs.Denied += cc.denied.Load()
+	for i := range st.cmds {
+		if cc := st.cmds[i].Load(); cc != nil {
+			cs := &CmdStats{Name: h.table.all[i].Name}
+			cs.Calls = cc.calls.Load()
+			cs.Failed = cc.failed.Load()
+			cs.Rejected = cc.rejected.Load()
+			cs.Duration = time.Duration(cc.ns.Load())
+			cs.Allowed = cc.allowed.Load()
+			cs.Denied = cc.denied.Load()
 			for j := range cc.hist {
-				cs.hist[j] += cc.hist[j].Load()
+				cs.hist[j] = cc.hist[j].Load()
 			}
+			cmds[i] = cs
 		}
-		if p := st.prefix.Load(); p != nil {
-			for i := range p {
-				pfx[i][0] += p[i][0].Load()
-				pfx[i][1] += p[i][1].Load()
-			}
-		}
-		st.errMu.Lock()
-		for code, n := range st.errs {
-			errs[code] += *n
-		}
-		st.errMu.Unlock()
 	}
+	var pfx [maxPrefixes + 1][2]int64
+	if p := st.prefix.Load(); p != nil {
+		for i := range p {
+			pfx[i][0], pfx[i][1] = p[i][0].Load(), p[i][1].Load()
+		}
+	}
+	errs := map[string]int64{}
+	st.errMu.Lock()
+	for code, n := range st.errs {
+		errs[code] = *n
+	}
+	st.errMu.Unlock()
 	snap := Snapshot{Errors: errs}
 	for i, cs := range cmds {
 		if cs == nil && h.table.all[i].decides {
@@ -231,8 +223,8 @@ func (c *Ctx) snapshot() Snapshot {
 // statistics, the closed connections' and the running batch's.
 func (c *Ctx) resetStats() {
 	c.publish(c.h.clock.Mono())
-	for _, cl := range c.srv.Clients() {
-		sessionOf(cl).stats.reset()
+	for _, ss := range c.srv.Sessions() {
+		sessOf(ss).stats.reset()
 	}
 	c.h.obs.retiredMu.Lock()
 	c.h.obs.retired.reset()

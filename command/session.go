@@ -86,4 +86,7 @@ func (s *Session) describe(now time.Time) string {
 
 // sessionOf returns the session of a connection the server lists: this
 // package's Ctx is every connection's resp.Session.
-func sessionOf(c resp.Client) *Session { return c.Session.(*Ctx).sess }
+func sessionOf(c resp.Client) *Session { return sessOf(c.Session) }
+
+// sessOf is sessionOf for a bare resp.Session (resp.Server.Sessions).
+func sessOf(s resp.Session) *Session { return s.(*Ctx).sess }

@@ -218,6 +218,23 @@ func TestInfoCommandStats(t *testing.T) {
 	eventually(t, "the closed connection's call counted", func() bool {
 		return strings.HasPrefix(infoOf(t, c, "commandstats")["cmdstat_cl.throttle"], "calls=1,")
 	})
+	// A live connection's calls count once however often INFO reads
+	// them (each read moves them into the totals), and later ones add.
+	live := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { live.Close() })
+	pings := func(n int, want string) {
+		t.Helper()
+		for range n {
+			do(t, live, "PING").equal("PONG")
+		}
+		for range 2 {
+			if v := infoOf(t, c, "commandstats")["cmdstat_ping"]; !strings.HasPrefix(v, want) {
+				t.Fatalf("cmdstat_ping:%s, want %s...", v, want)
+			}
+		}
+	}
+	pings(2, "calls=2,")
+	pings(1, "calls=3,")
 }
 
 // TestInfoMatchesRedis: INFO everything has Redis's sections in Redis's
