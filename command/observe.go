@@ -17,7 +17,9 @@ import (
 // by, the slow log and the latency monitor.
 type observability struct {
 	retiredMu sync.Mutex
-	retired   *connStats // the totals: closed connections', and what live ones published up to the last Snapshot
+	// retired are the totals: closed connections' statistics, and what
+	// live ones published up to the last Snapshot.
+	retired *connStats
 
 	prefixMu sync.Mutex
 	prefixes atomic.Pointer[prefixTable]
