@@ -302,7 +302,7 @@ func (c *Ctx) totalCommands() int64 {
 	defer c.h.obs.retiredMu.Unlock()
 	n := c.h.doneCmds.Load()
 	for _, ss := range c.srv.Sessions() {
-		if s := sessOf(ss); !s.stats.retired.Load() {
+		if s := sessOf(ss); !s.closed.Load() {
 			n += s.cmds.Load()
 		}
 	}

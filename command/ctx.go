@@ -113,7 +113,7 @@ func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
 
 // Close counts the connection's commands into the server's total
 // (resp.Session).
-func (c *Ctx) Close() { c.h.obs.retire(c.sess.stats, c.sess.cmds.Load(), &c.h.doneCmds) }
+func (c *Ctx) Close() { c.h.obs.retire(c.sess, &c.h.doneCmds) }
 
 // command looks name up in the table. Pipelines repeat one command, so the
 // name looked up last is compared first, before the table's map.

@@ -191,7 +191,7 @@ func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Write
 }
 
 func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
-	s := &Session{info: info, stats: newConnStats(len(h.table.all))}
+	s := &Session{info: info, stats: h.obs.statsFor(info.Loop, len(h.table.all))}
 	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.respVer.Store(int32(w.Proto))

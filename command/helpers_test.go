@@ -26,7 +26,7 @@ func seededConn(shards int, seed uint64) (*Ctx, *shard.Clock) {
 // newTestCtx returns the context of another connection to h's server.
 func newTestCtx(h *Handler) *Ctx {
 	srv := resp.New(resp.Config{Logger: log.New(io.Discard, "", 0)}, h)
-	return h.newCtx(srv, resp.ConnInfo{FD: -1}, &resp.Writer{Proto: 2})
+	return h.newCtx(srv, resp.ConnInfo{FD: -1, Loop: -1}, &resp.Writer{Proto: 2})
 }
 
 // argsOf turns strings into a request's arguments.

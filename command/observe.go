@@ -20,6 +20,7 @@ type observability struct {
 	// retired are the totals: closed connections' statistics, and what
 	// live ones published up to the last Snapshot.
 	retired *connStats
+	loops   []*connStats // each event loop's connections' statistics (statsFor)
 
 	prefixMu sync.Mutex
 	prefixes atomic.Pointer[prefixTable]
@@ -64,14 +65,35 @@ func (o *observability) observed(d int64) bool {
 	return th >= 0 && d/1000 >= th || lat > 0 && d/1e6 >= lat
 }
 
-// retire folds a closing connection's statistics into the totals.
-// cmds (the connection's command count) goes to done (the handler's
-// count of closed connections') in the same step.
-func (o *observability) retire(s *connStats, cmds int64, done *atomic.Int64) {
+// statsFor returns the statistics a new connection adds to: those of
+// event loop loop, shared by the connections it serves (one goroutine
+// publishes them, and a read costs the same however many connections
+// there are), or, in goroutine mode (loop < 0), its own.
+func (o *observability) statsFor(loop, ncmds int) *connStats {
+	if loop < 0 {
+		return newConnStats(ncmds)
+	}
 	o.retiredMu.Lock()
-	done.Add(cmds)
-	o.retired.fold(s)
-	s.retired.Store(true) // under the lock: Snapshot counts it once
+	defer o.retiredMu.Unlock()
+	for len(o.loops) <= loop {
+		st := newConnStats(ncmds)
+		st.shared = true
+		o.loops = append(o.loops, st)
+	}
+	return o.loops[loop]
+}
+
+// retire folds a closing connection's statistics into the totals, unless
+// it shares its loop's. Its command count goes to done (the handler's
+// count of closed connections') in the same step.
+func (o *observability) retire(s *Session, done *atomic.Int64) {
+	o.retiredMu.Lock()
+	done.Add(s.cmds.Load())
+	s.closed.Store(true) // under the lock: totalCommands counts it once
+	if st := s.stats; !st.shared {
+		o.retired.fold(st)
+		st.retired.Store(true) // under the lock: Snapshot counts it once
+	}
 	o.retiredMu.Unlock()
 }
 

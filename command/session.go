@@ -37,8 +37,9 @@ type Session struct {
 	libName  string
 	libVer   string
 
-	stats    *connStats // this connection's command statistics (stats.go)
+	stats    *connStats // the command statistics it adds to (stats.go): its event loop's, or its own
 	cmds     atomic.Int64
+	closed   atomic.Bool // counted in the handler's doneCmds (retire)
 	lastCmd  atomic.Pointer[Command]
 	respVer  atomic.Int32 // the protocol version, for CLIENT LIST
 	lastSeen atomic.Int64 // Unix ns of the last command

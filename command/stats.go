@@ -12,11 +12,12 @@ import (
 // LATENCY, the Prometheus decision counters) cost the hot path a few plain
 // increments per command: a connection adds up its batch of pipelined
 // commands in plain fields (batchStats) and publishes them with a few
-// atomic adds once per batch, into counters of its own (connStats) that no
-// other connection writes, so nothing is contended. A reader moves what
-// connections published since the last read into the totals (the
-// connections flag it), so that a read costs what changed, not what every
-// idle connection ever counted.
+// atomic adds once per batch, into counters (connStats) that only its
+// event loop's goroutine writes (shared by the loop's connections), or in
+// goroutine mode only its own, so nothing is contended. A reader moves
+// what was published since the last read into the totals (the writer
+// flags it), so that a read costs what changed, not what every connection
+// ever counted.
 //
 // The clock is read twice per batch, not per command (a read costs ~30 ns
 // on this class of machine, 5% of a pipelined decision): at the batch's
@@ -92,8 +93,9 @@ const (
 // denied.
 type prefixCounters [maxPrefixes + 1][2]atomic.Int64
 
-// connStats are a connection's published statistics: written by its own
-// goroutine or loop (atomically, once per batch), read by anyone.
+// connStats are published statistics: an event loop's, written by its
+// goroutine for every connection it serves, or a connection's own in
+// goroutine mode (atomically, once per batch); read by anyone.
 type connStats struct {
 	cmds   []atomic.Pointer[cmdCounters] // by Command.id, made on first use
 	prefix atomic.Pointer[prefixCounters]
@@ -101,6 +103,7 @@ type connStats struct {
 	errMu sync.Mutex
 	errs  map[string]*int64 // error replies by code (the first word)
 
+	shared  bool        // an event loop's, for all its connections (statsFor)
 	retired atomic.Bool // folded into the totals for good (closed)
 	dirty   atomic.Bool // published since the totals last took its counters
 }
@@ -108,24 +111,29 @@ type connStats struct {
 func newConnStats(n int) *connStats { return &connStats{cmds: make([]atomic.Pointer[cmdCounters], n)} }
 
 // counters returns the counters of the command with id, making them on
-// first use (only the owner, or a fold under the totals' lock, calls it).
+// first use (the owner: a connection, an event loop; or a fold under the
+// totals' lock).
 func (s *connStats) counters(id int) *cmdCounters {
 	p := &s.cmds[id]
 	if cc := p.Load(); cc != nil {
 		return cc
 	}
-	cc := new(cmdCounters)
-	p.Store(cc)
-	return cc
+	// A blocked command may finish on another goroutine than its loop's:
+	// the first to make the counters wins.
+	if cc := new(cmdCounters); p.CompareAndSwap(nil, cc) {
+		return cc
+	}
+	return p.Load()
 }
 
 func (s *connStats) prefixes() *prefixCounters {
 	if p := s.prefix.Load(); p != nil {
 		return p
 	}
-	p := new(prefixCounters)
-	s.prefix.Store(p)
-	return p
+	if p := new(prefixCounters); s.prefix.CompareAndSwap(nil, p) {
+		return p
+	}
+	return s.prefix.Load()
 }
 
 // addError counts an error reply by its code; only a code not seen

@@ -34,8 +34,8 @@ type Conn struct {
 
 // newConn returns the state of the accepted connection nc, whose requests
 // are read from src (nc itself, or an event loop's reader of its socket fd;
-// -1 in goroutine mode).
-func (s *Server) newConn(nc net.Conn, src io.Reader, fd int) *Conn {
+// -1 in goroutine mode), served by event loop number loop (-1: none).
+func (s *Server) newConn(nc net.Conn, src io.Reader, fd, loop int) *Conn {
 	c := &Conn{
 		srv: s,
 		nc:  nc,
@@ -47,6 +47,7 @@ func (s *Server) newConn(nc net.Conn, src io.Reader, fd int) *Conn {
 			Addr:      nc.RemoteAddr().String(),
 			LocalAddr: nc.LocalAddr().String(),
 			FD:        fd,
+			Loop:      loop,
 			Created:   time.Now(),
 		},
 	}

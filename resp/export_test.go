@@ -5,7 +5,7 @@ import "net"
 // ServeConn serves nc (one end of a net.Pipe, say) from its own goroutine,
 // as Serve serves an accepted connection.
 func (s *Server) ServeConn(nc net.Conn) {
-	c := s.newConn(nc, nc, -1)
+	c := s.newConn(nc, nc, -1, -1)
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)

@@ -40,6 +40,7 @@ type ConnInfo struct {
 	Addr      string // the client's address
 	LocalAddr string
 	FD        int // the socket as an event loop holds it; -1 in goroutine mode
+	Loop      int // the event loop serving it, from 0; -1 in goroutine mode
 	Created   time.Time
 }
 

@@ -61,6 +61,7 @@ func (r *fdReader) Read(p []byte) (int, error) {
 
 type eventLoop struct {
 	srv     *Server
+	index   int // its place in Server.loops (ConnInfo.Loop)
 	epfd    int
 	wakeR   int             // a pipe whose read end is in the epoll set:
 	wakeW   int             // writing to it wakes the loop
@@ -87,6 +88,7 @@ func (s *Server) startLoops(n int) error {
 		if err != nil {
 			return err
 		}
+		l.index = i
 		s.loops = append(s.loops, l)
 		go l.run()
 	}
@@ -146,7 +148,7 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) {
 		return nil, os.NewSyscallError("setnonblock", err)
 	}
 	fdr := &fdReader{fd: fd}
-	c := l.srv.newConn(nc, fdr, fd) // reads nc's addresses: before closing it
+	c := l.srv.newConn(nc, fdr, fd, l.index) // reads nc's addresses: before closing it
 	nc.Close()
 	c.nc, c.fd, c.fdr, c.loop = nil, fd, fdr, l
 	return c, nil

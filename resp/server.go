@@ -205,7 +205,7 @@ func (s *Server) accept(ln net.Listener, loops bool) {
 				continue
 			}
 		} else {
-			c = s.newConn(nc, nc, -1)
+			c = s.newConn(nc, nc, -1, -1)
 		}
 		s.mu.Lock()
 		if s.closing {
