@@ -97,7 +97,7 @@ func (c *Ctx) EndBatch() {
 	s := c.sess
 	if s.batchCmd > 0 {
 		m := c.endBatch() // one clock reading: statistics and CLIENT LIST's idle
-		s.cmds.Add(s.batchCmd)
+		c.h.totalCmds.Add(s.batchCmd)
 		s.batchCmd = 0
 		s.lastCmd.Store(s.last)
 		s.lastSeen.Store(c.h.clock.Wall(m))
@@ -113,7 +113,7 @@ func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
 
 // Close counts the connection's commands into the server's total
 // (resp.Session).
-func (c *Ctx) Close() { c.h.obs.retire(c.sess, &c.h.doneCmds) }
+func (c *Ctx) Close() { c.h.obs.retire(c.sess.stats) }
 
 // command looks name up in the table. Pipelines repeat one command, so the
 // name looked up last is compared first, before the table's map.

@@ -121,7 +121,7 @@ type Handler struct {
 	authFailures, authLogged, authLoggedAt atomic.Int64
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
-	doneCmds                               atomic.Int64 // commands of closed connections
+	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	memLimited                             atomic.Bool  // TuneMemoryLimit set a limit
 	obs                                    observability
 }

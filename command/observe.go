@@ -20,7 +20,8 @@ type observability struct {
 	// retired are the totals: closed connections' statistics, and what
 	// live ones published up to the last Snapshot.
 	retired *connStats
-	loops   []*connStats // each event loop's connections' statistics (statsFor)
+	loops   []*connStats            // each event loop's connections' statistics (statsFor)
+	own     map[*connStats]struct{} // goroutine-mode connections' own, until they close
 
 	prefixMu sync.Mutex
 	prefixes atomic.Pointer[prefixTable]
@@ -70,11 +71,16 @@ func (o *observability) observed(d int64) bool {
 // publishes them, and a read costs the same however many connections
 // there are), or, in goroutine mode (loop < 0), its own.
 func (o *observability) statsFor(loop, ncmds int) *connStats {
-	if loop < 0 {
-		return newConnStats(ncmds)
-	}
 	o.retiredMu.Lock()
 	defer o.retiredMu.Unlock()
+	if loop < 0 {
+		st := newConnStats(ncmds)
+		if o.own == nil {
+			o.own = make(map[*connStats]struct{})
+		}
+		o.own[st] = struct{}{}
+		return st
+	}
 	for len(o.loops) <= loop {
 		st := newConnStats(ncmds)
 		st.shared = true
@@ -84,16 +90,14 @@ func (o *observability) statsFor(loop, ncmds int) *connStats {
 }
 
 // retire folds a closing connection's statistics into the totals, unless
-// it shares its loop's. Its command count goes to done (the handler's
-// count of closed connections') in the same step.
-func (o *observability) retire(s *Session, done *atomic.Int64) {
-	o.retiredMu.Lock()
-	done.Add(s.cmds.Load())
-	s.closed.Store(true) // under the lock: totalCommands counts it once
-	if st := s.stats; !st.shared {
-		o.retired.fold(st)
-		st.retired.Store(true) // under the lock: Snapshot counts it once
+// it shares its loop's.
+func (o *observability) retire(st *connStats) {
+	if st.shared {
+		return
 	}
+	o.retiredMu.Lock()
+	o.retired.fold(st)
+	delete(o.own, st)
 	o.retiredMu.Unlock()
 }
 
@@ -176,13 +180,18 @@ func (s *CmdStats) samples() uint64 {
 // Snapshot returns the statistics of every connection, closed or not:
 // it moves what live connections published since the last call into the
 // totals and reads those. Safe to call from any goroutine.
-func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
-	// Under the lock, a connection closing is counted either in its own
-	// statistics or, once retired, in the totals: never twice, never not.
+func (h *Handler) Snapshot() Snapshot {
+	// Under the lock, a closing goroutine-mode connection's statistics are
+	// either its own (in own) or in the totals: never twice, never not.
 	h.obs.retiredMu.Lock()
 	defer h.obs.retiredMu.Unlock()
-	for _, ss := range srv.Sessions() {
-		if st := sessOf(ss).stats; !st.retired.Load() && st.dirty.Swap(false) {
+	for _, st := range h.obs.loops {
+		if st.dirty.Swap(false) {
+			h.obs.retired.fold(st)
+		}
+	}
+	for st := range h.obs.own {
+		if st.dirty.Swap(false) {
 			h.obs.retired.fold(st)
 		}
 	}
@@ -240,19 +249,23 @@ func (h *Handler) Snapshot(srv *resp.Server) Snapshot {
 // included.
 func (c *Ctx) snapshot() Snapshot {
 	c.publish(c.h.clock.Mono())
-	return c.h.Snapshot(c.srv)
+	return c.h.Snapshot()
 }
 
 // resetStats is CONFIG RESETSTAT's part: every connection's INFO
 // statistics, the closed connections' and the running batch's.
 func (c *Ctx) resetStats() {
 	c.publish(c.h.clock.Mono())
-	for _, ss := range c.srv.Sessions() {
-		sessOf(ss).stats.reset()
+	o := &c.h.obs
+	o.retiredMu.Lock()
+	for _, st := range o.loops {
+		st.reset()
 	}
-	c.h.obs.retiredMu.Lock()
-	c.h.obs.retired.reset()
-	c.h.obs.retiredMu.Unlock()
+	for st := range o.own {
+		st.reset()
+	}
+	o.retired.reset()
+	o.retiredMu.Unlock()
 	c.h.obs.opsMu.Lock()
 	c.h.obs.opsSamples, c.h.obs.opsNext = [16]opsSample{}, 0
 	c.h.obs.opsMu.Unlock()

@@ -38,8 +38,6 @@ type Session struct {
 	libVer   string
 
 	stats    *connStats // the command statistics it adds to (stats.go): its event loop's, or its own
-	cmds     atomic.Int64
-	closed   atomic.Bool // counted in the handler's doneCmds (retire)
 	lastCmd  atomic.Pointer[Command]
 	respVer  atomic.Int32 // the protocol version, for CLIENT LIST
 	lastSeen atomic.Int64 // Unix ns of the last command
@@ -87,7 +85,4 @@ func (s *Session) describe(now time.Time) string {
 
 // sessionOf returns the session of a connection the server lists: this
 // package's Ctx is every connection's resp.Session.
-func sessionOf(c resp.Client) *Session { return sessOf(c.Session) }
-
-// sessOf is sessionOf for a bare resp.Session (resp.Server.Sessions).
-func sessOf(s resp.Session) *Session { return s.(*Ctx).sess }
+func sessionOf(c resp.Client) *Session { return c.Session.(*Ctx).sess }

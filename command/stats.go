@@ -103,9 +103,8 @@ type connStats struct {
 	errMu sync.Mutex
 	errs  map[string]*int64 // error replies by code (the first word)
 
-	shared  bool        // an event loop's, for all its connections (statsFor)
-	retired atomic.Bool // folded into the totals for good (closed)
-	dirty   atomic.Bool // published since the totals last took its counters
+	shared bool        // an event loop's, for all its connections (statsFor)
+	dirty  atomic.Bool // published since the totals last took its counters
 }
 
 func newConnStats(n int) *connStats { return &connStats{cmds: make([]atomic.Pointer[cmdCounters], n)} }

@@ -76,7 +76,7 @@ func TestStatsOfBatches(t *testing.T) {
 	c.exec(argsOf("INFO", "commandstats")) // publishes mid-batch
 	c.EndBatch()
 	c.Close()
-	snap := h.Snapshot(c.srv)
+	snap := h.Snapshot()
 	got := map[string]string{}
 	for _, s := range snap.Commands {
 		got[s.Name] = fmt.Sprintf("%d/%d/%d/%d/%d", s.Calls, s.Failed, s.Rejected, s.Allowed, s.Denied)

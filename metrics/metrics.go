@@ -166,7 +166,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		send(prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
-	snap := src.h.Snapshot(src.srv)
+	snap := src.h.Snapshot()
 	for i := range snap.Commands {
 		cs := &snap.Commands[i]
 		if cs.Decides {

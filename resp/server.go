@@ -313,19 +313,6 @@ func (s *Server) Clients() []Client {
 	return cs
 }
 
-// Sessions returns the sessions of the connections the server serves, in
-// no order: for sums over every connection, which Clients' copies and
-// sort would make cost more than the sum.
-func (s *Server) Sessions() []Session {
-	s.mu.Lock()
-	ss := make([]Session, 0, len(s.conns))
-	for c := range s.conns {
-		ss = append(ss, c.sess)
-	}
-	s.mu.Unlock()
-	return ss
-}
-
 // NumConns returns how many connections the server serves.
 func (s *Server) NumConns() int {
 	s.mu.Lock()
