@@ -235,6 +235,29 @@ func TestInfoCommandStats(t *testing.T) {
 	}
 	pings(2, "calls=2,")
 	pings(1, "calls=3,")
+
+	// total_commands_processed counts every command once: five PINGs and
+	// the INFO calls that read it before.
+	total := func() int {
+		n, err := strconv.Atoi(infoOf(t, c, "stats")["total_commands_processed"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := total()
+	for range 5 {
+		do(t, live, "PING").equal("PONG")
+	}
+	polls := 0
+	eventually(t, "total_commands_processed to count the PINGs and INFOs", func() bool {
+		polls++ // the INFO calls read so far, before this one: polls
+		n := total() - before
+		if n > 5+polls {
+			t.Fatalf("total_commands_processed grew by %d after 5 PINGs and %d INFOs", n, polls)
+		}
+		return n == 5+polls
+	})
 }
 
 // TestInfoMatchesRedis: INFO everything has Redis's sections in Redis's
