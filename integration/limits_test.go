@@ -256,7 +256,8 @@ func TestLimitFlagsRefused(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "-5"}, {"--maxclients", "x"},
 		{"--client-query-buffer-limit", "10kb"}, {"--client-query-buffer-limit", "2mb", "--proto-max-bulk-len", "4mb"},
-		{"--aclfile", "/nonexistent/users.acl"}, {"--aclfile", "x.acl", "--requirepass", "p"}} {
+		{"--aclfile", "/nonexistent/users.acl"}, {"--aclfile", "x.acl", "--requirepass", "p"},
+		{"--cluster-node-timeout", "500"}, {"--cluster-node-timeout", "2500"}} {
 		out, err := serverCommand(append([]string{"--port", "0", "--dir", ""}, args...)...).CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), strings.TrimPrefix(args[0], "--")) {

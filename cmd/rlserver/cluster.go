@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
@@ -71,7 +72,8 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 		return r, nil, nil
 	}
 	c, err := coord.Start(coord.Config{Endpoints: strings.Split(o.clusterEtcd, ","), Name: o.clusterName,
-		Replicas: o.clusterReplicas, Self: v.Self.Node, Offset: r.Offset, Logf: log.Printf}, st)
+		Replicas: o.clusterReplicas, TTL: time.Duration(o.nodeTimeoutMs) * time.Millisecond,
+		Self: v.Self.Node, Offset: r.Offset, Logf: log.Printf}, st)
 	if err != nil {
 		r.Close()
 		return nil, nil, fmt.Errorf("--cluster-etcd: %v", err)

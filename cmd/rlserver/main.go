@@ -66,6 +66,7 @@ type options struct {
 	clusterEtcd     string
 	clusterName     string
 	clusterReplicas int
+	nodeTimeoutMs   int
 	masterUser      string
 	masterAuth      string
 
@@ -117,6 +118,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.clusterEtcd, "cluster-etcd", "", "cluster mode run by etcd: its v3 endpoints (host:port[,host:port...]); nodes register, elect a coordinator and follow the topology it writes")
 	fs.StringVar(&o.clusterName, "cluster-name", "rlserver", "with --cluster-etcd, the cluster's name (its keys live under /rlserver/NAME/)")
 	fs.IntVar(&o.clusterReplicas, "cluster-replicas", 1, "with --cluster-etcd, replicas wanted per primary")
+	fs.IntVar(&o.nodeTimeoutMs, "cluster-node-timeout", 3000, "with --cluster-etcd, milliseconds (whole seconds, at least 1000) a node that stopped answering etcd keeps its place before it is taken out and its replica promoted")
 	fs.StringVar(&o.masterUser, "masteruser", "", "in cluster mode, the ACL user a primary authenticates as to its replicas (default: the default user)")
 	fs.StringVar(&o.masterAuth, "masterauth", "", "in cluster mode, the password a primary authenticates with to its replicas (default --requirepass)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
@@ -184,6 +186,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.clusterReplicas < 0 {
 		return nil, fmt.Errorf("--cluster-replicas must be 0 or more")
+	}
+	if o.nodeTimeoutMs < 1000 || o.nodeTimeoutMs%1000 != 0 {
+		return nil, fmt.Errorf("--cluster-node-timeout must be whole seconds in milliseconds, at least 1000 (etcd leases count seconds)")
 	}
 	if o.clusterConfig != "" {
 		if _, err := cluster.ParseFile(o.clusterConfig); err != nil {
