@@ -15,6 +15,8 @@
 #               acquire ping (loglong: a 1h LOG window, so each key's log
 #               grows by every call; run it with few KEYS to box them)
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 old=$1 new=$2
 rounds=${ROUNDS:-3} n=${N:-800000}
 workloads=${WORKLOADS:-"throttle tokenbucket all3"}
@@ -32,14 +34,6 @@ cmd_of() {
 	ping) echo "PING" ;;
 	all3) echo "CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60" ;;
 	esac
-}
-
-cpu_ns() { # total CPU ns of every thread of pid
-	local t=0 v
-	for f in /proc/$1/task/*/schedstat; do
-		read -r v _ <"$f" && t=$((t + v))
-	done
-	echo $t
 }
 
 run_one() { # bin workload -> "cpu_us_per_req ops_per_s"
@@ -64,8 +58,6 @@ run_one() { # bin workload -> "cpu_us_per_req ops_per_s"
 	wait $pid 2>/dev/null || true
 	awk -v c=$((after - before)) -v t=$((end - start)) -v n="$n" 'BEGIN { printf "%.3f %.0f\n", c / n / 1000, n / (t / 1e9) }'
 }
-
-med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 for w in $workloads; do
 	: >"$tmp/a" && : >"$tmp/b"

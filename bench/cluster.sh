@@ -26,6 +26,8 @@
 #   with redis-benchmark as fast as it goes instead (LOAD_N requests,
 #   4000000, run to their end)
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 bins=()
 for b in "$@"; do bins+=("$(realpath "$b")"); done
 rounds=${ROUNDS:-3} n=${N:-800000}
@@ -33,14 +35,6 @@ tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 go build -o "$tmp/repllag" ./bench/repllag
 go build -o "$tmp/paced" ./bench/paced
-
-cpu_ns() {
-	local t=0 v
-	for f in /proc/$1/task/*/schedstat; do
-		read -r v _ <"$f" && t=$((t + v))
-	done
-	echo $t
-}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

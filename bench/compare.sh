@@ -49,6 +49,8 @@
 # Idempotent; never targets anything but 127.0.0.1; stops its own servers on
 # exit (trap).
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
@@ -262,10 +264,6 @@ sanity() { # port command...
 
 # cpu_ns: CPU time of a process's threads so far, in ns (schedstat's
 # time on CPU: exact, unlike /proc/PID/stat's 10 ms ticks).
-cpu_ns() { # pid
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f", s}'
-}
-
 # bench: one redis-benchmark run; appends a line to results.tsv: the rate,
 # the latencies, and the server's CPU per request (µs, from /proc).
 bench() { # port pid pipeline keymode workload server round command

@@ -34,6 +34,8 @@
 #                (--maxmemory-policy volatile-ttl, SET key 1 EX 3600, the
 #                probe SET probe 1; appendonly yes unless PERSIST=0)
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 old=$1 new=$2
 rounds=${ROUNDS:-3} maxmem=${MAXMEM:-64mb} fill=${FILL:-1500000} n=${N:-3000000}
 tmp=$(mktemp -d)
@@ -48,14 +50,6 @@ insert_load() { # port command... : the measured inserts
 	else
 		redis-benchmark -p "$port" -c "${LOAD_CLIENTS:-50}" -P "${LOAD_PIPELINE:-16}" -n "$n" -r 100000000 -q "$@"
 	fi
-}
-
-cpu_ns() { # total CPU ns of every thread of pid
-	local t=0 v
-	for f in /proc/$1/task/*/schedstat; do
-		read -r v _ <"$f" && t=$((t + v))
-	done
-	echo $t
 }
 
 run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_rss_mb anon_mb cpu_us"
@@ -102,8 +96,6 @@ run_one() { # bin -> "p50 p99 max inserts_per_s dataset_mb evicted rss_mb base_r
 		-v cpu=$((cpu1 - cpu0)) \
 		'{ printf "%s %s %s %.0f %s %s %s %s %s %.3f\n", $5, $7, $8, n / (t / 1e9), ds, ev, rss, base, anon, cpu / n / 1000 }'
 }
-
-med() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 echo "build p50_ms p99_ms max_ms inserts/s dataset_MB evicted rss_MB base_rss_MB anon_MB cpu_us/insert"
 for r in $(seq "$rounds"); do
