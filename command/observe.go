@@ -13,15 +13,13 @@ import (
 )
 
 // observability is the handler's side of the statistics (see stats.go):
-// the totals of closed connections, the key prefixes decisions are counted
-// by, the slow log and the latency monitor.
+// the live and total command statistics, the key prefixes decisions are
+// counted by, the slow log and the latency monitor.
 type observability struct {
-	retiredMu sync.Mutex
-	// retired are the totals: closed connections' statistics, and what
-	// live ones published up to the last Snapshot.
-	retired *connStats
-	loops   []*connStats            // each event loop's connections' statistics (statsFor)
-	own     map[*connStats]struct{} // goroutine-mode connections' own, until they close
+	totalsMu sync.Mutex
+	totals   *connStats              // closed connections', and what live ones published up to the last Snapshot
+	loops    []*connStats            // each event loop's connections' statistics (statsFor)
+	own      map[*connStats]struct{} // goroutine-mode connections' own, until they close
 
 	prefixMu sync.Mutex
 	prefixes atomic.Pointer[prefixTable]
@@ -48,7 +46,7 @@ type opsSample struct {
 }
 
 func (o *observability) init(cfg *SlowlogConfig, ncmds int) {
-	o.retired = newConnStats(ncmds)
+	o.totals = newConnStats(ncmds)
 	o.slowlog.threshold.Store(cfg.SlowerThan)
 	o.slowAll.Store(cfg.SlowerThan == 0)
 	o.slowlog.maxLen.Store(cfg.MaxLen)
@@ -71,8 +69,8 @@ func (o *observability) observed(d int64) bool {
 // publishes them, and a read costs the same however many connections
 // there are), or, in goroutine mode (loop < 0), its own.
 func (o *observability) statsFor(loop, ncmds int) *connStats {
-	o.retiredMu.Lock()
-	defer o.retiredMu.Unlock()
+	o.totalsMu.Lock()
+	defer o.totalsMu.Unlock()
 	if loop < 0 {
 		st := newConnStats(ncmds)
 		if o.own == nil {
@@ -89,16 +87,27 @@ func (o *observability) statsFor(loop, ncmds int) *connStats {
 	return o.loops[loop]
 }
 
+// eachLive calls fn with every live connection's statistics: the event
+// loops' and the goroutine-mode connections'. The caller holds totalsMu.
+func (o *observability) eachLive(fn func(*connStats)) {
+	for _, st := range o.loops {
+		fn(st)
+	}
+	for st := range o.own {
+		fn(st)
+	}
+}
+
 // retire folds a closing connection's statistics into the totals, unless
 // it shares its loop's.
 func (o *observability) retire(st *connStats) {
 	if st.shared {
 		return
 	}
-	o.retiredMu.Lock()
-	o.retired.fold(st)
+	o.totalsMu.Lock()
+	o.totals.fold(st)
 	delete(o.own, st)
-	o.retiredMu.Unlock()
+	o.totalsMu.Unlock()
 }
 
 // CmdStats are one command's statistics, summed over every connection.
@@ -183,19 +192,14 @@ func (s *CmdStats) samples() uint64 {
 func (h *Handler) Snapshot() Snapshot {
 	// Under the lock, a closing goroutine-mode connection's statistics are
 	// either its own (in own) or in the totals: never twice, never not.
-	h.obs.retiredMu.Lock()
-	defer h.obs.retiredMu.Unlock()
-	for _, st := range h.obs.loops {
+	h.obs.totalsMu.Lock()
+	defer h.obs.totalsMu.Unlock()
+	h.obs.eachLive(func(st *connStats) {
 		if st.dirty.Swap(false) {
-			h.obs.retired.fold(st)
+			h.obs.totals.fold(st)
 		}
-	}
-	for st := range h.obs.own {
-		if st.dirty.Swap(false) {
-			h.obs.retired.fold(st)
-		}
-	}
-	st := h.obs.retired
+	})
+	st := h.obs.totals
 	cmds := make([]*CmdStats, len(h.table.all))
 	for i := range st.cmds {
 		if cc := st.cmds[i].Load(); cc != nil {
@@ -257,15 +261,10 @@ func (c *Ctx) snapshot() Snapshot {
 func (c *Ctx) resetStats() {
 	c.publish(c.h.clock.Mono())
 	o := &c.h.obs
-	o.retiredMu.Lock()
-	for _, st := range o.loops {
-		st.reset()
-	}
-	for st := range o.own {
-		st.reset()
-	}
-	o.retired.reset()
-	o.retiredMu.Unlock()
+	o.totalsMu.Lock()
+	o.eachLive((*connStats).reset)
+	o.totals.reset()
+	o.totalsMu.Unlock()
 	c.h.obs.opsMu.Lock()
 	c.h.obs.opsSamples, c.h.obs.opsNext = [16]opsSample{}, 0
 	c.h.obs.opsMu.Unlock()
