@@ -62,7 +62,7 @@ func cmdClientSetInfo(c *Ctx, args [][]byte) {
 
 func cmdClientInfo(c *Ctx, args [][]byte) {
 	c.sess.lastCmd.Store(c.sess.last) // cmd= shows this command, as Redis
-	c.W.Verbatim(c.sess.describe(time.Now()) + "\n")
+	c.W.Buf = resp.AppendVerbatim(c.W.Buf, c.W.Proto, append(c.sess.appendDescription(nil, time.Now()), '\n'))
 }
 
 // CLIENT LIST [TYPE NORMAL] [ID id [id ...]]
@@ -93,14 +93,14 @@ func cmdClientList(c *Ctx, args [][]byte) {
 		}
 	}
 	now := time.Now()
-	var b strings.Builder
-	for _, other := range c.srv.Clients() {
+	clients := c.srv.Clients()
+	b := make([]byte, 0, len(clients)*360) // a line is about 300 bytes
+	for _, other := range clients {
 		if ids == nil || ids[other.ID] {
-			b.WriteString(sessionOf(other).describe(now))
-			b.WriteByte('\n')
+			b = append(sessionOf(other).appendDescription(b, now), '\n')
 		}
 	}
-	c.W.Verbatim(b.String())
+	c.W.Buf = resp.AppendVerbatim(c.W.Buf, c.W.Proto, b)
 }
 
 // CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]

@@ -2,7 +2,6 @@ package command
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,9 +60,9 @@ func (s *Session) setName(name string) {
 	s.mu.Unlock()
 }
 
-// describe renders the connection as one CLIENT LIST line (no newline).
-// Any connection may call it.
-func (s *Session) describe(now time.Time) string {
+// appendDescription appends the connection's CLIENT LIST line (no
+// newline) to b. Any connection may call it.
+func (s *Session) appendDescription(b []byte, now time.Time) []byte {
 	s.mu.Lock()
 	name, lib, ver, user := s.name, s.libName, s.libVer, s.userName
 	s.mu.Unlock()
@@ -72,15 +71,30 @@ func (s *Session) describe(now time.Time) string {
 		cmd = lc.Name
 	}
 	idle := now.Sub(time.Unix(0, s.lastSeen.Load())) / time.Second
-	var b strings.Builder
-	b.WriteString("id=" + strconv.FormatInt(s.info.ID, 10))
-	b.WriteString(" addr=" + s.info.Addr + " laddr=" + s.info.LocalAddr + " fd=" + strconv.Itoa(s.info.FD) + " name=" + name)
-	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(s.info.Created)/time.Second), 10))
-	b.WriteString(" idle=" + strconv.FormatInt(int64(idle), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
-	b.WriteString(" cmd=" + cmd + " user=" + user + " redir=-1 resp=" + strconv.Itoa(int(s.respVer.Load())))
-	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
-	return b.String()
+	b = append(b, "id="...)
+	b = strconv.AppendInt(b, s.info.ID, 10)
+	b = append(b, " addr="...)
+	b = append(b, s.info.Addr...)
+	b = append(b, " laddr="...)
+	b = append(b, s.info.LocalAddr...)
+	b = append(b, " fd="...)
+	b = strconv.AppendInt(b, int64(s.info.FD), 10)
+	b = append(b, " name="...)
+	b = append(b, name...)
+	b = append(b, " age="...)
+	b = strconv.AppendInt(b, int64(now.Sub(s.info.Created)/time.Second), 10)
+	b = append(b, " idle="...)
+	b = strconv.AppendInt(b, int64(idle), 10)
+	b = append(b, " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
+	b = append(b, cmd...)
+	b = append(b, " user="...)
+	b = append(b, user...)
+	b = append(b, " redir=-1 resp="...)
+	b = strconv.AppendInt(b, int64(s.respVer.Load()), 10)
+	b = append(b, " lib-name="...)
+	b = append(b, lib...)
+	b = append(b, " lib-ver="...)
+	return append(b, ver...)
 }
 
 // sessionOf returns the session of a connection the server lists: this

@@ -3,9 +3,11 @@ package integration
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -862,5 +864,35 @@ func TestClientListShowsCurrentCommand(t *testing.T) {
 	list := c.ClientList(ctx).Val()
 	if !strings.Contains(list, " cmd=client|list ") {
 		t.Fatalf("CLIENT LIST: %q, want the caller's cmd=client|list", list)
+	}
+
+	// Connections are listed oldest first (ascending ids), one line each,
+	// as Redis lists them.
+	for range 20 {
+		raw, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		pong := make([]byte, 7)
+		if _, err := raw.Write([]byte("PING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(raw, pong); err != nil || string(pong) != "+PONG\r\n" {
+			t.Fatalf("PING: %q %v", pong, err)
+		}
+	}
+	list = c.ClientList(ctx).Val()
+	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
+	if len(lines) != 21 {
+		t.Fatalf("CLIENT LIST has %d lines, want 21:\n%s", len(lines), list)
+	}
+	prev := int64(0)
+	for _, l := range lines {
+		id, err := strconv.ParseInt(strings.TrimPrefix(strings.Fields(l)[0], "id="), 10, 64)
+		if err != nil || id <= prev {
+			t.Fatalf("CLIENT LIST ids not ascending at %q:\n%s", l, list)
+		}
+		prev = id
 	}
 }

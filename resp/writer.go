@@ -144,7 +144,7 @@ func AppendBool(b []byte, proto int, v bool) []byte {
 
 // AppendVerbatim appends text as a RESP3 verbatim string of format "txt"
 // (a bulk string in RESP2), as Redis answers INFO and CLIENT INFO.
-func AppendVerbatim(b []byte, proto int, text string) []byte {
+func AppendVerbatim[T string | []byte](b []byte, proto int, text T) []byte {
 	if proto == 3 {
 		b = append(b, '=')
 		b = strconv.AppendInt(b, int64(len(text)+4), 10)
@@ -152,5 +152,9 @@ func AppendVerbatim(b []byte, proto int, text string) []byte {
 		b = append(b, text...)
 		return append(b, '\r', '\n')
 	}
-	return AppendBulkString(b, text)
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(text)), 10)
+	b = append(b, '\r', '\n')
+	b = append(b, text...)
+	return append(b, '\r', '\n')
 }
