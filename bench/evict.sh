@@ -23,8 +23,9 @@
 #                configuration users run
 #   RATE=n       insert at n a second (bench/paced: an open loop, so the
 #                probe sees what the server makes of that rate rather than
-#                a saturating load generator's queue); default: as fast as
-#                the load generator goes
+#                a saturating load generator's queue); RATE=0: bench/paced
+#                unpaced, the cheapest load this machine can generate;
+#                default: redis-benchmark, as fast as it goes
 #   LOG_KEYS=n   instead: no fill, and the measured load runs
 #                CL.WINDOW w:K 5000 1h 1 LOG on n keys (K below n), so
 #                every key's log grows by each call until the bound evicts

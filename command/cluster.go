@@ -570,7 +570,7 @@ func cmdClusterCountKeys(c *Ctx, args [][]byte) {
 		c.err(resp.ErrInvalidSlot)
 		return
 	}
-	c.W.Int(int64(c.Store().CountKeysInSlot(int(slot))))
+	c.W.Int(int64(c.keys().CountKeysInSlot(int(slot))))
 }
 
 func cmdClusterGetKeys(c *Ctx, args [][]byte) {
@@ -584,7 +584,7 @@ func cmdClusterGetKeys(c *Ctx, args [][]byte) {
 		c.err(resp.ErrInvalidSlotCount)
 		return
 	}
-	keys := c.Store().KeysInSlot(int(slot), int(min(n, 1<<30)), c.Now())
+	keys := c.keys().KeysInSlot(int(slot), int(min(n, 1<<30)), c.Now())
 	c.W.Array(len(keys))
 	for _, k := range keys {
 		c.W.BulkString(k)

@@ -14,6 +14,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -937,4 +938,29 @@ func TestPersistDamagedStore(t *testing.T) {
 		}
 		s.kill()
 	}
+}
+
+// TestPersistInfoInsideMulti: INFO inside a transaction, with persistence
+// on, answers. EXEC holds every shard lock; INFO's persistence section
+// used to take them again, which blocked the event loop, and then every
+// client, the flushes and the sweeper, for good.
+func TestPersistInfoInsideMulti(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	c := s.client(t, 2)
+	do(t, c, "CL.THROTTLE", "k", 10, 10, 60).ints0()
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var info *redis.StringCmd
+	if _, err := c.TxPipelined(tctx, func(p redis.Pipeliner) error {
+		info = p.Info(tctx, "persistence", "keyspace")
+		p.Do(tctx, "CL.THROTTLE", "k", 10, 10, 60)
+		return nil
+	}); err != nil {
+		t.Fatalf("MULTI, INFO, CL.THROTTLE, EXEC: %v", err)
+	}
+	if v := info.Val(); !strings.Contains(v, "rl_keys_pending:") || !strings.Contains(v, "db0:keys=1,") {
+		t.Fatalf("INFO inside EXEC = %q", v)
+	}
+	do(t, c, "PING").equal("PONG")
 }

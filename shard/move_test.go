@@ -141,7 +141,7 @@ func TestCountKeysInSlot(t *testing.T) {
 		check := func(when string) {
 			t.Helper()
 			for slot, n := range want {
-				if got := s.CountKeysInSlot(slot); got != n {
+				if got := s.View().CountKeysInSlot(slot); got != n {
 					t.Fatalf("%d shards, %s: slot %d counts %d keys, want %d", shards, when, slot, got, n)
 				}
 			}
@@ -156,7 +156,7 @@ func TestCountKeysInSlot(t *testing.T) {
 		check("after clearing shard 0")
 		for slot, n := range want {
 			if n > 0 {
-				if keys := s.KeysInSlot(slot, 1<<20, 0); len(keys) != n {
+				if keys := s.View().KeysInSlot(slot, 1<<20, 0); len(keys) != n {
 					t.Fatalf("%d shards: KeysInSlot(%d) gave %d keys, want %d", shards, slot, len(keys), n)
 				}
 				break

@@ -65,12 +65,13 @@ type Shard struct {
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
-	track   bool     // record changes for persistence
-	dirty   refQueue // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	ndirty  int      // records flagged dirty
-	deleted keyQueue // keys removed since the last DrainChanges
-	pbuf    []byte   // payload scratch
-	kbuf    []byte   // key scratch (cool)
+	track   bool         // record changes for persistence
+	dirty   refQueue     // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	ndirty  int          // records flagged dirty
+	pending atomic.Int64 // ndirty and deleted's length as of the last Unlock
+	deleted keyQueue     // keys removed since the last DrainChanges
+	pbuf    []byte       // payload scratch
+	kbuf    []byte       // key scratch (cool)
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
@@ -101,8 +102,13 @@ type Shard struct {
 // Lock locks the shard.
 func (sh *Shard) Lock() { sh.mu.Lock() }
 
-// Unlock unlocks the shard.
-func (sh *Shard) Unlock() { sh.mu.Unlock() }
+// Unlock unlocks the shard. It first publishes how many changes wait for
+// a drain, so that Pending never takes a lock: INFO runs inside EXEC,
+// which holds every shard's lock.
+func (sh *Shard) Unlock() {
+	sh.pending.Store(int64(sh.ndirty + sh.deleted.len()))
+	sh.mu.Unlock()
+}
 
 // TryLock locks the shard if no one holds it, and reports whether it did.
 func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
@@ -1123,14 +1129,11 @@ func (s *Store) ResetStats() {
 
 // Pending returns how many keys wait for the next DrainChanges: changed
 // ones and removed ones (a key removed and created again within one drain
-// counts twice). It takes each shard's lock in turn.
+// counts twice), as of each shard's last unlock. It takes no lock.
 func (s *Store) Pending() int {
 	n := 0
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.Lock()
-		n += sh.ndirty + sh.deleted.len()
-		sh.Unlock()
+		n += int(s.shards[i].pending.Load())
 	}
 	return n
 }

@@ -8,11 +8,12 @@ func (s *Store) SlotShard(slot int) *Shard { return &s.shards[uint64(slot)&s.mas
 
 // CountKeysInSlot returns how many keys hash to slot, as CLUSTER
 // COUNTKEYSINSLOT (like DBSIZE, keys whose state became fresh count until
-// they are removed). Cluster mode only; it locks the slot's shard.
-func (s *Store) CountKeysInSlot(slot int) int {
-	sh := s.SlotShard(slot)
-	sh.Lock()
-	defer sh.Unlock()
+// they are removed). Cluster mode only; it locks the slot's shard unless
+// the view holds every lock (EXEC).
+func (v View) CountKeysInSlot(slot int) int {
+	sh := v.s.SlotShard(slot)
+	v.Lock(sh)
+	defer v.Unlock(sh)
 	if sh.slotKeys == nil {
 		return 0
 	}
@@ -24,11 +25,12 @@ func (sh *Shard) slotCount(slot int) *uint32 { return &sh.slotKeys[slot>>sh.slot
 
 // KeysInSlot returns up to count live keys of slot (CLUSTER
 // GETKEYSINSLOT), reading only the slot's shard, and none of it when the
-// slot holds no key. Cluster mode only; it locks the slot's shard.
-func (s *Store) KeysInSlot(slot, count int, now int64) []string {
-	sh := s.SlotShard(slot)
-	sh.Lock()
-	defer sh.Unlock()
+// slot holds no key. Cluster mode only; it locks the slot's shard unless
+// the view holds every lock (EXEC).
+func (v View) KeysInSlot(slot, count int, now int64) []string {
+	sh := v.s.SlotShard(slot)
+	v.Lock(sh)
+	defer v.Unlock(sh)
 	if sh.slotKeys == nil || *sh.slotCount(slot) == 0 || count <= 0 {
 		return nil
 	}
