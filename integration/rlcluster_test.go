@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -319,6 +321,32 @@ func TestClusterReplication(t *testing.T) {
 	write("a")
 	if got := dbsize(3); got != n {
 		t.Fatalf("replica holds %d keys, want %d", got, n)
+	}
+	// The replication commands inside a transaction, on the primary and
+	// on the replica: EXEC holds every shard lock, and they once took them
+	// again (WAIT, INFO's master_repl_offset), which hung the node.
+	r3 := c.Nodes[3].client(t, 2)
+	do(t, r3, "READONLY").equal("OK")
+	for i, cl := range []*redis.Client{p0, r3} {
+		tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cmds, err := cl.TxPipelined(tctx, func(p redis.Pipeliner) error {
+			p.Do(tctx, "ROLE")
+			p.Info(tctx, "replication")
+			p.Do(tctx, "CLUSTER", "SLOTS")
+			p.Do(tctx, "CLUSTER", "SHARDS")
+			if i == 0 {
+				p.Do(tctx, "WAIT", "1", "0")
+			}
+			p.Do(tctx, "DBSIZE")
+			return nil
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d: MULTI, ROLE, INFO, CLUSTER SLOTS, CLUSTER SHARDS, WAIT, DBSIZE, EXEC: %v", []int{0, 3}[i], err)
+		}
+		if got := cmds[len(cmds)-1].(*redis.Cmd).Val(); got != int64(n) {
+			t.Fatalf("node %d: DBSIZE inside EXEC = %v, want %d", []int{0, 3}[i], got, n)
+		}
 	}
 	// Kill the replica once its position is on disk, write more, restart.
 	offsets := filepath.Join(c.Dirs[3], "replication-offsets")

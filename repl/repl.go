@@ -87,11 +87,6 @@ func New(cfg Config) *Node {
 // follow takes the node's part in view v: as a primary, a link to each
 // replica of its shard (the rings kept from the first); as a replica, none.
 func (n *Node) follow(v *cluster.View) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return
-	}
 	want := map[string]cluster.Node{}
 	if !v.Self.Replica {
 		for _, r := range v.MyShard().Replicas {
@@ -99,12 +94,29 @@ func (n *Node) follow(v *cluster.View) {
 		}
 	}
 	// The rings record changes only while the shard has replicas: a
-	// primary without any pays nothing for the feed.
+	// primary without any pays nothing for the feed. Feeds are opened and
+	// closed without n.mu held: that takes every shard's lock, and
+	// commands run inside EXEC, which holds those, take n.mu (ROLE, WAIT).
+	var open, drop *shard.Feed
+	if len(want) > 0 {
+		open = n.cfg.Store.Subscribe()
+	}
+	defer func() {
+		for _, f := range []*shard.Feed{open, drop} {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
 	if len(want) > 0 && n.anchor == nil {
-		n.anchor = n.cfg.Store.Subscribe()
+		n.anchor, open = open, nil
 	} else if len(want) == 0 && n.anchor != nil {
-		n.anchor.Close()
-		n.anchor = nil
+		n.anchor, drop = nil, n.anchor
 	}
 	for id, l := range n.links {
 		if r, ok := want[id]; !ok || r != l.node {
@@ -125,7 +137,6 @@ func (n *Node) follow(v *cluster.View) {
 // Close stops replication.
 func (n *Node) Close() {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.closed = true
 	for id, l := range n.links {
 		l.stop()
@@ -136,9 +147,11 @@ func (n *Node) Close() {
 		m.closeConn()
 		delete(n.movers, k)
 	}
-	if n.anchor != nil {
-		n.anchor.Close()
-		n.anchor = nil
+	anchor := n.anchor
+	n.anchor = nil
+	n.mu.Unlock()
+	if anchor != nil {
+		anchor.Close() // without n.mu: see follow
 	}
 }
 

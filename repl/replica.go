@@ -21,13 +21,19 @@ const offsetsFile = "replication-offsets"
 type replicaState struct {
 	n *Node
 
-	mu      sync.Mutex
-	replid  string  // the primary's replication id ("" none)
-	pos     []int64 // per primary shard: the position applied up to (-1 unknown)
-	synced  bool    // a full copy was completed, or the position was kept
-	linked  bool    // a primary's link said HELLO
-	lastIO  time.Time
+	// apply serialises what changes the keyspace (Full, Apply, Synced)
+	// and guards entries. It is held while shard locks are taken; mu is
+	// never, because commands inside EXEC, which holds every shard's
+	// lock, take mu (ROLE, INFO, CLUSTER SLOTS).
+	apply   sync.Mutex
 	entries []shard.Entry
+
+	mu     sync.Mutex // guards the fields below
+	replid string     // the primary's replication id ("" none)
+	pos    []int64    // per primary shard: the position applied up to (-1 unknown)
+	synced bool       // a full copy was completed, or the position was kept
+	linked bool       // a primary's link said HELLO
+	lastIO time.Time
 }
 
 type savedOffsets struct {
@@ -153,19 +159,25 @@ func (n *Node) Full(replid string, shards int) error {
 		return errors.New("invalid shard count")
 	}
 	r := &n.rep
+	r.apply.Lock()
+	defer r.apply.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if n.cfg.Dir != "" {
 		if err := os.Remove(filepath.Join(n.cfg.Dir, offsetsFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.mu.Unlock()
 			return err
 		}
 	}
+	r.replid, r.synced = "", false // nothing to keep (Mark) while the keys go
+	r.mu.Unlock()
 	n.cfg.Store.ClearAll()
-	r.replid, r.synced, r.lastIO = replid, false, time.Now()
-	r.pos = make([]int64, shards)
-	for i := range r.pos {
-		r.pos[i] = -1
+	pos := make([]int64, shards)
+	for i := range pos {
+		pos[i] = -1
 	}
+	r.mu.Lock()
+	r.replid, r.synced, r.lastIO, r.pos = replid, false, time.Now(), pos
+	r.mu.Unlock()
 	n.cfg.Logf("replication: full copy from primary (replication id %s) begins", replid)
 	return nil
 }
@@ -177,12 +189,15 @@ const applyRun = 64
 // (-1: a piece of a snapshot, the position comes with the last piece).
 func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	r := &n.rep
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.apply.Lock()
+	defer r.apply.Unlock()
 	if !n.isReplica() {
 		return errors.New("this node is not a replica")
 	}
-	if r.replid == "" || i < 0 || i >= len(r.pos) {
+	r.mu.Lock()
+	agreed, primaries := r.replid != "" && i >= 0 && i < len(r.pos), len(r.pos)
+	r.mu.Unlock()
+	if !agreed {
 		return errors.New("no replication stream agreed (RLREPL HELLO/FULL first)")
 	}
 	var err error
@@ -195,7 +210,7 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	// ours (a key's shard is its slot's low bits): the entries go to it
 	// under one lock at a time for a run of them, without each finding
 	// its shard again.
-	same := len(r.pos) == store.NumShards()
+	same := primaries == store.NumShards()
 	var held *shard.Shard
 	release := func() {
 		if held != nil {
@@ -207,7 +222,7 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	for k, e := range r.entries {
 		if e.Event == shard.EventFlush {
 			release()
-			store.ApplyFlush(i, len(r.pos))
+			store.ApplyFlush(i, primaries)
 			continue
 		}
 		sh := store.Shard(i)
@@ -225,24 +240,29 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	}
 	release()
 	clear(r.entries) // don't keep the request's buffer alive
+	r.mu.Lock()
 	if pos >= 0 {
 		r.pos[i] = pos
 	}
 	r.lastIO = time.Now()
+	r.mu.Unlock()
 	return nil
 }
 
 // Synced ends a full copy.
 func (n *Node) Synced() error {
 	r := &n.rep
+	r.apply.Lock()
+	defer r.apply.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, p := range r.pos {
 		if p < 0 {
+			r.mu.Unlock()
 			return errors.New("the full copy is missing shards")
 		}
 	}
 	r.synced, r.lastIO = true, time.Now()
+	r.mu.Unlock()
 	n.cfg.Logf("replication: full copy complete (%d keys)", n.keys())
 	return nil
 }

@@ -80,13 +80,11 @@ func (s *Store) FeedBytes() int {
 }
 
 // Heads appends every shard's stream position (the bytes it ever held) to
-// dst: what WAIT waits for its replicas to have.
+// dst: what WAIT waits for its replicas to have. It takes no lock: each
+// shard's position is the one its last Unlock published.
 func (s *Store) Heads(dst []uint64) []uint64 {
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.Lock()
-		dst = append(dst, sh.feed.head)
-		sh.Unlock()
+		dst = append(dst, s.shards[i].head.Load())
 	}
 	return dst
 }

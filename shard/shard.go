@@ -65,13 +65,14 @@ type Shard struct {
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
-	track   bool         // record changes for persistence
-	dirty   refQueue     // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	ndirty  int          // records flagged dirty
-	pending atomic.Int64 // ndirty and deleted's length as of the last Unlock
-	deleted keyQueue     // keys removed since the last DrainChanges
-	pbuf    []byte       // payload scratch
-	kbuf    []byte       // key scratch (cool)
+	track   bool          // record changes for persistence
+	dirty   refQueue      // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	ndirty  int           // records flagged dirty
+	pending atomic.Int64  // ndirty and deleted's length as of the last Unlock
+	head    atomic.Uint64 // feed.head as of the last Unlock
+	deleted keyQueue      // keys removed since the last DrainChanges
+	pbuf    []byte        // payload scratch
+	kbuf    []byte        // key scratch (cool)
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
@@ -103,10 +104,12 @@ type Shard struct {
 func (sh *Shard) Lock() { sh.mu.Lock() }
 
 // Unlock unlocks the shard. It first publishes how many changes wait for
-// a drain, so that Pending never takes a lock: INFO runs inside EXEC,
-// which holds every shard's lock.
+// a drain and where its change stream ends, so that Pending and Heads
+// never take a lock: INFO, ROLE and WAIT run inside EXEC, which holds
+// every shard's lock.
 func (sh *Shard) Unlock() {
 	sh.pending.Store(int64(sh.ndirty + sh.deleted.len()))
+	sh.head.Store(sh.feed.head)
 	sh.mu.Unlock()
 }
 
