@@ -10,6 +10,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -71,6 +72,16 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		}
 		return snap
 	}
+	var errCounts map[string]int64
+	errorCounts := func() map[string]int64 { // the default sections' part of snapshot, read once
+		if errCounts == nil && snap != nil {
+			errCounts = snap.Errors
+		}
+		if errCounts == nil {
+			errCounts = c.errorCounts()
+		}
+		return errCounts
+	}
 	add("Server", true, func() [][2]string {
 		up := time.Since(h.started)
 		port := "0"
@@ -83,7 +94,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		if h.cfg.Cluster != nil {
 			mode = "cluster"
 		}
-		exe, _ := os.Executable()
+		exe := executable()
 		return [][2]string{
 			{"redis_version", redisVersion},
 			{"redis_git_sha1", "00000000"},
@@ -142,7 +153,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		st := h.store.Stats()
 		srv := c.srv.Stats()
 		var errs int64
-		for _, n := range snapshot().Errors {
+		for _, n := range errorCounts() {
 			errs += n
 		}
 		total := c.totalCommands()
@@ -197,7 +208,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	})
 	add("Errorstats", true, func() [][2]string {
 		var out [][2]string
-		errs := snapshot().Errors
+		errs := errorCounts()
 		for _, code := range sortedErrors(errs) {
 			out = append(out, [2]string{"errorstat_" + code, "count=" + i64(errs[code])})
 		}
@@ -340,3 +351,9 @@ func humanBytes(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + "B"
 }
+
+// executable is INFO's executable, read once (a readlink of /proc).
+var executable = sync.OnceValue(func() string {
+	exe, _ := os.Executable()
+	return exe
+})

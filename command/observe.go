@@ -189,7 +189,11 @@ func (s *CmdStats) samples() uint64 {
 // Snapshot returns the statistics of every connection, closed or not:
 // it moves what live connections published since the last call into the
 // totals and reads those. Safe to call from any goroutine.
-func (h *Handler) Snapshot() Snapshot {
+func (h *Handler) Snapshot() Snapshot { return h.snapshotOf(true) }
+
+// snapshotOf is Snapshot; without commands it has the error counts only
+// (INFO's default sections), which costs a small part of the rest.
+func (h *Handler) snapshotOf(commands bool) Snapshot {
 	// Under the lock, a closing goroutine-mode connection's statistics are
 	// either its own (in own) or in the totals: never twice, never not.
 	h.obs.totalsMu.Lock()
@@ -200,28 +204,6 @@ func (h *Handler) Snapshot() Snapshot {
 		}
 	})
 	st := h.obs.totals
-	cmds := make([]*CmdStats, len(h.table.all))
-	for i := range st.cmds {
-		if cc := st.cmds[i].Load(); cc != nil {
-			cs := &CmdStats{Name: h.table.all[i].Name}
-			cs.Calls = cc.calls.Load()
-			cs.Failed = cc.failed.Load()
-			cs.Rejected = cc.rejected.Load()
-			cs.Duration = time.Duration(cc.ns.Load())
-			cs.Allowed = cc.allowed.Load()
-			cs.Denied = cc.denied.Load()
-			for j := range cc.hist {
-				cs.hist[j] = cc.hist[j].Load()
-			}
-			cmds[i] = cs
-		}
-	}
-	var pfx [maxPrefixes + 1][2]int64
-	if p := st.prefix.Load(); p != nil {
-		for i := range p {
-			pfx[i][0], pfx[i][1] = p[i][0].Load(), p[i][1].Load()
-		}
-	}
 	errs := map[string]int64{}
 	st.errMu.Lock()
 	for code, n := range st.errs {
@@ -229,23 +211,48 @@ func (h *Handler) Snapshot() Snapshot {
 	}
 	st.errMu.Unlock()
 	snap := Snapshot{Errors: errs}
-	for i, cs := range cmds {
-		if cs == nil && h.table.all[i].decides {
-			cs = &CmdStats{Name: h.table.all[i].Name} // every limiter's decisions, even none
+	if !commands {
+		return snap
+	}
+	// In place: a CmdStats carries its latency histogram.
+	snap.Commands = make([]CmdStats, 0, 64)
+	for i, cmd := range h.table.all {
+		cc := st.cmds[i].Load()
+		if cc == nil && !cmd.decides {
+			continue
 		}
-		if cs != nil {
-			cs.Decides = h.table.all[i].decides
-			snap.Commands = append(snap.Commands, *cs)
+		snap.Commands = append(snap.Commands, CmdStats{Name: cmd.Name, Decides: cmd.decides}) // every limiter's decisions, even none
+		if cc == nil {
+			continue
+		}
+		cs := &snap.Commands[len(snap.Commands)-1]
+		cs.Calls = cc.calls.Load()
+		cs.Failed = cc.failed.Load()
+		cs.Rejected = cc.rejected.Load()
+		cs.Duration = time.Duration(cc.ns.Load())
+		cs.Allowed = cc.allowed.Load()
+		cs.Denied = cc.denied.Load()
+		for j := range cc.hist {
+			cs.hist[j] = cc.hist[j].Load()
 		}
 	}
 	var names []string
 	if t := h.obs.prefixes.Load(); t != nil {
 		names = t.names
 	}
+	p := st.prefix.Load()
 	for i, name := range names {
-		snap.Prefixes = append(snap.Prefixes, PrefixStats{Prefix: name, Allowed: pfx[i][0], Denied: pfx[i][1]})
+		ps := PrefixStats{Prefix: name}
+		if p != nil {
+			ps.Allowed, ps.Denied = p[i][0].Load(), p[i][1].Load()
+		}
+		snap.Prefixes = append(snap.Prefixes, ps)
 	}
-	snap.Prefixes = append(snap.Prefixes, PrefixStats{Prefix: "other", Allowed: pfx[otherPrefix][0], Denied: pfx[otherPrefix][1]})
+	other := PrefixStats{Prefix: "other"}
+	if p != nil {
+		other.Allowed, other.Denied = p[otherPrefix][0].Load(), p[otherPrefix][1].Load()
+	}
+	snap.Prefixes = append(snap.Prefixes, other)
 	return snap
 }
 
@@ -254,6 +261,12 @@ func (h *Handler) Snapshot() Snapshot {
 func (c *Ctx) snapshot() Snapshot {
 	c.publish(c.h.clock.Mono())
 	return c.h.Snapshot()
+}
+
+// errorCounts is snapshot's error counts only.
+func (c *Ctx) errorCounts() map[string]int64 {
+	c.publish(c.h.clock.Mono())
+	return c.h.snapshotOf(false).Errors
 }
 
 // resetStats is CONFIG RESETSTAT's part: every connection's INFO
