@@ -65,14 +65,12 @@ type Shard struct {
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
 
-	track   bool          // record changes for persistence
-	dirty   refQueue      // records changed since the last DrainChanges (and stale refs, see DrainChanges)
-	ndirty  int           // records flagged dirty
-	pending atomic.Int64  // ndirty and deleted's length as of the last Unlock
-	head    atomic.Uint64 // feed.head as of the last Unlock
-	deleted keyQueue      // keys removed since the last DrainChanges
-	pbuf    []byte        // payload scratch
-	kbuf    []byte        // key scratch (cool)
+	track   bool     // record changes for persistence
+	dirty   refQueue // records changed since the last DrainChanges (and stale refs, see DrainChanges)
+	ndirty  int      // records flagged dirty
+	deleted keyQueue // keys removed since the last DrainChanges
+	pbuf    []byte   // payload scratch
+	kbuf    []byte   // key scratch (cool)
 
 	// A hot key, one written by two Puts in a row, has its state kept as
 	// a box while it stays hot, so calls on it skip decoding and encoding
@@ -97,7 +95,12 @@ type Shard struct {
 	slotKeys []uint32         // in cluster mode: keys per hash slot of the shard's (slotCount)
 	slotBits uint8            // log2 of the shard count: a slot's place in slotKeys is slot >> slotBits
 	frozen   *cluster.SlotSet // slots whose keys no command may change (see Store.Freeze)
-	_        [64]byte         // keep neighbouring shards' locks off one cache line
+	// As of the last Unlock (read without the lock): ndirty plus
+	// deleted's length, and feed.head. Last, so that the fields the
+	// commands use keep their places.
+	pending atomic.Int64
+	head    atomic.Uint64
+	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
 // Lock locks the shard.
@@ -108,8 +111,13 @@ func (sh *Shard) Lock() { sh.mu.Lock() }
 // never take a lock: INFO, ROLE and WAIT run inside EXEC, which holds
 // every shard's lock.
 func (sh *Shard) Unlock() {
-	sh.pending.Store(int64(sh.ndirty + sh.deleted.len()))
-	sh.head.Store(sh.feed.head)
+	// Stored only when changed: an atomic store is a locked exchange.
+	if n := int64(sh.ndirty + sh.deleted.len()); sh.pending.Load() != n {
+		sh.pending.Store(n)
+	}
+	if sh.head.Load() != sh.feed.head {
+		sh.head.Store(sh.feed.head)
+	}
 	sh.mu.Unlock()
 }
 
