@@ -26,9 +26,10 @@ type Replication interface {
 	// synchronised copy (CLUSTER SLOTS lists it only then).
 	Online(id string) bool
 	// Wait blocks until n replicas acknowledged every change made before
-	// the call, or until timeout (0: none) or done, and returns how many
-	// did (WAIT).
-	Wait(n int, timeout time.Duration) int
+	// the call, or until timeout (0: none; negative: not at all) or gone
+	// is closed (the client left; nil: never), and returns how many did
+	// (WAIT).
+	Wait(n int, timeout time.Duration, gone <-chan struct{}) int
 
 	// A replica's side of the stream its primary sends (RLREPL): Hello
 	// returns the position to resume from (nil: none, a full copy
@@ -696,10 +697,12 @@ func cmdWait(c *Ctx, args [][]byte) {
 		// the replicas that already acknowledged everything.
 		got := 0
 		if r != nil {
-			got = r.Wait(int(max(n, 0)), -1)
+			got = r.Wait(int(max(n, 0)), -1, nil)
 		}
 		c.W.Int(int64(got))
 		return
 	}
-	c.W.Block(func() { c.W.Int(int64(r.Wait(int(n), time.Duration(ms)*time.Millisecond))) })
+	c.W.Block(func(gone <-chan struct{}) {
+		c.W.Int(int64(r.Wait(int(n), time.Duration(ms)*time.Millisecond, gone)))
+	})
 }

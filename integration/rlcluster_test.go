@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -347,6 +348,26 @@ func TestClusterReplication(t *testing.T) {
 		if got := cmds[len(cmds)-1].(*redis.Cmd).Val(); got != int64(n) {
 			t.Fatalf("node %d: DBSIZE inside EXEC = %v, want %d", []int{0, 3}[i], got, n)
 		}
+	}
+	// WAIT for more replicas than there are, without a timeout, by
+	// clients that then hang up: the primary frees them, as Redis does
+	// (it used to keep each connection, and its slot under maxclients,
+	// for good).
+	for range 3 {
+		nc, err := net.Dial("tcp", c.Nodes[0].Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write([]byte("WAIT 2 0\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the WAIT to block", func() bool {
+			return strings.Contains(p0.ClientList(ctx).Val(), " cmd=wait ")
+		})
+		nc.Close()
+		eventually(t, "the primary to free the WAIT whose client hung up", func() bool {
+			return !strings.Contains(p0.ClientList(ctx).Val(), " cmd=wait ")
+		})
 	}
 	// Kill the replica once its position is on disk, write more, restart.
 	offsets := filepath.Join(c.Dirs[3], "replication-offsets")

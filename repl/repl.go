@@ -194,13 +194,14 @@ func (n *Node) Drain(timeout time.Duration) (acked, replicas int) {
 	if replicas == 0 {
 		return 0, 0
 	}
-	return n.Wait(replicas, timeout), replicas
+	return n.Wait(replicas, timeout, nil), replicas
 }
 
 // Wait returns how many replicas acknowledged every change made before
 // it, waiting up to timeout (0: for ever; negative: not at all) for want
-// of them. Links are nudged to send at once.
-func (n *Node) Wait(want int, timeout time.Duration) int {
+// of them, or until gone is closed (nil: never). Links are nudged to send
+// at once.
+func (n *Node) Wait(want int, timeout time.Duration, gone <-chan struct{}) int {
 	target := n.cfg.Store.Heads(nil)
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -226,6 +227,8 @@ func (n *Node) Wait(want int, timeout time.Duration) int {
 		select {
 		case <-ch:
 		case <-deadline:
+			return got
+		case <-gone:
 			return got
 		}
 	}

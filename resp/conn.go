@@ -30,6 +30,7 @@ type Conn struct {
 
 	active atomic.Int64 // the server's tick when a batch of requests last ended (idle.go)
 	parked atomic.Bool  // a blocking command runs (Writer.Block): not idle, not served
+	gone   chan struct{} // while parked on an event loop: closed when the client hangs up (its loop's alone)
 }
 
 // newConn returns the state of the accepted connection nc, whose requests

@@ -213,7 +213,12 @@ func (l *eventLoop) run() {
 				}
 			}
 			if c.parked.Load() {
-				continue // its blocking command runs (see block)
+				// Its blocking command runs (see block); the client hung up.
+				if c.gone != nil && ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+					close(c.gone)
+					c.gone = nil
+				}
+				continue
 			}
 			switch {
 			case c.writing && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0:
@@ -302,6 +307,7 @@ func (l *eventLoop) takePending() {
 	}()
 	for _, c := range resumed {
 		c.parked.Store(false)
+		c.gone = nil
 		if c.fd < 0 {
 			continue // closed meanwhile
 		}
@@ -310,8 +316,8 @@ func (l *eventLoop) takePending() {
 			events = syscall.EPOLLOUT
 		}
 		ev := syscall.EpollEvent{Events: events, Fd: int32(c.fd)}
-		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
-			l.srv.logf("event loop: epoll_ctl add: %v", err)
+		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+			l.srv.logf("event loop: epoll_ctl mod: %v", err)
 			l.close(c)
 			continue
 		}
@@ -347,16 +353,22 @@ func (l *eventLoop) serve(c *Conn, reads int) {
 // it drains.
 func (l *eventLoop) sendNow(c *Conn) bool { return l.send(c) && !c.writing }
 
-// block parks c: it leaves the epoll set while fn runs on a goroutine,
-// and comes back through takePending.
-func (l *eventLoop) block(c *Conn, fn func()) bool {
+// block parks c while fn runs on a goroutine; c comes back through
+// takePending. Meanwhile its socket is watched only for the client hanging
+// up, once: then gone is closed (see run), so that fn returns.
+func (l *eventLoop) block(c *Conn, fn func(gone <-chan struct{})) bool {
 	if !l.send(c) {
 		return false
 	}
-	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	gone := make(chan struct{})
+	c.gone = gone
+	ev := syscall.EpollEvent{Events: syscall.EPOLLRDHUP | syscall.EPOLLONESHOT, Fd: int32(c.fd)}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		l.srv.logf("event loop: epoll_ctl mod: %v", err)
+	}
 	c.parked.Store(true)
 	go func() {
-		fn()
+		fn(gone)
 		l.mu.Lock()
 		l.resumed = append(l.resumed, c)
 		l.npend.Add(1)

@@ -29,7 +29,7 @@ type replySender interface {
 	// block sends c's replies, then has fn append a blocking command's
 	// reply (Writer.Block); false means stop serving c for now (the
 	// event loop serves it again once fn returned).
-	block(c *Conn, fn func()) bool
+	block(c *Conn, fn func(gone <-chan struct{})) bool
 }
 
 // serve is the one serve loop of both I/O modes: it takes the requests c's
@@ -101,12 +101,14 @@ func (goroutineSender) sendNow(c *Conn) bool   { return c.flush() }
 func (goroutineSender) batchDone(c *Conn) bool { return c.flush() }
 func (goroutineSender) close(*Conn)            {} // serveConn closes it
 
-func (goroutineSender) block(c *Conn, fn func()) bool {
+func (goroutineSender) block(c *Conn, fn func(gone <-chan struct{})) bool {
 	if !c.flush() {
 		return false
 	}
 	c.parked.Store(true)
-	fn()
+	gone, stop := watchHangup(c.nc)
+	fn(gone)
+	stop()
 	c.parked.Store(false)
 	return true
 }

@@ -20,14 +20,16 @@ type Writer struct {
 	Buf   []byte
 	Proto int // 2 or 3: RESP2 until HELLO negotiates RESP3
 
-	block func() // see Block
+	block func(gone <-chan struct{}) // see Block
 }
 
 // Block makes the running command a blocking one (WAIT): once the replies
 // before it are sent, the connection stops being served while fn runs on a
 // goroutine of its own; fn appends the command's reply, and serving goes on
-// when it returns. fn must not use the connection otherwise.
-func (w *Writer) Block(fn func()) { w.block = fn }
+// when it returns. fn must not use the connection otherwise. gone is
+// closed if the client hangs up meanwhile: fn should then return at once,
+// as Redis frees a blocked client that disconnects.
+func (w *Writer) Block(fn func(gone <-chan struct{})) { w.block = fn }
 
 func (w *Writer) Int(n int64)          { w.Buf = AppendInt(w.Buf, n) }
 func (w *Writer) Bulk(b []byte)        { w.Buf = AppendBulk(w.Buf, b) }
