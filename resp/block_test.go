@@ -24,9 +24,9 @@ func (h blockHandler) NewSession(_ *resp.Server, _ resp.ConnInfo, w *resp.Writer
 }
 
 func (s *blockSession) Prefetch([][]byte, []int) {}
-func (s *blockSession) EndBatch()                 {}
-func (s *blockSession) Authenticated() bool       { return true }
-func (s *blockSession) Close()                    {}
+func (s *blockSession) EndBatch()                {}
+func (s *blockSession) Authenticated() bool      { return true }
+func (s *blockSession) Close()                   {}
 
 func (s *blockSession) Exec(args [][]byte) bool {
 	if string(args[0]) != "BLOCK" {

@@ -28,8 +28,8 @@ type Conn struct {
 	writing bool
 	queued  bool
 
-	active atomic.Int64 // the server's tick when a batch of requests last ended (idle.go)
-	parked atomic.Bool  // a blocking command runs (Writer.Block): not idle, not served
+	active atomic.Int64  // the server's tick when a batch of requests last ended (idle.go)
+	parked atomic.Bool   // a blocking command runs (Writer.Block): not idle, not served
 	gone   chan struct{} // while parked on an event loop: closed when the client hangs up (its loop's alone)
 }
 
