@@ -38,6 +38,7 @@ func main() {
 	names := flag.String("names", "CL.THROTTLE GCRA CL.TOKENBUCKET CL.LEAKYBUCKET CL.WINDOW CL.ACQUIRE CL.RELEASE CL.RENEW CL.ALL PING ECHO HELLO AUTH SELECT RESET CLIENT MULTI EXEC DISCARD COMMAND INFO TIME DBSIZE ACL CLUSTER READONLY READWRITE ASKING ROLE WAIT CONFIG SLOWLOG LATENCY LASTSAVE MEMORY EXISTS DEL UNLINK TYPE TTL PTTL SCAN KEYS FLUSHDB",
 		"command names to draw from")
 	drain := flag.Duration("drain", time.Minute, "how long the server may take to close the connections afterwards")
+	keep := flag.Int("keep", 1, "connections the server serves when drained: the soak's own, and a replica's link from its primary")
 	flag.Parse()
 	cmds := strings.Fields(*names)
 
@@ -107,7 +108,7 @@ func main() {
 				clients = field(info, "connected_clients")
 			}
 		}
-		if clients == "1" {
+		if clients == strconv.Itoa(*keep) {
 			defer c.Close()
 			break
 		}
