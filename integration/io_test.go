@@ -147,6 +147,9 @@ func TestIOCloseAfterReply(t *testing.T) {
 		if got, _ := c.ConfigGet(ctx, "io").Result(); (got["io"] == "epoll") != epoll {
 			t.Fatalf("CONFIG GET io = %v", got)
 		}
+		if got, _ := c.ConfigGet(ctx, "cluster-enabled").Result(); got["cluster-enabled"] != "no" {
+			t.Fatalf("CONFIG GET cluster-enabled = %v on a standalone server", got)
+		}
 	})
 }
 

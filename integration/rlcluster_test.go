@@ -276,6 +276,10 @@ func TestClusterRouting(t *testing.T) {
 	do(t, oc, "CLUSTER", "COUNTKEYSINSLOT", 16384).errIs("ERR Invalid slot")
 	do(t, oc, "CLUSTER", "GETKEYSINSLOT", slot, -1).errIs("ERR Invalid slot or number of keys")
 	do(t, oc, "INFO", "cluster").equal("# Cluster\r\ncluster_enabled:1\r\n")
+	if got, err := oc.ConfigGet(ctx, "cluster-*").Result(); err != nil || got["cluster-enabled"] != "yes" ||
+		got["cluster-config"] != c.Topo || got["cluster-etcd"] != "" || got["cluster-node-timeout"] != "3000" {
+		t.Fatalf("CONFIG GET cluster-* = %v, %v", got, err)
+	}
 }
 
 // cmd sends one request as a RESP array and returns r, for expect.

@@ -315,6 +315,10 @@ func run(args []string) int {
 	}
 
 	done := make(chan bool, 1)
+	clusterEnabled := "no"
+	if o.clusterConfig != "" || o.clusterEtcd != "" {
+		clusterEnabled = "yes"
+	}
 	cfg := command.Config{
 		RequirePass:   o.requirepass,
 		ACLFile:       o.aclFile,
@@ -339,6 +343,13 @@ func run(args []string) int {
 			"tls-port":             o.tlsPort,
 			"tls-ca-cert-file":     o.tlsCA,
 			"tls-auth-clients":     o.tlsAuthClients,
+			"cluster-enabled":      clusterEnabled, // Redis's name
+
+			"cluster-config":       o.clusterConfig,
+			"cluster-etcd":         o.clusterEtcd,
+			"cluster-name":         o.clusterName,
+			"cluster-replicas":     strconv.Itoa(o.clusterReplicas),
+			"cluster-node-timeout": strconv.Itoa(o.nodeTimeoutMs),
 		},
 		OnShutdown: func(save bool) {
 			select {
