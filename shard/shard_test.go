@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -558,6 +559,46 @@ func TestHashSeed(t *testing.T) {
 		if n < 800 || n > 1200 { // 1000 expected; 6 standard deviations off
 			t.Fatalf("shard %d holds %d of 16000 keys", i, n)
 		}
+	}
+}
+
+// TestPendingAndHeadsTakeNoLock: Pending and Heads answer while every
+// shard lock is held (EXEC holds them all, and INFO, WAIT and ROLE run
+// inside it), with what the last unlock of each shard published.
+func TestPendingAndHeadsTakeNoLock(t *testing.T) {
+	s := New(Options{Shards: 4, TrackChanges: true, Seed: 1})
+	feed := s.Subscribe() // the streams record changes only while subscribed
+	defer feed.Close()
+	now := int64(1.8e18)
+	p := engine.WindowParams{Limit: 10, Window: time.Hour, Mode: engine.WindowFixed}
+	op := newTakeOp(func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) })
+	for _, k := range []string{"a", "b", "c"} {
+		call(s, []byte(k), now, op)
+	}
+	heads := s.Heads(nil)
+	v := s.LockAll()
+	done := make(chan struct{})
+	var pending int
+	var during []uint64
+	go func() {
+		pending, during = s.Pending(), s.Heads(nil)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pending and Heads wait for the shard locks")
+	}
+	v.UnlockAll()
+	if pending != 3 || !slices.Equal(during, heads) {
+		t.Fatalf("under every lock: Pending %d, Heads %v; want 3 and %v", pending, during, heads)
+	}
+	var sum uint64
+	for _, h := range heads {
+		sum += h
+	}
+	if sum == 0 {
+		t.Fatal("the three changes moved no stream head")
 	}
 }
 
