@@ -577,6 +577,12 @@ func TestPendingAndHeadsTakeNoLock(t *testing.T) {
 	}
 	heads := s.Heads(nil)
 	v := s.LockAll()
+	locked := true
+	defer func() { // before feed.Close, which takes the locks, even on failure
+		if locked {
+			v.UnlockAll()
+		}
+	}()
 	done := make(chan struct{})
 	var pending int
 	var during []uint64
@@ -590,6 +596,7 @@ func TestPendingAndHeadsTakeNoLock(t *testing.T) {
 		t.Fatal("Pending and Heads wait for the shard locks")
 	}
 	v.UnlockAll()
+	locked = false
 	if pending != 3 || !slices.Equal(during, heads) {
 		t.Fatalf("under every lock: Pending %d, Heads %v; want 3 and %v", pending, during, heads)
 	}
