@@ -3,6 +3,7 @@ package command
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // Command is one row of the command table: everything dispatch, the arity
@@ -85,6 +86,8 @@ type Table struct {
 	byName map[string]*Command
 	all    []*Command            // commands and subcommands, by id
 	cats   map[string][]*Command // ACL category (no '@') → its commands and subcommands
+
+	commandReply [2]atomic.Pointer[[]byte] // COMMAND's reply in RESP2 and RESP3 (by Proto&1), once built
 }
 
 func newTable(cmds []*Command) *Table {
