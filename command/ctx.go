@@ -111,8 +111,8 @@ func (c *Ctx) Prefetch(args [][]byte, counts []int) { c.warm(args, counts) }
 // (resp.Session): until then the server bounds what it reads.
 func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
 
-// Close counts the connection's commands into the server's total
-// (resp.Session).
+// Close folds the connection's own statistics (goroutine mode) into the
+// totals (resp.Session).
 func (c *Ctx) Close() { c.h.obs.retire(c.sess.stats) }
 
 // command looks name up in the table. Pipelines repeat one command, so the

@@ -64,23 +64,15 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		}
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	// One snapshot, taken when a section first needs it; the commands'
+	// counters and histograms only if a section shows them.
 	var snap *Snapshot
 	snapshot := func() *Snapshot {
 		if snap == nil {
-			s := c.snapshot()
+			s := c.snapshotOf(pick("Commandstats", false) || pick("Latencystats", false))
 			snap = &s
 		}
 		return snap
-	}
-	var errCounts map[string]int64
-	errorCounts := func() map[string]int64 { // the default sections' part of snapshot, read once
-		if errCounts == nil && snap != nil {
-			errCounts = snap.Errors
-		}
-		if errCounts == nil {
-			errCounts = c.errorCounts()
-		}
-		return errCounts
 	}
 	add("Server", true, func() [][2]string {
 		up := time.Since(h.started)
@@ -153,7 +145,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		st := h.store.Stats()
 		srv := c.srv.Stats()
 		var errs int64
-		for _, n := range errorCounts() {
+		for _, n := range snapshot().Errors {
 			errs += n
 		}
 		total := c.totalCommands()
@@ -208,7 +200,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	})
 	add("Errorstats", true, func() [][2]string {
 		var out [][2]string
-		errs := errorCounts()
+		errs := snapshot().Errors
 		for _, code := range sortedErrors(errs) {
 			out = append(out, [2]string{"errorstat_" + code, "count=" + i64(errs[code])})
 		}

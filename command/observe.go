@@ -258,15 +258,13 @@ func (h *Handler) snapshotOf(commands bool) Snapshot {
 
 // snapshot is Snapshot as a command sees it: its own batch so far
 // included.
-func (c *Ctx) snapshot() Snapshot {
-	c.publish(c.h.clock.Mono())
-	return c.h.Snapshot()
-}
+func (c *Ctx) snapshot() Snapshot { return c.snapshotOf(true) }
 
-// errorCounts is snapshot's error counts only.
-func (c *Ctx) errorCounts() map[string]int64 {
+// snapshotOf is snapshot, with the commands' statistics or without (see
+// Handler.snapshotOf).
+func (c *Ctx) snapshotOf(commands bool) Snapshot {
 	c.publish(c.h.clock.Mono())
-	return c.h.snapshotOf(false).Errors
+	return c.h.snapshotOf(commands)
 }
 
 // resetStats is CONFIG RESETSTAT's part: every connection's INFO
