@@ -65,17 +65,21 @@ func (a *allScratch) repeats(args [][]byte, logMax int64) bool {
 	if len(a.keyAt) == 0 || len(args) != a.nargs || logMax != a.logMax {
 		return false
 	}
-	k, j, start := 0, 0, 0
-	for i := 1; i < len(args); i++ {
-		if k < len(a.keyAt) && a.keyAt[k] == i {
-			k++
-			continue
+	j, start, from := 0, 0, 1
+	for k := 0; k <= len(a.keyAt); k++ {
+		to := len(args)
+		if k < len(a.keyAt) {
+			to = a.keyAt[k]
 		}
-		if string(args[i]) != string(a.same[start:a.ends[j]]) {
-			return false
+		for _, arg := range args[from:to] {
+			end := a.ends[j]
+			if string(arg) != string(a.same[start:end]) {
+				return false
+			}
+			start = end
+			j++
 		}
-		start = a.ends[j]
-		j++
+		from = to + 1
 	}
 	return true
 }
@@ -101,8 +105,8 @@ func (a *allScratch) remember(args [][]byte, logMax int64) {
 func (a *allScratch) rekey(c *Ctx, args [][]byte) string {
 	for i, at := range a.keyAt {
 		key := args[at]
-		for _, prev := range a.rules[:i] {
-			if string(prev.Key) == string(key) {
+		for j := range i { // by index: a Rule is large
+			if string(a.rules[j].Key) == string(key) {
 				return resp.ErrAllDistinctKeys
 			}
 		}
@@ -144,8 +148,8 @@ func parseRules(c *Ctx, args [][]byte) string {
 		if err != "" {
 			return err
 		}
-		for _, prev := range a.rules {
-			if string(prev.Key) == string(key) {
+		for j := range a.rules {
+			if string(a.rules[j].Key) == string(key) {
 				return resp.ErrAllDistinctKeys
 			}
 		}

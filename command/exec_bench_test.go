@@ -2,6 +2,8 @@ package command
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,7 +29,9 @@ func BenchmarkExec(b *testing.B) {
 	} {
 		for _, keys := range []int{1, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
-				c := newTestCtx(New(Config{}, shard.New(shard.Options{}), shard.NewClock()))
+				// 8 shards as on a 2-core server, and a fixed seed: whether
+				// hot keys share a shard does not change between runs.
+				c := newTestCtx(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), shard.NewClock()))
 				// names[j][i]: key i at key position j (CL.ALL's rules
 				// name distinct keys)
 				names := make([][][]byte, len(tc.keys))
@@ -58,3 +62,11 @@ func BenchmarkExec(b *testing.B) {
 		}
 	}
 }
+
+// benchSeed is BenchmarkExec's hash seed (RL_BENCH_SEED overrides it).
+var benchSeed = func() uint64 {
+	if s, err := strconv.ParseUint(os.Getenv("RL_BENCH_SEED"), 10, 64); err == nil && s != 0 {
+		return s
+	}
+	return 1
+}()

@@ -24,10 +24,13 @@ type Rule struct {
 	// until every rule has admitted.
 	revived, added, boxed bool
 	changed               bool // the take may have changed st
-	// refind: f may be stale at store time, because another rule worked
-	// in the same shard (a lookup may move slots while the index grows; a
-	// delete shifts them), or find removed an expired record.
+	// refind: find removed an expired record, so f is stale at store
+	// time; gen is the shard index's generation after find: when another
+	// rule changed the index since (a lookup may move slots while it
+	// grows, an insert fills a slot, a delete shifts them), f is found
+	// again before the store.
 	refind bool
+	gen    uint32
 }
 
 // UpdateAll runs every rule's op at now, all or nothing: if every rule
@@ -41,14 +44,12 @@ func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 	s := v.s
 	var set [MaxShards / 64]uint64 // the rules' shards, as a bit set
 	held := set[:(len(s.shards)+63)/64]
-	shared := false
 	for i := range rules {
 		r := &rules[i]
 		r.h = s.Hash(r.Key)
 		r.shard = s.ShardIndexOf(r.h)
 		r.slot, r.refind = 0, false
 		if held[r.shard/64]&(1<<(r.shard%64)) != 0 {
-			shared = true
 			for j := range rules[:i] {
 				if rules[j].shard == r.shard {
 					r.slot++
@@ -56,11 +57,6 @@ func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 			}
 		}
 		held[r.shard/64] |= 1 << (r.shard % 64)
-	}
-	if shared {
-		for i := range rules {
-			rules[i].refind = true
-		}
 	}
 	if !v.held {
 		eachBit(held, func(i int) { s.shards[i].Lock() })
@@ -111,6 +107,7 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 		if !sh.find(r, now) {
 			return false, WrongType
 		}
+		r.gen = sh.idx.gen
 		d, changed, ok := r.Op.Run(r.st, now, !r.boxed)
 		if !ok {
 			return false, WrongType
@@ -193,7 +190,7 @@ func (sh *Shard) multiScratch(i int) *engine.Scratch {
 // storeRule writes the rule's taken state back.
 func (sh *Shard) storeRule(r *Rule, now int64) {
 	f := r.f
-	if r.refind {
+	if r.refind || r.gen != sh.idx.gen {
 		f = sh.Find(r.Key, r.h)
 	}
 	kept := false

@@ -30,6 +30,10 @@ type index struct {
 	old     []group // the table being moved from (nil: none)
 	oldSize int
 	mig     int // old slots below mig have been moved
+
+	// gen changes whenever a slot is written or the table replaced: a
+	// slot found earlier is still right while gen is the same.
+	gen uint32
 }
 
 type group struct {
@@ -57,6 +61,7 @@ func (x *index) setRef(i int, r ref) { x.groups[i>>3].refs[i&7] = r }
 func (x *index) set(i int, t uint8, d int, r ref) {
 	g := &x.groups[i>>3]
 	g.tags[i&7], g.dist[i&7], g.refs[i&7] = t, uint8(min(d, farDist)), r
+	x.gen++
 }
 
 // distance is how far slot i lies past slot from, cyclically.
@@ -217,6 +222,7 @@ func (x *index) grow(s *slabs) {
 		x.old, x.oldSize, x.mig = x.groups, x.size, 0
 	}
 	x.groups, x.size = make([]group, size/8), size
+	x.gen++
 }
 
 // reserve sizes an empty table for n keys, so that filling it (a restore)
@@ -227,6 +233,7 @@ func (x *index) reserve(n int) {
 	}
 	if size := (n*5/4 + 16 + 7) &^ 7; size > x.size {
 		x.groups, x.size = make([]group, size/8), size
+		x.gen++
 	}
 }
 
@@ -283,4 +290,4 @@ func (x *index) each(fn func(ref) bool) {
 	}
 }
 
-func (x *index) reset() { *x = index{hash: x.hash} }
+func (x *index) reset() { *x = index{hash: x.hash, gen: x.gen + 1} }
