@@ -227,6 +227,13 @@ func main() {
 	}
 
 	cpuTable(plist, runs)
+	for _, p := range plist {
+		for _, keys := range []string{"hot", "random"} {
+			if c := allCPU(runs, p, keys); c != "" {
+				checks = append(checks, c)
+			}
+		}
+	}
 
 	if len(os.Args) > 2 {
 		memory(os.Args[2], &checks)
@@ -318,6 +325,43 @@ func cpuTable(plist []int, runs map[key]map[int]sample) {
 			}
 		}
 	}
+}
+
+// allRules are the single-key workloads of the all3 workload's rules.
+var allRules = []string{"tokenbucket", "gcra", "fixed"}
+
+// allCPU checks CL.ALL's CPU target (issue 13): server CPU per 3-rule call
+// at most 1.5 times a single-key command's, the mean of its rules' own
+// commands in the same round; the figure is the median of the rounds'
+// ratios. The ceiling server's ratio, when measured, is the protocol's
+// share: the longer request and reply cost that much with no work done.
+func allCPU(runs map[key]map[int]sample, p int, keys string) string {
+	ratios := func(server string) []float64 {
+		var v []float64
+		for r, a := range runs[key{p, keys, "all3", server}] {
+			sum, n := 0.0, 0
+			for _, w := range allRules {
+				if s, ok := runs[key{p, keys, w, server}][r]; ok && s.cpu > 0 {
+					sum += s.cpu
+					n++
+				}
+			}
+			if a.cpu > 0 && n == len(allRules) {
+				v = append(v, a.cpu/(sum/float64(n)))
+			}
+		}
+		return v
+	}
+	v := ratios("rl")
+	if len(v) == 0 {
+		return ""
+	}
+	q := median(v)
+	floor := ""
+	if c := ratios("ceil"); len(c) > 0 {
+		floor = fmt.Sprintf("; the ceiling server's, doing no work: %.2f×", median(c))
+	}
+	return check(q <= 1.5, "P%d %s all3: CL.ALL server CPU / its rules' single-key commands' %.2f× (target ≤ 1.5×%s)", p, keys, q, floor)
 }
 
 // memory prints the bytes-per-key table from lines

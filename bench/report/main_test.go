@@ -49,3 +49,40 @@ func TestNearIncr(t *testing.T) {
 		t.Errorf("fixed (no INCR runs of its own): %v, want %v", got, want)
 	}
 }
+
+// TestAllCPU: CL.ALL's CPU per call against the mean of its rules'
+// single-key commands, round by round, the median of the ratios.
+func TestAllCPU(t *testing.T) {
+	cpu := func(v ...float64) map[int]sample {
+		m := map[int]sample{}
+		for i, c := range v {
+			m[i+1] = sample{rps: 1, cpu: c}
+		}
+		return m
+	}
+	runs := map[key]map[int]sample{
+		{16, "hot", "all3", "rl"}:          cpu(3.0, 2.1, 2.4),
+		{16, "hot", "tokenbucket", "rl"}:   cpu(1.4, 1.5, 1.5),
+		{16, "hot", "gcra", "rl"}:          cpu(1.5, 1.4, 1.5),
+		{16, "hot", "fixed", "rl"}:         cpu(1.6, 1.3, 1.5),
+		{16, "hot", "all3", "ceil"}:        cpu(1.2, 1.2, 1.2),
+		{16, "hot", "tokenbucket", "ceil"}: cpu(1.0, 1.0, 1.0),
+		{16, "hot", "gcra", "ceil"}:        cpu(1.0, 1.0, 1.0),
+		{16, "hot", "fixed", "ceil"}:       cpu(1.0, 1.0, 1.0),
+	}
+	// Rounds: 3.0/1.5 = 2.0, 2.1/1.4 = 1.5, 2.4/1.5 = 1.6.
+	want := "- FAIL P16 hot all3: CL.ALL server CPU / its rules' single-key commands' 1.60× (target ≤ 1.5×; the ceiling server's, doing no work: 1.20×)"
+	if got := allCPU(runs, 16, "hot"); got != want {
+		t.Errorf("allCPU = %q, want %q", got, want)
+	}
+	runs[key{16, "hot", "all3", "rl"}] = cpu(2.1, 2.1, 2.1)
+	if got := allCPU(runs, 16, "hot"); !strings.HasPrefix(got, "- PASS") {
+		t.Errorf("allCPU = %q, want a pass", got)
+	}
+	// A round without one of the single-key commands is left out; no
+	// round left, no check.
+	delete(runs, key{16, "hot", "gcra", "rl"})
+	if got := allCPU(runs, 16, "hot"); got != "" {
+		t.Errorf("allCPU = %q without gcra runs, want none", got)
+	}
+}
