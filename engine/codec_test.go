@@ -79,3 +79,49 @@ func TestDecodeEveryKind(t *testing.T) {
 		t.Fatal("Kind(99).New() is not nil")
 	}
 }
+
+// TestCopyTo: the kinds that are a few words copy into a state of their
+// kind, which then encodes and answers as the original; LOG windows,
+// leases and states of another kind are refused and left unchanged.
+func TestCopyTo(t *testing.T) {
+	const now = int64(1_767_225_600_000_000_000)
+	ref := now + int64(time.Minute)
+	g := new(GCRA)
+	g.Take(now, GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}, 2)
+	tb := new(TokenBucket)
+	tb.Take(now, TokenBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
+	lb := new(LeakyBucket)
+	lb.Take(now, LeakyBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
+	fixed := new(Window)
+	fixed.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowFixed}, 3)
+	sliding := new(Window)
+	sliding.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowSliding}, 3)
+	for _, st := range []State{g, tb, lb, fixed, sliding} {
+		dst := st.Kind().New()
+		if !st.(Copier).CopyTo(dst) {
+			t.Fatalf("%v: CopyTo refused a state of its kind", st.Kind())
+		}
+		if a, b := string(st.AppendCompact(nil, ref)), string(dst.AppendCompact(nil, ref)); a != b {
+			t.Errorf("%v: copy encodes %x, original %x", st.Kind(), b, a)
+		}
+		other := KindConcurrency.New()
+		if st.(Copier).CopyTo(other) {
+			t.Errorf("%v: CopyTo into a %v answered true", st.Kind(), other.Kind())
+		}
+	}
+
+	log := new(Window)
+	log.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowLog}, 3)
+	dst := new(Window)
+	before := string(dst.AppendCompact(nil, ref))
+	if log.CopyTo(dst) || string(dst.AppendCompact(nil, ref)) != before {
+		t.Error("a LOG window copied itself")
+	}
+	// Nor into a scratch window holding a LOG ring: the copy would drop it.
+	if fixed.CopyTo(log) {
+		t.Error("a FIXED window copied itself over a LOG window's ring")
+	}
+	if _, ok := State(new(Concurrency)).(Copier); ok {
+		t.Error("leases (a slice) claim to copy with a struct copy")
+	}
+}

@@ -117,6 +117,14 @@ type State interface {
 // on a state it drops when nothing else refers to the state.
 type Recycler interface{ Recycle() }
 
+// Copier is a State whose whole content is a few words: CopyTo makes dst
+// (a state of the same kind) equal to it with a struct copy, and reports
+// whether it did; a state holding memory of its own (a LOG window) says
+// false and changes nothing. The keyspace uses it to undo a take (CL.ALL
+// takes a key's kept state at once, and puts the copy back if another
+// rule denies).
+type Copier interface{ CopyTo(dst State) bool }
+
 // ErrCorrupt is returned by decoders for data they cannot read.
 var ErrCorrupt = errors.New("engine: corrupt state encoding")
 

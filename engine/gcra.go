@@ -138,5 +138,14 @@ func init() { register(KindThrottle, "throttle", func() State { return new(GCRA)
 // Reset makes s a fresh key's state.
 func (s *GCRA) Reset() { *s = GCRA{} }
 
+// CopyTo copies s into dst, when dst is a GCRA (Copier).
+func (s *GCRA) CopyTo(dst State) bool {
+	d, ok := dst.(*GCRA)
+	if ok {
+		*d = *s
+	}
+	return ok
+}
+
 // Size returns the bytes a GCRA state holds (no pointers: just the struct).
 func (s *GCRA) Size() int { return int(unsafe.Sizeof(*s)) }

@@ -128,5 +128,14 @@ func init() { register(KindLeakyBucket, "leakybucket", func() State { return new
 // Reset makes s a fresh key's state.
 func (s *LeakyBucket) Reset() { *s = LeakyBucket{} }
 
+// CopyTo copies s into dst, when dst is a LeakyBucket (Copier).
+func (s *LeakyBucket) CopyTo(dst State) bool {
+	d, ok := dst.(*LeakyBucket)
+	if ok {
+		*d = *s
+	}
+	return ok
+}
+
 // Size returns the bytes a LeakyBucket state holds (no pointers: just the struct).
 func (s *LeakyBucket) Size() int { return int(unsafe.Sizeof(*s)) }

@@ -154,5 +154,14 @@ func init() { register(KindTokenBucket, "tokenbucket", func() State { return new
 // Reset makes s a fresh key's state.
 func (s *TokenBucket) Reset() { *s = TokenBucket{} }
 
+// CopyTo copies s into dst, when dst is a TokenBucket (Copier).
+func (s *TokenBucket) CopyTo(dst State) bool {
+	d, ok := dst.(*TokenBucket)
+	if ok {
+		*d = *s
+	}
+	return ok
+}
+
 // Size returns the bytes a TokenBucket state holds (no pointers: just the struct).
 func (s *TokenBucket) Size() int { return int(unsafe.Sizeof(*s)) }

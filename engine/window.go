@@ -109,6 +109,18 @@ const KindWindow Kind = 4
 
 func init() { register(KindWindow, "window", func() State { return new(Window) }) }
 
+// CopyTo copies s into dst, when both are FIXED or SLIDING windows
+// (Copier): a LOG window's entries are memory of its own, and so is the
+// ring a scratch state kept from one.
+func (s *Window) CopyTo(dst State) bool {
+	d, ok := dst.(*Window)
+	if !ok || s.log != nil || d.log != nil {
+		return false
+	}
+	*d = *s
+	return true
+}
+
 // Reset makes s a fresh key's state. Unlike assigning Window{}, it keeps
 // the LOG log's first block (emptied) for the next LOG admission, so a
 // scratch state reused for many keys does not allocate one for each.

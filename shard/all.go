@@ -21,9 +21,12 @@ type Rule struct {
 	f     Found
 	// revived: the key had expired and st was reset; added: the key is
 	// new; boxed: st is the shard's own object, so it is only checked
-	// until every rule has admitted.
+	// until every rule has admitted, unless it could be saved.
 	revived, added, boxed bool
 	changed               bool // the take may have changed st
+	// saved: a copy of the boxed st from before its take (an
+	// engine.Copier), put back if a rule denies; nil: not taken yet.
+	saved engine.State
 	// refind: find removed an expired record, so f is stale at store
 	// time; gen is the shard index's generation after find: when another
 	// rule changed the index since (a lookup may move slots while it
@@ -63,7 +66,8 @@ func (v View) UpdateAll(rules []Rule, now int64) (all bool, status Status) {
 	}
 	all, status = s.updateAll(rules, now)
 	for i := range rules {
-		rules[i].st = nil // the states are the shards', valid under their locks only
+		// the states are the shards', valid under their locks only
+		rules[i].st, rules[i].saved = nil, nil
 	}
 	if !v.held {
 		eachBitReverse(held, func(i int) { s.shards[i].Unlock() })
@@ -92,30 +96,45 @@ func eachBitReverse(set []uint64, fn func(int)) {
 }
 
 // updateAll is UpdateAll's body, with every rule's shard locked. A rule
-// whose state was decoded into scratch is taken on that copy at once; a
+// whose state was decoded into scratch is taken on that copy at once. A
 // rule whose state is the shard's own object (a hot key, a long LOG) is
-// only checked, since Check returns exactly what Take would. Only if all
-// admit are the checked ones taken and every state stored.
+// taken at once too when the state can be copied aside first (and is put
+// back if a rule denies); otherwise it is only checked, since Check
+// returns exactly what Take would. Only if all admit are the checked ones
+// taken and every state stored.
 func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 	all = true
 	for i := range rules {
 		r := &rules[i]
 		sh := &s.shards[r.shard]
 		if sh.frozen != nil && sh.Frozen(r.Key) {
+			undo(rules[:i])
 			return false, Moving
 		}
 		if !sh.find(r, now) {
+			undo(rules[:i])
 			return false, WrongType
 		}
 		r.gen = sh.idx.gen
-		d, changed, ok := r.Op.Run(r.st, now, !r.boxed)
+		r.saved = nil
+		if r.boxed {
+			if c, ok := r.st.(engine.Copier); ok {
+				save := sh.multiScratch(r.slot).For(r.Op.Kind(), nil)
+				if save != nil && c.CopyTo(save) {
+					r.saved = save
+				}
+			}
+		}
+		d, changed, ok := r.Op.Run(r.st, now, !r.boxed || r.saved != nil)
 		if !ok {
+			undo(rules[:i+1])
 			return false, WrongType
 		}
 		r.D, r.changed = d, changed
 		all = all && d.Allowed
 	}
 	if !all {
+		undo(rules)
 		return false, Done
 	}
 	// The shard's own objects are taken and stored first: a store in the
@@ -129,7 +148,9 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 	}
 	for i := range rules {
 		if r := &rules[i]; r.boxed {
-			r.D, r.changed, _ = r.Op.Run(r.st, now, true)
+			if r.saved == nil {
+				r.D, r.changed, _ = r.Op.Run(r.st, now, true)
+			}
 			s.shards[r.shard].storeRule(r, now)
 		}
 	}
@@ -144,6 +165,17 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 		sh.fitBudget()
 	}
 	return true, Done
+}
+
+// undo puts back the shard's own objects the rules took at once: nothing
+// changes anywhere when a CL.ALL denies or fails.
+func undo(rules []Rule) {
+	for i := range rules {
+		if r := &rules[i]; r.saved != nil {
+			r.saved.(engine.Copier).CopyTo(r.st)
+			r.saved = nil
+		}
+	}
 }
 
 // find sets the rule's state: the live key's; an expired key's of the
