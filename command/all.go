@@ -1,6 +1,8 @@
 package command
 
 import (
+	"unsafe"
+
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -34,8 +36,9 @@ type allScratch struct {
 
 	// The last request parsed, but for its keys: a request that repeats
 	// it (one rule set, many keys: the usual case) reuses its ops instead
-	// of parsing again. Empty keyAt: none to reuse.
-	same   []byte // its arguments after the name, keys left out, back to back
+	// of parsing again. Requests are compared as read (Ctx.raw), in the
+	// stretches between their keys. nargs 0: none to reuse.
+	same   []byte // its stretches, back to back
 	ends   []int  // where each of them ends in same
 	keyAt  []int  // where its keys are in args
 	nargs  int
@@ -47,57 +50,92 @@ type allScratch struct {
 func parseAll(c *Ctx, args [][]byte) string {
 	a := &c.all
 	logMax := c.h.logMax.Load()
-	if a.repeats(args, logMax) {
+	if a.repeats(args, c.raw, logMax) {
 		return a.rekey(c, args)
 	}
-	a.keyAt = a.keyAt[:0]
+	a.keyAt, a.nargs = a.keyAt[:0], 0
 	if err := parseRules(c, args); err != "" {
 		a.keyAt = a.keyAt[:0]
 		return err
 	}
-	a.remember(args, logMax)
+	a.remember(args, c.raw, logMax)
 	return ""
 }
 
-// repeats reports whether args are the remembered request's but for the
-// keys.
-func (a *allScratch) repeats(args [][]byte, logMax int64) bool {
-	if len(a.keyAt) == 0 || len(args) != a.nargs || logMax != a.logMax {
+// repeats reports whether the request (args, read as raw) is the
+// remembered one but for the keys: every stretch between its keys holds
+// the same bytes. A stretch includes its arguments' length headers, and
+// the reader splits the same bytes into the same arguments, so the
+// arguments are the same.
+func (a *allScratch) repeats(args [][]byte, raw []byte, logMax int64) bool {
+	if a.nargs == 0 || len(args) != a.nargs || logMax != a.logMax {
 		return false
 	}
-	j, start, from := 0, 0, 1
+	start := 0
 	for k := 0; k <= len(a.keyAt); k++ {
-		to := len(args)
-		if k < len(a.keyAt) {
-			to = a.keyAt[k]
+		s, ok := stretch(args, raw, a.keyAt, k)
+		if !ok || string(s) != string(a.same[start:a.ends[k]]) {
+			return false
 		}
-		for _, arg := range args[from:to] {
-			end := a.ends[j]
-			if string(arg) != string(a.same[start:end]) {
-				return false
-			}
-			start = end
-			j++
-		}
-		from = to + 1
+		start = a.ends[k]
 	}
 	return true
 }
 
 // remember keeps what repeats compares a later request with; parseRules
-// noted the keys' positions in keyAt.
-func (a *allScratch) remember(args [][]byte, logMax int64) {
+// noted the keys' positions in keyAt. A request not as read (raw nil:
+// inline, or queued by MULTI) leaves nothing to reuse.
+func (a *allScratch) remember(args [][]byte, raw []byte, logMax int64) {
 	a.same, a.ends = a.same[:0], a.ends[:0]
-	k := 0
-	for i := 1; i < len(args); i++ {
-		if k < len(a.keyAt) && a.keyAt[k] == i {
-			k++
-			continue
+	for k := 0; k <= len(a.keyAt); k++ {
+		s, ok := stretch(args, raw, a.keyAt, k)
+		if !ok {
+			return
 		}
-		a.same = append(a.same, args[i]...)
+		a.same = append(a.same, s...)
 		a.ends = append(a.ends, len(a.same))
 	}
 	a.nargs, a.logMax = len(args), logMax
+}
+
+// stretch returns the k-th stretch of raw between the keys at keyAt: from
+// the end of the key before it (of the command's name for the first)
+// through the two bytes after the argument before key k, where key k's
+// header starts (through raw's end for the last). ok is false when the
+// arguments do not lie in raw.
+func stretch(args [][]byte, raw []byte, keyAt []int, k int) (s []byte, ok bool) {
+	from := 0
+	if k > 0 {
+		from = keyAt[k-1]
+	}
+	lo, ok := argEnd(raw, args[from])
+	if !ok {
+		return nil, false
+	}
+	hi := len(raw)
+	if k < len(keyAt) {
+		e, ok := argEnd(raw, args[keyAt[k]-1])
+		if !ok {
+			return nil, false
+		}
+		hi = e + 2
+	}
+	if lo > hi || hi > len(raw) {
+		return nil, false
+	}
+	return raw[lo:hi], true
+}
+
+// argEnd returns where arg ends in raw, when it lies in raw.
+func argEnd(raw, arg []byte) (int, bool) {
+	if raw == nil {
+		return 0, false
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(arg))) - uintptr(unsafe.Pointer(unsafe.SliceData(raw)))
+	if off > uintptr(len(raw)) || uintptr(len(arg)) > uintptr(len(raw))-off {
+		return 0, false
+	}
+	return int(off) + len(arg), true
 }
 
 // rekey points the remembered rules at this request's keys, and draws the

@@ -114,16 +114,20 @@ func TestAllAgainstReference(t *testing.T) {
 			run := func(c *Ctx, cmd string, ref bool) string {
 				args := bytes.Fields([]byte(cmd))
 				c.W.Buf = c.W.Buf[:0]
-				if ref && string(args[0]) == "CL.ALL" {
+				switch {
+				case ref && string(args[0]) == "CL.ALL":
 					c.sess.batchCmd++
 					cmdAllReference(c, args)
-				} else {
+				case rng.IntN(4) != 0: // as read, as the server runs it
+					c.Exec(asRead(args))
+				default:
 					c.exec(args)
 				}
 				c.EndBatch()
 				return string(c.W.Buf)
 			}
-			var last string
+			var last, lastCost string
+			var lastAll []string // the last new rule set, a %s for each key
 			for step := 0; step < 20000; step++ {
 				if step%50 == 0 {
 					// New connections now and then: their scratch starts
@@ -140,20 +144,33 @@ func TestAllAgainstReference(t *testing.T) {
 						cmd = fmt.Sprintf(single[home[i]], keys[i], params(home[i]))
 					}
 					last = cmd
+				} else if lastAll != nil && rng.IntN(3) == 0 {
+					// The last rule set on other keys: a connection reuses
+					// its parsed rules.
+					perm := rng.Perm(len(keys))
+					var rules []string
+					for j, r := range lastAll {
+						rules = append(rules, fmt.Sprintf(r, keys[perm[j]]))
+					}
+					cmd = fmt.Sprintf("CL.ALL %d %s%s", len(rules), strings.Join(rules, " "), lastCost)
 				} else {
 					n := 1 + rng.IntN(4)
 					var rules []string
+					lastAll = lastAll[:0]
 					for _, i := range rng.Perm(len(keys))[:n] {
 						kind := home[i]
 						if rng.IntN(10) == 0 {
 							kind = home[rng.IntN(len(home))] // perhaps another kind: WRONGTYPE, or it replaces an expired key
 						}
-						rules = append(rules, kind+" "+keys[i]+" "+params(kind))
+						p := params(kind)
+						rules = append(rules, kind+" "+keys[i]+" "+p)
+						lastAll = append(lastAll, kind+" %s "+p)
 					}
-					cmd = fmt.Sprintf("CL.ALL %d %s", n, strings.Join(rules, " "))
+					lastCost = ""
 					if rng.IntN(3) == 0 {
-						cmd += fmt.Sprintf(" COST %d", rng.IntN(4))
+						lastCost = fmt.Sprintf(" COST %d", rng.IntN(4))
 					}
+					cmd = fmt.Sprintf("CL.ALL %d %s%s", n, strings.Join(rules, " "), lastCost)
 				}
 				got, want := run(a, cmd, false), run(b, cmd, true)
 				if os.Getenv("ALL_TRACE") != "" {
@@ -249,13 +266,21 @@ func TestAllRepeatedRules(t *testing.T) {
 	b, clockB := seededConn(2, 7)
 	run := func(c *Ctx, cmd string) string {
 		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(strings.Fields(cmd)...))
+		if c == a {
+			c.Exec(asRead(argsOf(strings.Fields(cmd)...))) // as the server reads it
+		} else {
+			c.exec(argsOf(strings.Fields(cmd)...))
+		}
 		c.EndBatch()
 		return string(c.W.Buf)
 	}
 	steps := []string{
 		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip1 5 1m",
 		"CL.ALL 2 TOKENBUCKET u2 3 1 1s FIXED ip1 5 1m",
+		"CL.ALL 2 TOKENBUCKET user-000000002 3 1 1s FIXED ip1 5 1m",
+		"CL.ALL 2 TOKENBUCKET u2 4 1 1s FIXED ip1 5 1m",
+		"CL.ALL 2 TOKENBUCKET u2 4 1 1s FIXED ip1 50 1m",
+		"CL.ALL 2 TOKENBUCKET u2 4 1 1s FIXED ip1 50 1h",
 		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m",
 		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m COST 2",
 		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip2 5 1m COST 2",
@@ -281,6 +306,46 @@ func TestAllRepeatedRules(t *testing.T) {
 		clockA.Advance(100 * time.Millisecond)
 		clockB.Advance(100 * time.Millisecond)
 	}
+	// What is reused: the rules of a request as read, for a request with
+	// the same bytes between its keys; nothing for one not as read.
+	parse := func(cmd string) ([][]byte, []byte) {
+		args, raw := asRead(argsOf(strings.Fields(cmd)...))
+		a.raw = raw
+		defer func() { a.raw = nil }()
+		if err := parseAll(a, args); err != "" {
+			t.Fatalf("%s: %s", cmd, err)
+		}
+		return args, raw
+	}
+	logMax := a.h.logMax.Load()
+	parse("CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip1 5 1m")
+	for cmd, want := range map[string]bool{
+		"CL.ALL 2 TOKENBUCKET other-user 3 1 1s FIXED 10.0.0.1 5 1m": true,
+		"CL.ALL 2 TOKENBUCKET u1 4 1 1s FIXED ip1 5 1m":              false,
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip1 5 1h":              false,
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s SLIDING ip1 5 1m":            false,
+		"CL.ALL 2 TOKENBUCKET u1 3 1 1s FIXED ip1 5 1m COST 1":       false,
+	} {
+		args, raw := asRead(argsOf(strings.Fields(cmd)...))
+		if got := a.all.repeats(args, raw, logMax); got != want {
+			t.Errorf("%s: repeats = %v, want %v", cmd, got, want)
+		}
+		if a.all.repeats(args, nil, logMax) {
+			t.Errorf("%s: repeats with no raw bytes", cmd)
+		}
+	}
+	// An argument holding what looks like the next one's header.
+	parse("CL.ALL 1 FIXED k 5 1m")
+	args, raw := asRead([][]byte{[]byte("CL.ALL"), []byte("1"), []byte("FIXED"), []byte("k"), []byte("5\r\n$2\r\n1m"), []byte("1m")})
+	if a.all.repeats(args, raw, logMax) {
+		t.Error("repeats across a changed argument split")
+	}
+	parse("CL.ALL 1 FIXED k 5 1m")
+	a.exec(argsOf(strings.Fields("CL.ALL 1 FIXED k 5 1m")...)) // not as read
+	if a.all.nargs != 0 {
+		t.Error("a request not as read left rules to reuse")
+	}
+
 	// ACQUIRE rules draw a new lease id on every call, reused rules or not.
 	first := run(a, "CL.ALL 1 ACQUIRE sem 5 1m")
 	second := run(a, "CL.ALL 1 ACQUIRE sem 5 1m")

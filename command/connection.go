@@ -205,6 +205,7 @@ func cmdExec(c *Ctx, args [][]byte) {
 		return
 	}
 	c.txn, c.inExec = c.Store().LockAll(), true
+	c.raw = nil // the queued commands are copies, not EXEC's bytes
 	c.W.Array(len(queue))
 	for _, q := range queue {
 		c.exec(q)

@@ -24,6 +24,10 @@ type Ctx struct {
 	slot    int
 	inExec  bool       // EXEC holds every shard lock, through txn
 	txn     shard.View // EXEC's view (see keys)
+	// raw is the running request as read, its arguments aliasing it
+	// (resp.Reader.Raw), while Exec runs it; nil otherwise (inline
+	// requests, EXEC's queued commands).
+	raw []byte
 	scratch
 }
 
@@ -84,8 +88,10 @@ func (c *Ctx) setProto(proto int) {
 }
 
 // Exec runs one request (resp.Session).
-func (c *Ctx) Exec(args [][]byte) (quit bool) {
+func (c *Ctx) Exec(args [][]byte, raw []byte) (quit bool) {
+	c.raw = raw
 	c.exec(args)
+	c.raw = nil
 	return c.sess.quit
 }
 

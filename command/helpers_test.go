@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"io"
 	"log"
 
@@ -27,6 +28,24 @@ func seededConn(shards int, seed uint64) (*Ctx, *shard.Clock) {
 func newTestCtx(h *Handler) *Ctx {
 	srv := resp.New(resp.Config{Logger: log.New(io.Discard, "", 0)}, h)
 	return h.newCtx(srv, resp.ConnInfo{FD: -1, Loop: -1}, &resp.Writer{Proto: 2})
+}
+
+// asRead encodes a request as a client sends it (a RESP multibulk) and
+// returns its arguments aliasing those bytes, as the server's reader hands
+// them to Exec.
+func asRead(args [][]byte) ([][]byte, []byte) {
+	raw := fmt.Appendf(nil, "*%d\r\n", len(args))
+	at := make([]int, len(args))
+	for i, a := range args {
+		raw = fmt.Appendf(raw, "$%d\r\n", len(a))
+		at[i] = len(raw)
+		raw = append(append(raw, a...), "\r\n"...)
+	}
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = raw[at[i] : at[i]+len(a) : at[i]+len(a)]
+	}
+	return out, raw
 }
 
 // argsOf turns strings into a request's arguments.

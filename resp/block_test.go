@@ -28,7 +28,7 @@ func (s *blockSession) EndBatch()                {}
 func (s *blockSession) Authenticated() bool      { return true }
 func (s *blockSession) Close()                   {}
 
-func (s *blockSession) Exec(args [][]byte) bool {
+func (s *blockSession) Exec(args [][]byte, _ []byte) bool {
 	if string(args[0]) != "BLOCK" {
 		s.w.OK()
 		return false

@@ -21,7 +21,9 @@ type Session interface {
 	Prefetch(args [][]byte, counts []int)
 	// Exec runs one request and appends its reply to the connection's
 	// Writer; quit means close the connection once the replies are sent.
-	Exec(args [][]byte) (quit bool)
+	// raw is the request as read (Reader.Raw): the arguments alias it, or
+	// it is nil. Neither may be kept.
+	Exec(args [][]byte, raw []byte) (quit bool)
 	// EndBatch says that the requests read together have run: their
 	// replies are sent next, and the connection may wait for input.
 	EndBatch()

@@ -83,6 +83,8 @@ type Reader struct {
 	scan    int       // bytes after pos already searched for a line terminator
 	spans   []argSpan // arguments received so far
 	args    [][]byte
+	raw     []byte // the bytes of the multibulk request in args; nil: inline
+	cur     []byte // the raw bytes of the request Next returned last
 
 	perr  error // sticky protocol error
 	ioErr error // read error that came with data, returned once
@@ -98,6 +100,7 @@ type Reader struct {
 	fresh    bool
 	ahead    [][]byte
 	aheadN   []int
+	aheadRaw [][]byte // each queued request's raw bytes
 	aheadAt  int
 	aheadArg int
 }
@@ -163,6 +166,12 @@ func (r *Reader) Batch() (args [][]byte, counts []int) {
 	return r.ahead, r.aheadN
 }
 
+// Raw returns the bytes of the request Next returned last, from its '*'
+// through the two bytes after its last argument, when it was a multibulk
+// request (nil for an inline one): its arguments alias it. It stays valid
+// as long as they do.
+func (r *Reader) Raw() []byte { return r.cur }
+
 // Next returns the next command's arguments. The slices alias the reader's
 // buffer and stay valid only until the next call. Empty requests (`*0`,
 // `*-10`, blank inline lines) are skipped, as Redis does. On malformed input
@@ -172,6 +181,7 @@ func (r *Reader) Batch() (args [][]byte, counts []int) {
 func (r *Reader) Next() (args [][]byte, err error) {
 	if r.ready {
 		r.ready = false
+		r.cur = r.raw
 		return r.args, nil
 	}
 	if args, ok := r.pop(); ok {
@@ -188,12 +198,17 @@ func (r *Reader) Next() (args [][]byte, err error) {
 			// past their lengths: let it go.
 			clear(r.args[:cap(r.args)])
 			clear(r.ahead[:cap(r.ahead)])
+			clear(r.aheadRaw[:cap(r.aheadRaw)])
+			r.raw, r.cur = nil, nil
 		}
 		if cap(r.args) > readerKeepArgs {
 			r.args, r.spans = nil, nil
 		}
 		if cap(r.ahead) > readerKeepArgs {
 			r.ahead = nil
+		}
+		if cap(r.aheadRaw) > readerKeepArgs {
+			r.aheadRaw = nil
 		}
 	}
 	for {
@@ -213,6 +228,7 @@ func (r *Reader) Next() (args [][]byte, err error) {
 			}
 			if done {
 				if len(r.args) > 0 {
+					r.cur = r.raw
 					return r.args, nil
 				}
 				continue // empty request
@@ -230,7 +246,7 @@ func (r *Reader) Next() (args [][]byte, err error) {
 // A protocol error ends the queue, and Next returns it after the requests
 // before it, as it would without batch mode.
 func (r *Reader) parseAhead() {
-	r.ahead, r.aheadN, r.aheadAt, r.aheadArg = r.ahead[:0], r.aheadN[:0], 0, 0
+	r.ahead, r.aheadN, r.aheadRaw, r.aheadAt, r.aheadArg = r.ahead[:0], r.aheadN[:0], r.aheadRaw[:0], 0, 0
 	limit := aheadMax
 	if r.guard {
 		limit = 1
@@ -246,6 +262,7 @@ func (r *Reader) parseAhead() {
 		if len(r.args) > 0 { // else an empty request, skipped
 			r.ahead = append(r.ahead, r.args...)
 			r.aheadN = append(r.aheadN, len(r.args))
+			r.aheadRaw = append(r.aheadRaw, r.raw)
 		}
 	}
 	r.fresh = len(r.aheadN) > 0
@@ -258,6 +275,7 @@ func (r *Reader) pop() ([][]byte, bool) {
 	}
 	n := r.aheadN[r.aheadAt]
 	args := r.ahead[r.aheadArg : r.aheadArg+n : r.aheadArg+n]
+	r.cur = r.aheadRaw[r.aheadAt]
 	r.aheadAt++
 	r.aheadArg += n
 	return args, true
@@ -378,6 +396,7 @@ func (r *Reader) parse() (done bool, err error) {
 	for _, s := range r.spans {
 		r.args = append(r.args, base[s.start:s.end:s.end])
 	}
+	r.raw = base[:r.pos:r.pos]
 	r.r += r.pos
 	r.pos = 0
 	r.multi = false
@@ -417,7 +436,7 @@ func (r *Reader) parseInline() (done bool, err error) {
 	}
 	r.r += i + 1
 	args, ok := sdsSplitArgs(line, r.args[:0])
-	r.args = args
+	r.args, r.raw = args, nil
 	if !ok {
 		return false, &ProtocolError{protoQuotes}
 	}

@@ -219,6 +219,62 @@ func TestReaderArgsCapped(t *testing.T) {
 	}
 }
 
+// TestReaderRaw: Raw is a multibulk request's bytes as read, which its
+// arguments alias, in batch mode and not, whole or split over reads; an
+// inline request has none.
+func TestReaderRaw(t *testing.T) {
+	reqs := []string{
+		"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n",
+		"PING x\r\n",
+		"*1\r\n$4\r\nPING\r\n",
+		"*2\r\n$4\r\nECHO\r\n$12\r\nhello\r\nthere\r\n",
+	}
+	in := strings.Join(reqs, "")
+	for _, batch := range []bool{false, true} {
+		for _, split := range []int{len(in), 7, 1} {
+			s := &scriptReader{}
+			for i := 0; i < len(in); i += split {
+				s.chunks = append(s.chunks, []byte(in[i:min(i+split, len(in))]))
+			}
+			r := NewReader(s, 0)
+			if batch {
+				r.EnableBatch()
+			}
+			for i, req := range reqs {
+				args, err := r.Next()
+				if err != nil {
+					t.Fatalf("batch %v split %d: Next %d: %v", batch, split, i, err)
+				}
+				raw := r.Raw()
+				if req[0] != '*' {
+					if raw != nil {
+						t.Errorf("batch %v split %d: inline request %q has raw %q", batch, split, req, raw)
+					}
+					continue
+				}
+				if string(raw) != req {
+					t.Errorf("batch %v split %d: Raw = %q, want %q", batch, split, raw, req)
+				}
+				for j, a := range args {
+					if !aliases(raw, a) {
+						t.Errorf("batch %v split %d: request %d arg %d %q is not in its raw bytes", batch, split, i, j, a)
+					}
+				}
+			}
+		}
+	}
+}
+
+// aliases reports whether a lies within b's bytes.
+func aliases(b, a []byte) bool {
+	for i := 0; i+len(a) <= len(b); i++ {
+		if &b[i] == unsafe.SliceData(a) {
+			return string(b[i:i+len(a)]) == string(a)
+		}
+	}
+	return false
+}
+
 func TestReaderReadyAfterNext(t *testing.T) {
 	ping := "*1\r\n$4\r\nPING\r\n"
 	tests := []struct {

@@ -61,7 +61,7 @@ func (c *Conn) serve(out replySender) {
 		if queue, counts := c.rd.Batch(); len(counts) > 1 {
 			c.sess.Prefetch(queue, counts) // one request runs at once: nothing to overlap
 		}
-		quit := c.sess.Exec(args)
+		quit := c.sess.Exec(args, c.rd.Raw())
 		c.rd.SetGuard(!c.sess.Authenticated())
 		if fn := c.w.block; fn != nil {
 			c.w.block = nil
