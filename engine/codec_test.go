@@ -13,14 +13,8 @@ import (
 // exactly as the original does, and that a truncated encoding is corrupt.
 func TestDecodeEveryKind(t *testing.T) {
 	const now = int64(1_767_225_600_000_000_000)
-	g := new(GCRA)
-	g.Take(now, GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}, 2)
-	tb := new(TokenBucket)
-	tb.Take(now, TokenBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
-	lb := new(LeakyBucket)
-	lb.Take(now, LeakyBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
-	w := new(Window)
-	w.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowLog}, 3)
+	g, tb, lb := usedBuckets(now)
+	w := usedWindow(now, WindowLog)
 	cc := new(Concurrency)
 	cc.Take(now, ConcurrencyParams{Limit: 5, Lease: time.Minute, ID: "lease-1"}, 2)
 
@@ -86,17 +80,9 @@ func TestDecodeEveryKind(t *testing.T) {
 func TestCopyTo(t *testing.T) {
 	const now = int64(1_767_225_600_000_000_000)
 	ref := now + int64(time.Minute)
-	g := new(GCRA)
-	g.Take(now, GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}, 2)
-	tb := new(TokenBucket)
-	tb.Take(now, TokenBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
-	lb := new(LeakyBucket)
-	lb.Take(now, LeakyBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
-	fixed := new(Window)
-	fixed.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowFixed}, 3)
-	sliding := new(Window)
-	sliding.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowSliding}, 3)
-	for _, st := range []State{g, tb, lb, fixed, sliding} {
+	g, tb, lb := usedBuckets(now)
+	fixed := usedWindow(now, WindowFixed)
+	for _, st := range []State{g, tb, lb, fixed, usedWindow(now, WindowSliding)} {
 		dst := st.Kind().New()
 		if !st.(Copier).CopyTo(dst) {
 			t.Fatalf("%v: CopyTo refused a state of its kind", st.Kind())
@@ -110,8 +96,7 @@ func TestCopyTo(t *testing.T) {
 		}
 	}
 
-	log := new(Window)
-	log.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: WindowLog}, 3)
+	log := usedWindow(now, WindowLog)
 	dst := new(Window)
 	before := string(dst.AppendCompact(nil, ref))
 	if log.CopyTo(dst) || string(dst.AppendCompact(nil, ref)) != before {
@@ -124,4 +109,24 @@ func TestCopyTo(t *testing.T) {
 	if _, ok := State(new(Concurrency)).(Copier); ok {
 		t.Error("leases (a slice) claim to copy with a struct copy")
 	}
+}
+
+// usedBuckets returns a GCRA, a token bucket and a leaky bucket each
+// taken from once at now.
+func usedBuckets(now int64) (*GCRA, *TokenBucket, *LeakyBucket) {
+	g := new(GCRA)
+	g.Take(now, GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}, 2)
+	tb := new(TokenBucket)
+	tb.Take(now, TokenBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
+	lb := new(LeakyBucket)
+	lb.Take(now, LeakyBucketParams{Capacity: 10, Rate: 3, Period: time.Second}, 4)
+	return g, tb, lb
+}
+
+// usedWindow returns a window of the given mode with 3 units admitted at
+// now (limit 10 a minute).
+func usedWindow(now int64, mode WindowMode) *Window {
+	w := new(Window)
+	w.Take(now, WindowParams{Limit: 10, Window: time.Minute, Mode: mode}, 3)
+	return w
 }
