@@ -116,13 +116,9 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 			return false, WrongType
 		}
 		r.gen = sh.idx.gen
-		r.saved = nil
-		if r.boxed {
-			if c, ok := r.st.(engine.Copier); ok {
-				save := sh.multiScratch(r.slot).For(r.Op.Kind(), nil)
-				if save != nil && c.CopyTo(save) {
-					r.saved = save
-				}
+		if c, ok := r.st.(engine.Copier); ok && r.boxed {
+			if save := sh.multiScratch(r.slot).For(r.Op.Kind(), nil); c.CopyTo(save) {
+				r.saved = save // nil until now: UpdateAll clears it after every call
 			}
 		}
 		d, changed, ok := r.Op.Run(r.st, now, !r.boxed || r.saved != nil)
@@ -173,7 +169,6 @@ func undo(rules []Rule) {
 	for i := range rules {
 		if r := &rules[i]; r.saved != nil {
 			r.saved.(engine.Copier).CopyTo(r.st)
-			r.saved = nil
 		}
 	}
 }
