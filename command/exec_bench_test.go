@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -77,3 +78,72 @@ var benchSeed = func() uint64 {
 	}
 	return 1
 }()
+
+// BenchmarkBatch runs pipelines of 16 requests as the server does: the
+// batch is shown to Prefetch, then each request runs. Keys are drawn at
+// random (fixed seed) from `keys` per key position, as redis-benchmark's
+// __rand_int__ draws them, so that with many keys most lookups miss the
+// cache unless prefetched. Reported per request.
+func BenchmarkBatch(b *testing.B) {
+	const pipeline = 16
+	for _, tc := range []struct {
+		name string
+		args []string
+		keys []int
+	}{
+		{"throttle", []string{"CL.THROTTLE", "k", "1000000", "1000000", "1"}, []int{1}},
+		{"all3", strings.Fields("CL.ALL 3 TOKENBUCKET au 1000000 1000000 1 THROTTLE ai 1000000 1000000 1 FIXED ar 1000000000 60"), []int{3, 8, 13}},
+	} {
+		for _, keys := range []int{1, 100000} {
+			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
+				c := newTestCtx(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), shard.NewClock()))
+				names := make([][][]byte, len(tc.keys))
+				for j := range names {
+					names[j] = make([][]byte, keys)
+					for i := range names[j] {
+						names[j][i] = []byte(fmt.Sprintf("k%d:%012d", j, i))
+					}
+				}
+				name := func(j, i int) []byte { return names[j][i] }
+				var reqs [pipeline][][]byte
+				var raws [pipeline][]byte
+				var all [][]byte
+				var counts []int
+				for p := range reqs {
+					args := argsOf(tc.args...)
+					for j, pos := range tc.keys {
+						args[pos] = name(j, 0)
+					}
+					reqs[p], raws[p] = asRead(args)
+					all = append(all, reqs[p]...)
+					counts = append(counts, len(args))
+				}
+				// Every key exists before timing starts.
+				for i := 0; i < keys; i++ {
+					for j, pos := range tc.keys {
+						copy(reqs[0][pos], name(j, i))
+					}
+					c.Exec(reqs[0], raws[0])
+					c.W.Buf = c.W.Buf[:0]
+					c.EndBatch()
+				}
+				rng := rand.New(rand.NewPCG(benchSeed, 7))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += pipeline {
+					for p := range reqs {
+						for j, pos := range tc.keys {
+							copy(reqs[p][pos], name(j, rng.IntN(keys)))
+						}
+					}
+					c.Prefetch(all, counts)
+					for p := range reqs {
+						c.Exec(reqs[p], raws[p])
+					}
+					c.W.Buf = c.W.Buf[:0]
+					c.EndBatch()
+				}
+			})
+		}
+	}
+}

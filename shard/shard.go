@@ -526,6 +526,9 @@ func (sh *Shard) Clear() int {
 
 const minInt64 = -1 << 63
 
+// sweepAhead is how many slots ahead Sweep prefetches records.
+const sweepAhead = 8
+
 // Sweep does up to budget units of work (a slot visited or a key removed)
 // from the index slot where the last sweep stopped, removing keys whose
 // state became fresh by now, and returns how many it removed. Slots are
@@ -549,6 +552,16 @@ func (sh *Shard) Sweep(now int64, budget int) int {
 	}
 	removed := 0
 	for adv := 0; adv < size && adv+removed < budget; {
+		// The records of a run of slots lie anywhere: start loading the one
+		// sweepAhead slots on while this one is read (a hint; a removal
+		// may shift what lies there).
+		j := i + sweepAhead
+		if j >= size {
+			j %= size
+		}
+		if sh.idx.tag(j) != 0 {
+			prefetch(unsafe.Pointer(&sh.slabs.get(sh.idx.ref(j))[0]))
+		}
 		if sh.idx.tag(i) != 0 {
 			r := sh.idx.ref(i)
 			if recExp(sh.slabs.get(r)) <= now {
