@@ -111,7 +111,7 @@ func modelRun(t *testing.T, seed uint64, mk func(*rand.Rand) engine.State, fresh
 	for step := 0; step < 8000; step++ {
 		k := keys[rng.IntN(len(keys))]
 		if rng.IntN(3) == 0 {
-			k = prev // the same key again: it gets hot (see Shard.hotRef)
+			k = prev // the same key again: it gets hot (see Shard.hot)
 		}
 		prev = k
 		switch op := rng.IntN(10); {

@@ -72,12 +72,17 @@ type Shard struct {
 	pbuf    []byte   // payload scratch
 	kbuf    []byte   // key scratch (cool)
 
-	// A hot key, one written by two Puts in a row, has its state kept as
-	// a box while it stays hot, so calls on it skip decoding and encoding
-	// (DecodeCompact, AppendCompact): the op runs on the box, write stores
-	// the expiry. When another key gets hot, cool stores it inline again.
+	// A hot key, one written again within the shard's last HotKeys
+	// writes, has its state kept as a box while it stays hot, so calls on
+	// it skip decoding and encoding (DecodeCompact, AppendCompact): the op
+	// runs on the box, write stores the expiry. When a key gets hot while
+	// HotKeys others are, cool stores the least recently written of them
+	// inline again. Keys taking turns in one shard (CL.ALL's rules, a few
+	// busy tenants) stay hot together.
 	lastRef ref               // the record the last write wrote
-	hotRef  ref               // the hot key's record (0: none)
+	recent  [HotKeys]ref      // the records the last writes wrote (a ring)
+	nrecent uint8             // the writes recorded in recent (where the next goes)
+	hot     [HotKeys]ref      // the hot keys' records, most recently written first; 0s last
 	spare   [16]engine.State  // per kind: a cooled key's object, reused by the next hot key
 	feed    ring              // the change stream, while someone subscribes (feed.go)
 	sc      engine.Scratch    // states to decode records into (see update)
@@ -246,21 +251,21 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	c, inline := st, true
 	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
-	case oldBox >= 0 && sh.boxes[oldBox] == st && (f.ref == sh.hotRef || st.Size() > maxInline):
+	case oldBox >= 0 && sh.boxes[oldBox] == st && (sh.isHot(f.ref) || st.Size() > maxInline):
 		// A boxed state changed in place stays boxed without encoding it:
-		// the hot key's (see hotRef), and a long LOG window, which would
-		// cost O(limit) per call to encode.
+		// a hot key's (see hot), and a long LOG window, which would cost
+		// O(limit) per call to encode.
 		inline = false
-		hot = f.ref == sh.hotRef
-	case inline && mark && f.OK && !f.boxed && f.ref == sh.lastRef:
-		// The key the previous write wrote, again: it is hot, keep its
+		hot = st.Size() <= maxInline || sh.isHot(f.ref)
+	case inline && mark && f.OK && !f.boxed && sh.wroteRecently(f.ref):
+		// A key one of the last writes wrote, again: it is hot, keep its
 		// state as an object while it stays hot. The object is the one
-		// the previously hot key of this kind gave back, when there is
-		// one (copied through the codec), so that keys taking turns at
-		// being hot allocate nothing.
+		// a cooled key of this kind gave back, when there is one (copied
+		// through the codec), so that keys taking turns at being hot
+		// allocate nothing.
 		inline, hot = false, true
-		if sh.hotRef != 0 {
-			sh.cool()
+		if last := sh.hot[HotKeys-1]; last != 0 {
+			sh.cool(last)
 		}
 		if spare := sh.spare[st.Kind()&kindMask]; spare != nil {
 			payload = c.AppendCompact(payload, exp)
@@ -343,19 +348,75 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		sh.record(EventPut, key, r)
 	}
 	sh.lastRef = r
-	if hot {
-		sh.hotRef = r
-	} else if f.OK && f.ref == sh.hotRef {
-		sh.hotRef = 0
+	if mark {
+		sh.recent[sh.nrecent%HotKeys] = r
+		sh.nrecent++
+	}
+	switch {
+	case hot:
+		sh.heat(f.ref, r)
+	case f.OK && f.boxed:
+		sh.unheat(f.ref)
 	}
 	return kept
 }
 
-// cool stores the hot key's state inline again (another key became hot).
+// HotKeys is how many keys a shard keeps hot at once, and how many of
+// its last writes a write looks back on to tell a hot key.
+const HotKeys = 4
+
+// isHot reports whether record r is a hot key's.
+func (sh *Shard) isHot(r ref) bool {
+	for _, h := range sh.hot {
+		if h == r {
+			return r != 0
+		}
+	}
+	return false
+}
+
+// wroteRecently reports whether one of the shard's last writes wrote
+// record r. A ref whose record was freed and reused since may say yes for
+// another key: it gets hot a write early, which costs nothing.
+func (sh *Shard) wroteRecently(r ref) bool {
+	for _, w := range sh.recent {
+		if w == r {
+			return r != 0
+		}
+	}
+	return false
+}
+
+// heat puts record r, a hot key's (formerly at old), first in the hot
+// list. The list has room: a key getting hot cooled the last one first.
+func (sh *Shard) heat(old, r ref) {
+	if sh.hot[0] == old {
+		sh.hot[0] = r // the hottest again
+		return
+	}
+	i := 0
+	for i < HotKeys-1 && sh.hot[i] != old && sh.hot[i] != 0 {
+		i++
+	}
+	copy(sh.hot[1:i+1], sh.hot[:i])
+	sh.hot[0] = r
+}
+
+// unheat takes record r off the hot list, if it is there.
+func (sh *Shard) unheat(r ref) {
+	for i, h := range sh.hot {
+		if h == r {
+			copy(sh.hot[i:], sh.hot[i+1:])
+			sh.hot[HotKeys-1] = 0
+			return
+		}
+	}
+}
+
+// cool stores hot record r's state inline again (another key became hot).
 // Its record changes form, not content, so it is no change to persist.
-func (sh *Shard) cool() {
-	r := sh.hotRef
-	sh.hotRef = 0
+func (sh *Shard) cool(r ref) {
+	sh.unheat(r)
 	rec := sh.slabs.get(r)
 	k, pay := recSplit(rec)
 	key := append(sh.kbuf[:0], k...) // put may overwrite the record
@@ -420,12 +481,10 @@ func (sh *Shard) drop(pos int, r ref) {
 		delta += int64(sh.boxSize[i])
 		recycle(sh.boxes[i])
 		sh.freeBox(i)
+		sh.unheat(r)
 	}
 	sh.slabs.release(r)
 	sh.idx.del(&sh.slabs, pos)
-	if r == sh.hotRef {
-		sh.hotRef = 0
-	}
 	sh.mem.Add(-delta)
 }
 
@@ -515,7 +574,7 @@ func (sh *Shard) Clear() int {
 		clear(sh.slotKeys)
 	}
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
-	sh.hotRef, sh.lastRef = 0, 0
+	sh.lastRef, sh.recent, sh.nrecent, sh.hot = 0, [HotKeys]ref{}, 0, [HotKeys]ref{}
 	sh.ahead = evictAhead{}
 	clear(sh.spare[:])
 	sh.dirty.reset()

@@ -401,8 +401,8 @@ func TestClock(t *testing.T) {
 	}
 }
 
-// TestBoxedStateInPlace: a LOG window (not hot: another key is written
-// between its calls) starts inline, is boxed once its
+// TestBoxedStateInPlace: a LOG window (not hot: HotKeys other keys are
+// written between its calls) starts inline, is boxed once its
 // encoding outgrows maxInline (the caller's scratch is kept then, and only
 // then), is then handed out and stored in place without copies, and its
 // growth is accounted for.
@@ -413,11 +413,17 @@ func TestBoxedStateInPlace(t *testing.T) {
 	p := engine.WindowParams{Limit: 100000, Window: time.Hour, Mode: engine.WindowLog}
 	now := int64(1.8e18)
 	op := newTakeOp(func(w *engine.Window) engine.Decision { return w.Take(now, p, 1) })
+	var others [][]byte
+	for i := range HotKeys {
+		others = append(others, fmt.Appendf(nil, "other%d", i))
+	}
 	var box engine.State
 	keptAt := -1
 	for i := 0; i < 500; i++ {
 		now += 1e9 + int64(i)*7919
-		sh.Insert([]byte("other"), &fake{}, now+1e12) // so that "log" is never hot
+		for _, o := range others {
+			sh.Insert(o, &fake{}, now+1e12) // so that "log" is never hot
+		}
 		_, st, kept := call(s, key, now, op)
 		if box != nil && st != box {
 			t.Fatalf("call %d: Load returned %p, not the box %p", i, st, box)
@@ -440,15 +446,18 @@ func TestBoxedStateInPlace(t *testing.T) {
 		t.Fatalf("remaining %d after 500 takes, want %d", d.Remaining, p.Limit-500)
 	}
 	sh.Delete(key, now)
-	sh.Delete([]byte("other"), now)
+	for _, o := range others {
+		sh.Delete(o, now)
+	}
 	if m := s.Stats().Memory; m != 0 {
 		t.Fatalf("memory after delete = %d", m)
 	}
 }
 
 // TestHotKey: a key written twice in a row is kept as a box (Load hands
-// out the same object, Put does not encode), and goes back inline, with
-// its state, when another key gets hot; nothing is lost either way.
+// out the same object, Put does not encode), stays hot while other keys
+// get hot beside it, and goes back inline, with its state, when HotKeys
+// others got hot after it; nothing is lost either way.
 func TestHotKey(t *testing.T) {
 	s := New(Options{Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
@@ -477,37 +486,80 @@ func TestHotKey(t *testing.T) {
 			t.Fatalf("hot a: %+v kept %v", f, kept)
 		}
 	}
-	take("b")
-	take("b") // b gets hot, a cools
-	if f := sh.Find([]byte("a"), s.Hash([]byte("a"))); f.boxed {
-		t.Fatal("a still boxed after b got hot")
+	boxed := func(key string) bool { return sh.Find([]byte(key), s.Hash([]byte(key))).boxed }
+	others := []string{"b", "c", "d", "e"}[:HotKeys]
+	for i, o := range others {
+		take(o)
+		take(o) // o gets hot
+		if cooled := i == HotKeys-1; boxed("a") == cooled || !boxed(o) {
+			t.Fatalf("after %s got hot: a boxed %v, %s boxed %v", o, boxed("a"), o, boxed(o))
+		}
 	}
 	if got := remaining("a"); got != 100-12 {
 		t.Fatalf("a after cooling: remaining %d, want 88", got)
 	}
-	if got := remaining("b"); got != 98 {
-		t.Fatalf("b: remaining %d, want 98", got)
+	for _, o := range others {
+		if got := remaining(o); got != 98 {
+			t.Fatalf("%s: remaining %d, want 98", o, got)
+		}
 	}
 	ch, _, left := sh.DrainChanges(nil, nil, 0)
-	if left != 0 || len(ch) != 2 {
-		t.Fatalf("drained %v, %d left, want a and b", ch, left)
+	if left != 0 || len(ch) != 1+len(others) {
+		t.Fatalf("drained %v, %d left, want a and %v", ch, left, others)
 	}
 	sh.Delete([]byte("a"), now)
-	sh.Delete([]byte("b"), now)
+	for _, o := range others {
+		sh.Delete([]byte(o), now)
+	}
 	if m := s.Stats().Memory; m != 0 {
-		t.Fatalf("memory after deleting both = %d", m)
+		t.Fatalf("memory after deleting them = %d", m)
 	}
 }
 
-// TestHotKeysTakingTurnsAllocateNothing: keys of one shard that are hot in
-// turn (A A B B A A ...) reuse the object the previous hot key gave back,
-// so neither the shard nor the caller allocates.
+// TestHotKeysTakingTurns: keys of one shard written in turn (a b a b, as
+// CL.ALL's rules sharing a shard are) get hot together and stay boxed;
+// more keys in turn than the shard looks back on never get hot.
+func TestHotKeysTakingTurns(t *testing.T) {
+	for _, n := range []int{2, HotKeys, HotKeys + 1} {
+		s := New(Options{Shards: 1})
+		sh := s.Shard(0)
+		p := engine.GCRAParams{MaxBurst: 999, Count: 10, Period: time.Second}
+		now := int64(1.8e18)
+		op := newTakeOp(func(g *engine.GCRA) engine.Decision { return g.Take(now, p, 1) })
+		var keys [][]byte
+		for i := range n {
+			keys = append(keys, fmt.Appendf(nil, "k%d", i))
+		}
+		for round := range 10 {
+			for _, k := range keys {
+				f, _, kept := call(s, k, now, op)
+				wantBoxed := n <= HotKeys && round >= 2 // written again in round 1, boxed since
+				if f.boxed != wantBoxed || kept != (n <= HotKeys && round == 1) {
+					t.Fatalf("%d keys, round %d, %s: found boxed %v, kept %v", n, round, k, f.boxed, kept)
+				}
+			}
+		}
+		for _, k := range keys {
+			st, _, _ := sh.Get(k, now)
+			if got := st.(*engine.GCRA).Check(now, p, 0).Remaining; got != 1000-10 {
+				t.Fatalf("%d keys: %s remaining %d after 10 takes, want 990", n, k, got)
+			}
+		}
+	}
+}
+
+// TestHotKeysTakingTurnsAllocateNothing: more keys of one shard than it
+// keeps hot, each hot in turn (A A B B C C ...), reuse the object a cooled
+// key gave back, so neither the shard nor the caller allocates.
 func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
 	s := New(Options{Shards: 1})
 	sh := s.Shard(0)
 	p := engine.TokenBucketParams{Capacity: 1e9, Rate: 1, Period: time.Hour}
 	now := int64(1.8e18)
-	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	var keys [][]byte
+	for i := range HotKeys + 2 {
+		keys = append(keys, fmt.Appendf(nil, "k%d", i))
+	}
 	op := newTakeOp(func(b *engine.TokenBucket) engine.Decision { return b.Take(now, p, 1) })
 	take := func(i int) { call(s, keys[i], now, op) }
 	round := func() {
