@@ -244,6 +244,15 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		old = sh.slabs.get(f.ref)
 		if f.boxed {
 			oldBox = boxIndex(f.pay)
+			// A boxed state changed in place stays boxed without encoding
+			// it: a hot key's (see hot), and a long LOG window, which
+			// would cost O(limit) per call to encode.
+			if sh.boxes[oldBox] == st {
+				if hot := sh.isHot(f.ref); hot || st.Size() > maxInline {
+					sh.putBox(f, oldBox, key, st, exp, mark, hot)
+					return false
+				}
+			}
 		}
 	}
 	hdr := byte(st.Kind())
@@ -251,12 +260,6 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	c, inline := st, true
 	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
-	case oldBox >= 0 && sh.boxes[oldBox] == st && (sh.isHot(f.ref) || st.Size() > maxInline):
-		// A boxed state changed in place stays boxed without encoding it:
-		// a hot key's (see hot), and a long LOG window, which would cost
-		// O(limit) per call to encode.
-		inline = false
-		hot = st.Size() <= maxInline || sh.isHot(f.ref)
 	case inline && mark && f.OK && !f.boxed && sh.wroteRecently(f.ref):
 		// A key one of the last writes wrote, again: it is hot, keep its
 		// state as an object while it stays hot. The object is the one
@@ -343,22 +346,41 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			}
 		}
 	}
-	sh.mem.Add(delta)
+	if delta != 0 {
+		sh.mem.Add(delta)
+	}
+	sh.wrote(f, key, r, mark, hot)
+	return kept
+}
+
+// putBox is put for a key whose record refers to box i, which st is: a
+// hot key's or a long LOG window's state changed in place. Only the
+// record's expiry and the box's size are written.
+func (sh *Shard) putBox(f Found, i int, key []byte, st engine.State, exp int64, mark, hot bool) {
+	if size := int32(st.Size()); size != sh.boxSize[i] {
+		sh.mem.Add(int64(size - sh.boxSize[i]))
+		sh.boxSize[i] = size
+	}
+	setRecExp(sh.slabs.get(f.ref), exp)
+	sh.wrote(f, key, f.ref, mark, hot)
+}
+
+// wrote ends a put of key (found as f) that left its state in record r:
+// the change is recorded (when mark), and the write counts towards
+// telling hot keys.
+func (sh *Shard) wrote(f Found, key []byte, r ref, mark, hot bool) {
 	if mark {
 		sh.record(EventPut, key, r)
-	}
-	sh.lastRef = r
-	if mark {
 		sh.recent[sh.nrecent%HotKeys] = r
 		sh.nrecent++
 	}
+	sh.lastRef = r
 	switch {
 	case hot:
 		sh.heat(f.ref, r)
 	case f.OK && f.boxed:
 		sh.unheat(f.ref)
 	}
-	return kept
 }
 
 // HotKeys is how many keys a shard keeps hot at once, and how many of
