@@ -68,17 +68,32 @@ func windowRule(mode engine.WindowMode) func(c *Ctx, o *ops, p [][]byte) (ruleOp
 	}
 }
 
-// ruleFormOf finds the CL.ALL rule form called name.
+// ruleFormOf finds the CL.ALL rule form called name. It runs for every
+// rule of every CL.ALL, twice (the prefetch's key spec, then the parse):
+// a form is compared only when its length and first letter match.
 func ruleFormOf(name []byte) *ruleForm {
-	for i := range limiterKinds {
-		for j := range limiterKinds[i].rules {
-			if f := &limiterKinds[i].rules[j]; equalFold(name, f.name) {
-				return f
-			}
+	if len(name) == 0 {
+		return nil
+	}
+	first := name[0] &^ ('a' - 'A') // upper case, for letters
+	for _, f := range ruleForms {
+		if len(f.name) == len(name) && f.name[0] == first && equalFold(name, f.name) {
+			return f
 		}
 	}
 	return nil
 }
+
+// ruleForms are every kind's CL.ALL rule forms.
+var ruleForms = func() []*ruleForm {
+	var all []*ruleForm
+	for i := range limiterKinds {
+		for j := range limiterKinds[i].rules {
+			all = append(all, &limiterKinds[i].rules[j])
+		}
+	}
+	return all
+}()
 
 // ruleOp is an op CL.ALL can hold: its cost is set after parsing (COST
 // comes last), and it writes its rule's decision.

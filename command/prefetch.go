@@ -23,6 +23,10 @@ import (
 // warmMax bounds the keys one batch warms.
 const warmMax = 64
 
+// warmPrev is how many of a request's keys are compared with the previous
+// request's in their places.
+const warmPrev = 4
+
 // warm prefetches the keys of a batch of parsed requests (the reader's queue:
 // args back to back, counts each request's; see requestKeys for which
 // keys). It holds the locks of the shards it reads, taking them in index
@@ -33,7 +37,10 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 		return // one request (pipeline 1) runs at once: nothing to overlap
 	}
 	var hs [warmMax]uint64
-	var last []byte
+	// A key the same as the previous request's in its place (hot keys, a
+	// CL.ALL's rules on hot keys), or as the key before it, is warmed once.
+	var prev [warmPrev]uint64
+	var last uint64
 	n, requests := 0, 0
 	for _, argc := range counts {
 		keys := c.requestKeys(args[:argc])
@@ -42,13 +49,18 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 			continue
 		}
 		requests++
-		for _, key := range keys[:min(len(keys), warmMax-n)] {
-			if string(key) == string(last) {
-				continue // the previous key again (a hot key is warmed once)
+		for j, key := range keys[:min(len(keys), warmMax-n)] {
+			h := c.Store().Hash(key)
+			again := h == last
+			if j < warmPrev {
+				again = again || h == prev[j]
+				prev[j] = h
 			}
-			hs[n] = c.Store().Hash(key)
-			n++
-			last = key
+			last = h
+			if !again {
+				hs[n] = h
+				n++
+			}
 		}
 		if n == warmMax {
 			break
