@@ -47,22 +47,7 @@ func BenchmarkMemory1M(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		s := New(Options{})
-		p := engine.TokenBucketParams{Capacity: 1_000_000_000, Rate: 1, Period: time.Hour}
-		now := int64(1.8e18)
-		key := make([]byte, 0, 16)
-		for k := 0; k < n; k++ {
-			key = fmt.Appendf(key[:0], "tb:%012d", k)
-			st := &engine.TokenBucket{}
-			d := st.Take(now, p, 1)
-			s.ShardFor(key).Insert(key, st, now+int64(d.ResetAfter))
-		}
-		// Finish the growths under way, as the server's sweep does within
-		// seconds: until then a shard also holds the table it grows from.
-		for j := 0; j < s.NumShards(); j++ {
-			for sh := s.Shard(j); sh.idx.old != nil; {
-				sh.Sweep(0, 1<<16)
-			}
-		}
+		loadBuckets(s, n, 1_000_000_000, int64(1.8e18))
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/key")
@@ -103,10 +88,27 @@ func BenchmarkEvictingInsert(b *testing.B) {
 // all in use, per slot visited.
 func BenchmarkSweepLive(b *testing.B) {
 	s := New(Options{Shards: 8})
-	p := engine.TokenBucketParams{Capacity: 100, Rate: 1, Period: time.Hour}
 	now := int64(1.8e18)
+	loadBuckets(s, 300_000, 100, now)
+	b.ResetTimer()
+	const step = 2000
+	for i := 0; i < b.N; i += step {
+		sh := s.Shard(i / step % s.NumShards())
+		if sh.Sweep(now, step) != 0 {
+			b.Fatal("a live key was swept")
+		}
+	}
+}
+
+// loadBuckets inserts n token-bucket keys ("tb:" and 12 digits, as
+// bench/compare.sh makes them), each with one token taken at now from an
+// hour bucket of the given capacity, then finishes the index growths under
+// way, as the server's sweep does within seconds: until then a shard also
+// holds the table it grows from.
+func loadBuckets(s *Store, n int, capacity int64, now int64) {
+	p := engine.TokenBucketParams{Capacity: capacity, Rate: 1, Period: time.Hour}
 	key := make([]byte, 0, 16)
-	for k := 0; k < 300_000; k++ {
+	for k := 0; k < n; k++ {
 		key = fmt.Appendf(key[:0], "tb:%012d", k)
 		st := &engine.TokenBucket{}
 		d := st.Take(now, p, 1)
@@ -115,14 +117,6 @@ func BenchmarkSweepLive(b *testing.B) {
 	for j := 0; j < s.NumShards(); j++ {
 		for sh := s.Shard(j); sh.idx.old != nil; {
 			sh.Sweep(0, 1<<16)
-		}
-	}
-	b.ResetTimer()
-	const step = 2000
-	for i := 0; i < b.N; i += step {
-		sh := s.Shard(i / step % s.NumShards())
-		if sh.Sweep(now, step) != 0 {
-			b.Fatal("a live key was swept")
 		}
 	}
 }
