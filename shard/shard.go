@@ -388,22 +388,18 @@ func (sh *Shard) wrote(f Found, key []byte, r ref, mark, hot bool) {
 const HotKeys = 4
 
 // isHot reports whether record r is a hot key's.
-func (sh *Shard) isHot(r ref) bool {
-	for _, h := range sh.hot {
-		if h == r {
-			return r != 0
-		}
-	}
-	return false
-}
+func (sh *Shard) isHot(r ref) bool { return r != 0 && holds(&sh.hot, r) }
 
 // wroteRecently reports whether one of the shard's last writes wrote
 // record r. A ref whose record was freed and reused since may say yes for
 // another key: it gets hot a write early, which costs nothing.
-func (sh *Shard) wroteRecently(r ref) bool {
-	for _, w := range sh.recent {
-		if w == r {
-			return r != 0
+func (sh *Shard) wroteRecently(r ref) bool { return r != 0 && holds(&sh.recent, r) }
+
+// holds reports whether refs has r.
+func holds(refs *[HotKeys]ref, r ref) bool {
+	for _, x := range refs {
+		if x == r {
+			return true
 		}
 	}
 	return false
