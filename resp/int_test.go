@@ -29,11 +29,19 @@ func TestParseInt(t *testing.T) {
 	}
 }
 
-// TestAppendInt: integer replies match strconv's digits for every edge
-// and for random values of every length.
+// TestAppendInt: integer replies and aggregate headers match strconv's
+// digits for every edge (each power of ten and its neighbours, where the
+// digit count and the 8-digit groups change), for every value up to a
+// million and for random values of every length; appending into a buffer
+// with no room to spare grows it, and what was before is kept.
 func TestAppendInt(t *testing.T) {
-	vals := []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, -1, -2, -9, -10, -99, -100, -101,
-		math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, 1e18, -1e18}
+	vals := []int64{math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1}
+	for p := int64(1); p <= 1e18; p *= 10 {
+		vals = append(vals, p-1, p, p+1, -(p - 1), -p, -(p + 1))
+	}
+	for v := int64(-1e6); v <= 1e6; v++ {
+		vals = append(vals, v)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100000 {
 		v := rng.Int64() >> rng.IntN(63)
@@ -45,6 +53,24 @@ func TestAppendInt(t *testing.T) {
 	for _, v := range vals {
 		if got, want := string(AppendInt([]byte("x"), v)), "x:"+strconv.FormatInt(v, 10)+"\r\n"; got != want {
 			t.Fatalf("AppendInt(%d) = %q, want %q", v, got, want)
+		}
+		full := make([]byte, 3, 3)
+		copy(full, "abc")
+		if got, want := string(appendLine(full, '*', v)), "abc*"+strconv.FormatInt(v, 10)+"\r\n"; got != want {
+			t.Fatalf("appendLine(%d) on a full buffer = %q, want %q", v, got, want)
+		}
+	}
+	for _, n := range []int{0, 9, 10, 99, 12345678, 123456789} {
+		ds := strconv.Itoa(n)
+		for _, tc := range []struct{ got, want string }{
+			{string(AppendArray(nil, n)), "*" + ds + "\r\n"},
+			{string(AppendMap(nil, 3, n)), "%" + ds + "\r\n"},
+			{string(AppendSet(nil, 3, n)), "~" + ds + "\r\n"},
+			{string(AppendMap(nil, 2, n)), "*" + strconv.Itoa(2*n) + "\r\n"},
+		} {
+			if tc.got != tc.want {
+				t.Errorf("header of %d: %q, want %q", n, tc.got, tc.want)
+			}
 		}
 	}
 }

@@ -48,15 +48,13 @@ func (w *Writer) Verbatim(text string) { w.Buf = AppendVerbatim(w.Buf, w.Proto, 
 // AppendInt appends an integer reply; single digits, the most common
 // values in limiter replies, skip the conversion.
 func AppendInt(b []byte, n int64) []byte {
-	if n >= 0 && n < 10 {
+	if uint64(n) < 10 {
 		return append(b, ':', byte('0'+n), '\r', '\n')
 	}
 	if n == -1 { // an admitted decision's retry_after
 		return append(b, ":-1\r\n"...)
 	}
-	b = append(b, ':')
-	b = strconv.AppendInt(b, n, 10)
-	return append(b, '\r', '\n')
+	return appendLine(b, ':', n)
 }
 
 func AppendBulk(b []byte, s []byte) []byte       { return redcon.AppendBulk(b, s) }
@@ -65,9 +63,7 @@ func AppendArray(b []byte, n int) []byte {
 	if n >= 0 && n < 10 {
 		return append(b, '*', byte('0'+n), '\r', '\n')
 	}
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(n), 10)
-	return append(b, '\r', '\n')
+	return appendLine(b, '*', int64(n))
 }
 
 func AppendOK(b []byte) []byte { return append(b, "+OK\r\n"...) }
@@ -114,9 +110,7 @@ func AppendNullArray(b []byte, proto int) []byte {
 // AppendMap starts a map of n pairs (a flat array of 2n in RESP2).
 func AppendMap(b []byte, proto, n int) []byte {
 	if proto == 3 {
-		b = append(b, '%')
-		b = strconv.AppendInt(b, int64(n), 10)
-		return append(b, '\r', '\n')
+		return appendLine(b, '%', int64(n))
 	}
 	return AppendArray(b, 2*n)
 }
@@ -124,9 +118,7 @@ func AppendMap(b []byte, proto, n int) []byte {
 // AppendSet starts a set of n elements (an array in RESP2).
 func AppendSet(b []byte, proto, n int) []byte {
 	if proto == 3 {
-		b = append(b, '~')
-		b = strconv.AppendInt(b, int64(n), 10)
-		return append(b, '\r', '\n')
+		return appendLine(b, '~', int64(n))
 	}
 	return AppendArray(b, n)
 }
