@@ -48,10 +48,10 @@ func ParseInt(b []byte) (int64, bool) {
 
 // appendLine appends prefix, n in decimal and CRLF: an integer reply or an
 // aggregate's header. The digits are made eight at a time in one word
-// (digits8) and stored whole, which costs a third of strconv's two-digit
-// loop and copy; CL.ALL's reply carries 16 integers, most of them 7 to
-// 10 digits long. It may write past the returned length (within b's
-// capacity), as any later append may.
+// (digits8) and stored whole, not two at a time through strconv and a
+// copy: CL.ALL's reply carries 16 integers, most of them 7 to 10 digits
+// long. It may write past the returned length (within b's capacity), as
+// any later append may.
 func appendLine(b []byte, prefix byte, n int64) []byte {
 	const room = 32 // prefix, sign, 20 digits, CRLF, and the last store's overhang
 	if cap(b)-len(b) < room {
