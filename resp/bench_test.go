@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"testing"
 
@@ -64,14 +65,15 @@ func benchServer(b *testing.B, serverSide net.Conn) *resp.Server {
 	return s
 }
 
-// roundTrip writes batch and reads the 16 replies: every reply is an array
-// of five integers, six lines, so 96 line feeds end the batch.
-func roundTrip(b *testing.B, conn net.Conn, batch, buf []byte) {
+// roundTrip writes batch and reads the 16 replies, replyLines lines each
+// (six for a limiter's array of five integers, twenty for CL.ALL's
+// three rules).
+func roundTrip(b *testing.B, conn net.Conn, batch, buf []byte, replyLines int) {
 	if _, err := conn.Write(batch); err != nil {
 		b.Fatal(err)
 	}
 	lines := 0
-	for lines < 16*6 {
+	for lines < 16*replyLines {
 		n, err := conn.Read(buf)
 		if err != nil {
 			b.Fatal(err)
@@ -81,24 +83,24 @@ func roundTrip(b *testing.B, conn net.Conn, batch, buf []byte) {
 		}
 		lines += bytes.Count(buf[:n], []byte{'\n'})
 	}
-	if lines != 16*6 {
-		b.Fatalf("read %d reply lines, want %d", lines, 16*6)
+	if lines != 16*replyLines {
+		b.Fatalf("read %d reply lines, want %d", lines, 16*replyLines)
 	}
 }
 
-func benchPipeline16(b *testing.B, client net.Conn, batches [][]byte) {
+func benchPipeline16(b *testing.B, client net.Conn, batches [][]byte, replyLines int) {
 	buf := make([]byte, 64<<10)
 	// Create the keys and grow the buffers first: the steady state is
 	// measured, not the first touch.
 	for _, batch := range batches {
-		roundTrip(b, client, batch, buf)
+		roundTrip(b, client, batch, buf, replyLines)
 	}
 	b.SetBytes(int64(len(batches[0])))
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
 	for b.Loop() {
-		roundTrip(b, client, batches[i], buf)
+		roundTrip(b, client, batches[i], buf, replyLines)
 		i++
 		if i == len(batches) {
 			i = 0
@@ -134,7 +136,7 @@ func BenchmarkPipeline16(b *testing.B) {
 			s := benchServer(b, server)
 			defer s.Wait()
 			defer client.Close()
-			benchPipeline16(b, client, pipelineBatches(hot))
+			benchPipeline16(b, client, pipelineBatches(hot), 6)
 		})
 	}
 }
@@ -159,7 +161,59 @@ func BenchmarkPipeline16TCP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer client.Close()
-			benchPipeline16(b, client, pipelineBatches(hot))
+			benchPipeline16(b, client, pipelineBatches(hot), 6)
 		})
+	}
+}
+
+// BenchmarkRandomTCP compares CL.ALL with three rules to a single-key
+// command through the whole server over loopback TCP, on hot keys and on
+// 100,000 random keys per key position (as redis-benchmark -r draws them),
+// with the parameters of bench/compare.sh (states expire at once, so
+// random keys are revived or re-created). 2,048 pre-built batches of 16
+// requests are sent in turn on one connection; ns/cmd is wall time, the
+// client's included. Against BenchmarkBatch in package command it shows
+// what the server adds per request: the parse, the loop, the syscalls.
+func BenchmarkRandomTCP(b *testing.B) {
+	for _, tc := range []struct {
+		name       string
+		replyLines int
+		request    func(key func(prefix string) string) []byte
+	}{
+		{"tokenbucket", 6, func(key func(string) string) []byte {
+			return benchCmd("CL.TOKENBUCKET", key("tb"), "1000000", "1000000", "1")
+		}},
+		{"all3", 20, func(key func(string) string) []byte {
+			return benchCmd("CL.ALL", "3", "TOKENBUCKET", key("au"), "1000000", "1000000", "1",
+				"THROTTLE", key("ai"), "1000000", "1000000", "1", "FIXED", key("ar"), "1000000000", "60")
+		}},
+	} {
+		for _, keys := range []int{1, 100000} {
+			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				key := func(prefix string) string { return fmt.Sprintf("%s:%012d", prefix, rng.IntN(keys)) }
+				batches := make([][]byte, 2048)
+				if keys == 1 {
+					batches = batches[:1]
+				}
+				for j := range batches {
+					for range 16 {
+						batches[j] = append(batches[j], tc.request(key)...)
+					}
+				}
+				s := newServer(resp.Config{})
+				if err := s.Listen("127.0.0.1:0"); err != nil {
+					b.Fatal(err)
+				}
+				go s.Serve()
+				defer s.Close(0)
+				client, err := net.Dial("tcp", s.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer client.Close()
+				benchPipeline16(b, client, batches, tc.replyLines)
+			})
+		}
 	}
 }
