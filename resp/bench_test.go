@@ -65,6 +65,25 @@ func benchServer(b *testing.B, serverSide net.Conn) *resp.Server {
 	return s
 }
 
+// benchTCP starts a server on a loopback port, through its own accept
+// loop, and returns a client connected to it; both close when the
+// benchmark ends.
+func benchTCP(b *testing.B) net.Conn {
+	b.Helper()
+	s := newServer(resp.Config{})
+	if err := s.Listen("127.0.0.1:0"); err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve()
+	b.Cleanup(func() { s.Close(0) })
+	client, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	return client
+}
+
 // roundTrip writes batch and reads the 16 replies, replyLines lines each
 // (six for a limiter's array of five integers, twenty for CL.ALL's
 // three rules).
@@ -150,18 +169,7 @@ func BenchmarkPipeline16TCP(b *testing.B) {
 			name = "keys=hot"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := newServer(resp.Config{})
-			if err := s.Listen("127.0.0.1:0"); err != nil {
-				b.Fatal(err)
-			}
-			go s.Serve()
-			defer s.Close(0)
-			client, err := net.Dial("tcp", s.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer client.Close()
-			benchPipeline16(b, client, pipelineBatches(hot), 6)
+			benchPipeline16(b, benchTCP(b), pipelineBatches(hot), 6)
 		})
 	}
 }
@@ -201,18 +209,7 @@ func BenchmarkRandomTCP(b *testing.B) {
 						batches[j] = append(batches[j], tc.request(key)...)
 					}
 				}
-				s := newServer(resp.Config{})
-				if err := s.Listen("127.0.0.1:0"); err != nil {
-					b.Fatal(err)
-				}
-				go s.Serve()
-				defer s.Close(0)
-				client, err := net.Dial("tcp", s.Addr().String())
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer client.Close()
-				benchPipeline16(b, client, batches, tc.replyLines)
+				benchPipeline16(b, benchTCP(b), batches, tc.replyLines)
 			})
 		}
 	}
