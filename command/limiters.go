@@ -75,9 +75,10 @@ func ruleFormOf(name []byte) *ruleForm {
 	if len(name) == 0 {
 		return nil
 	}
-	first := name[0] &^ ('a' - 'A') // upper case, for letters
+	const upper = ^byte('a' - 'A') // clears a letter's case bit
+	first := name[0] & upper
 	for _, f := range ruleForms {
-		if len(f.name) == len(name) && f.name[0] == first && equalFold(name, f.name) {
+		if len(f.name) == len(name) && f.name[0]&upper == first && equalFold(name, f.name) {
 			return f
 		}
 	}

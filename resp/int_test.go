@@ -54,7 +54,7 @@ func TestAppendInt(t *testing.T) {
 		if got, want := string(AppendInt([]byte("x"), v)), "x:"+strconv.FormatInt(v, 10)+"\r\n"; got != want {
 			t.Fatalf("AppendInt(%d) = %q, want %q", v, got, want)
 		}
-		full := make([]byte, 3, 3)
+		full := make([]byte, 3) // no spare capacity
 		copy(full, "abc")
 		if got, want := string(appendLine(full, '*', v)), "abc*"+strconv.FormatInt(v, 10)+"\r\n"; got != want {
 			t.Fatalf("appendLine(%d) on a full buffer = %q, want %q", v, got, want)
