@@ -62,24 +62,42 @@ func parseAll(c *Ctx, args [][]byte) string {
 	return ""
 }
 
+// guess reports whether args could be the remembered request but for
+// its keys, by their count alone, with its name CL.ALL: then its keys are
+// likely at keyAt (a prefetch's guess; repeats tells for sure).
+func (a *allScratch) guess(args [][]byte) bool {
+	return a.nargs != 0 && len(args) == a.nargs && equalFold(args[0], "CL.ALL")
+}
+
 // repeats reports whether the request (args, read as raw) is the
 // remembered one but for the keys: every stretch between its keys holds
 // the same bytes. A stretch includes its arguments' length headers, and
 // the reader splits the same bytes into the same arguments, so the
 // arguments are the same.
 func (a *allScratch) repeats(args [][]byte, raw []byte, logMax int64) bool {
-	if a.nargs == 0 || len(args) != a.nargs || logMax != a.logMax {
+	if a.nargs == 0 || len(args) != a.nargs || logMax != a.logMax || raw == nil {
 		return false
 	}
-	start := 0
-	for k := 0; k <= len(a.keyAt); k++ {
-		s, ok := stretch(args, raw, a.keyAt, k)
-		if !ok || string(s) != string(a.same[start:a.ends[k]]) {
+	// The stretches, as stretch cuts them, inline: this runs for every
+	// CL.ALL. An argument not in raw makes its bound fail the checks.
+	lo, ok := argEnd(raw, args[0])
+	if !ok {
+		return false
+	}
+	from := 0
+	for k, at := range a.keyAt {
+		hi, ok := argEnd(raw, args[at-1])
+		hi += 2
+		to := a.ends[k]
+		if !ok || lo > hi || hi > len(raw) || string(raw[lo:hi]) != string(a.same[from:to]) {
 			return false
 		}
-		start = a.ends[k]
+		if lo, ok = argEnd(raw, args[at]); !ok {
+			return false
+		}
+		from = to
 	}
-	return true
+	return string(raw[lo:]) == string(a.same[from:])
 }
 
 // remember keeps what repeats compares a later request with; parseRules

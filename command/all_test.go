@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -339,6 +340,20 @@ func TestAllRepeatedRules(t *testing.T) {
 	args, raw := asRead([][]byte{[]byte("CL.ALL"), []byte("1"), []byte("FIXED"), []byte("k"), []byte("5\r\n$2\r\n1m"), []byte("1m")})
 	if a.all.repeats(args, raw, logMax) {
 		t.Error("repeats across a changed argument split")
+	}
+	// An argument bounding a stretch (the name, a key, the one before a
+	// key) that does not lie in raw repeats nothing.
+	parse("CL.ALL 1 FIXED k 5 1m")
+	args, raw = asRead(argsOf(strings.Fields("CL.ALL 1 FIXED k 5 1m")...))
+	if !a.all.repeats(args, raw, logMax) {
+		t.Error("the same request does not repeat")
+	}
+	for _, i := range []int{0, 2, 3} {
+		moved := slices.Clone(args)
+		moved[i] = slices.Clone(args[i])
+		if a.all.repeats(moved, raw, logMax) {
+			t.Errorf("repeats with argument %d not in the request's bytes", i)
+		}
 	}
 	parse("CL.ALL 1 FIXED k 5 1m")
 	a.exec(argsOf(strings.Fields("CL.ALL 1 FIXED k 5 1m")...)) // not as read

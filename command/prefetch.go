@@ -115,7 +115,16 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 func (c *Ctx) requestKeys(args [][]byte) [][]byte {
 	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
-	if cmd != nil {
+	switch {
+	case cmd == nil:
+	case cmd.Keys.Movable && c.all.guess(args):
+		// A CL.ALL with as many arguments as the last one this connection
+		// ran: its keys are guessed where that one's were, without parsing
+		// its rules. A wrong guess only warms the wrong lines.
+		for _, at := range c.all.keyAt {
+			keys = append(keys, args[at])
+		}
+	default:
 		keys = cmd.keysOf(args, keys)
 	}
 	if cap(keys) <= warmMax {

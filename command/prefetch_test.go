@@ -41,6 +41,22 @@ func TestRequestKeys(t *testing.T) {
 			t.Errorf("requestKeys(%q) = %q; want %q", tc.args, got, tc.keys)
 		}
 	}
+
+	// After a CL.ALL as read, one with as many arguments has its keys
+	// guessed where that one's were; one with another count is parsed.
+	c.Exec(asRead(argsOf(strings.Fields("CL.ALL 2 FIXED a 1 1h THROTTLE b 1 1 1")...)))
+	c.EndBatch()
+	for args, want := range map[string]string{
+		"cl.all 2 FIXED x 5 1m THROTTLE y 2 2 2":          "x y",
+		"CL.ALL 2 THROTTLE x 1 1 1 FIXED y 1 1h":          "x FIXED", // a guess: the count matches
+		"CL.ALL 2 FIXED x 5 1m THROTTLE y 2 2 2 COST 2":   "x y",
+		"CL.ALL 3 FIXED x 5 1m FIXED y 2 2m FIXED z 1 1h": "x y z",
+	} {
+		keys := c.requestKeys(argsOf(strings.Fields(args)...))
+		if got := string(bytes.Join(keys, []byte(" "))); got != want {
+			t.Errorf("after a CL.ALL, requestKeys(%q) = %q; want %q", args, got, want)
+		}
+	}
 }
 
 // parsedBatch returns what a batch-mode Reader queues for in: the requests'

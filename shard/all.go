@@ -116,9 +116,11 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 			return false, WrongType
 		}
 		r.gen = sh.idx.gen
-		if c, ok := r.st.(engine.Copier); ok && r.boxed {
-			if save := sh.multiScratch(r.slot).For(r.Op.Kind(), nil); c.CopyTo(save) {
-				r.saved = save // nil until now: UpdateAll clears it after every call
+		if r.boxed {
+			if c, ok := r.st.(engine.Copier); ok {
+				if save := sh.multiScratch(r.slot).For(r.Op.Kind(), nil); c.CopyTo(save) {
+					r.saved = save // nil until now: UpdateAll clears it after every call
+				}
 			}
 		}
 		d, changed, ok := r.Op.Run(r.st, now, !r.boxed || r.saved != nil)
