@@ -69,8 +69,9 @@ func windowRule(mode engine.WindowMode) func(c *Ctx, o *ops, p [][]byte) (ruleOp
 }
 
 // ruleFormOf finds the CL.ALL rule form called name. It runs for every
-// rule of every CL.ALL, twice (the prefetch's key spec, then the parse):
-// a form is compared only when its length and first letter match.
+// rule of a CL.ALL that is parsed, not repeated (in the key spec, then in
+// the parse): a form is compared only when its length and first letter
+// match.
 func ruleFormOf(name []byte) *ruleForm {
 	if len(name) == 0 {
 		return nil

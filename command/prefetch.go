@@ -110,8 +110,10 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 }
 
 // requestKeys returns the keys of a request by its command's key spec in the
-// table (Command.keysOf, as ACL checks and COMMAND GETKEYS find them). The slice is the connection's scratch, valid until
-// the next call.
+// table (Command.keysOf, as ACL checks and COMMAND GETKEYS find them), or
+// for a CL.ALL shaped as the connection's last one, where that one had
+// them (a guess: see allScratch.guess). The slice is the connection's
+// scratch, valid until the next call.
 func (c *Ctx) requestKeys(args [][]byte) [][]byte {
 	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
