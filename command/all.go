@@ -71,33 +71,12 @@ func (a *allScratch) guess(args [][]byte) bool {
 
 // repeats reports whether the request (args, read as raw) is the
 // remembered one but for the keys: every stretch between its keys holds
-// the same bytes. A stretch includes its arguments' length headers, and
-// the reader splits the same bytes into the same arguments, so the
-// arguments are the same.
+// the same bytes.
 func (a *allScratch) repeats(args [][]byte, raw []byte, logMax int64) bool {
-	if a.nargs == 0 || len(args) != a.nargs || logMax != a.logMax || raw == nil {
+	if a.nargs == 0 || len(args) != a.nargs || logMax != a.logMax {
 		return false
 	}
-	// The stretches, as stretch cuts them, inline: this runs for every
-	// CL.ALL. An argument not in raw makes its bound fail the checks.
-	lo, ok := argEnd(raw, args[0])
-	if !ok {
-		return false
-	}
-	from := 0
-	for k, at := range a.keyAt {
-		hi, ok := argEnd(raw, args[at-1])
-		hi += 2
-		to := a.ends[k]
-		if !ok || lo > hi || hi > len(raw) || string(raw[lo:hi]) != string(a.same[from:to]) {
-			return false
-		}
-		if lo, ok = argEnd(raw, args[at]); !ok {
-			return false
-		}
-		from = to
-	}
-	return string(raw[lo:]) == string(a.same[from:])
+	return a.stretches(args, raw, false)
 }
 
 // remember keeps what repeats compares a later request with; parseRules
@@ -105,43 +84,49 @@ func (a *allScratch) repeats(args [][]byte, raw []byte, logMax int64) bool {
 // inline, or queued by MULTI) leaves nothing to reuse.
 func (a *allScratch) remember(args [][]byte, raw []byte, logMax int64) {
 	a.same, a.ends = a.same[:0], a.ends[:0]
-	for k := 0; k <= len(a.keyAt); k++ {
-		s, ok := stretch(args, raw, a.keyAt, k)
-		if !ok {
-			return
-		}
-		a.same = append(a.same, s...)
-		a.ends = append(a.ends, len(a.same))
+	if a.stretches(args, raw, true) {
+		a.nargs, a.logMax = len(args), logMax
 	}
-	a.nargs, a.logMax = len(args), logMax
 }
 
-// stretch returns the k-th stretch of raw between the keys at keyAt: from
-// the end of the key before it (of the command's name for the first)
-// through the two bytes after the argument before key k, where key k's
-// header starts (through raw's end for the last). ok is false when the
-// arguments do not lie in raw.
-func stretch(args [][]byte, raw []byte, keyAt []int, k int) (s []byte, ok bool) {
+// stretches walks the stretches of raw between the request's keys (at
+// keyAt): from the end of the key before (of the command's name for the
+// first) through the two bytes after the argument before the next key,
+// where that key's header starts (through raw's end for the last). A
+// stretch includes its arguments' length headers, and the reader splits
+// the same bytes into the same arguments, so the same stretches mean the
+// same arguments. With keep it appends them to same (each ending at ends);
+// otherwise it reports whether each equals the one kept. It is false when
+// an argument does not lie in raw.
+func (a *allScratch) stretches(args [][]byte, raw []byte, keep bool) bool {
+	lo, ok := argEnd(raw, args[0])
 	from := 0
-	if k > 0 {
-		from = keyAt[k-1]
-	}
-	lo, ok := argEnd(raw, args[from])
-	if !ok {
-		return nil, false
-	}
-	hi := len(raw)
-	if k < len(keyAt) {
-		e, ok := argEnd(raw, args[keyAt[k]-1])
-		if !ok {
-			return nil, false
+	for k := 0; ok && k <= len(a.keyAt); k++ {
+		hi, next := len(raw), 0
+		if k < len(a.keyAt) {
+			at := a.keyAt[k]
+			var nextOK bool
+			hi, ok = argEnd(raw, args[at-1])
+			hi += 2
+			next, nextOK = argEnd(raw, args[at])
+			ok = ok && nextOK
 		}
-		hi = e + 2
+		if !ok || lo > hi || hi > len(raw) {
+			return false
+		}
+		if keep {
+			a.same = append(a.same, raw[lo:hi]...)
+			a.ends = append(a.ends, len(a.same))
+		} else {
+			to := a.ends[k]
+			if string(raw[lo:hi]) != string(a.same[from:to]) {
+				return false
+			}
+			from = to
+		}
+		lo = next
 	}
-	if lo > hi || hi > len(raw) {
-		return nil, false
-	}
-	return raw[lo:hi], true
+	return ok
 }
 
 // argEnd returns where arg ends in raw, when it lies in raw.

@@ -25,6 +25,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -388,22 +389,12 @@ func (sh *Shard) wrote(f Found, key []byte, r ref, mark, hot bool) {
 const HotKeys = 4
 
 // isHot reports whether record r is a hot key's.
-func (sh *Shard) isHot(r ref) bool { return r != 0 && holds(&sh.hot, r) }
+func (sh *Shard) isHot(r ref) bool { return r != 0 && slices.Contains(sh.hot[:], r) }
 
 // wroteRecently reports whether one of the shard's last writes wrote
 // record r. A ref whose record was freed and reused since may say yes for
 // another key: it gets hot a write early, which costs nothing.
-func (sh *Shard) wroteRecently(r ref) bool { return r != 0 && holds(&sh.recent, r) }
-
-// holds reports whether refs has r.
-func holds(refs *[HotKeys]ref, r ref) bool {
-	for _, x := range refs {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
+func (sh *Shard) wroteRecently(r ref) bool { return r != 0 && slices.Contains(sh.recent[:], r) }
 
 // heat puts record r, a hot key's (formerly at old), first in the hot
 // list. The list has room: a key getting hot cooled the last one first.
