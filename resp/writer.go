@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/redcon"
@@ -60,7 +59,7 @@ func AppendInt(b []byte, n int64) []byte {
 func AppendBulk(b []byte, s []byte) []byte       { return redcon.AppendBulk(b, s) }
 func AppendBulkString(b []byte, s string) []byte { return redcon.AppendBulkString(b, s) }
 func AppendArray(b []byte, n int) []byte {
-	if n >= 0 && n < 10 {
+	if uint(n) < 10 {
 		return append(b, '*', byte('0'+n), '\r', '\n')
 	}
 	return appendLine(b, '*', int64(n))
@@ -140,15 +139,12 @@ func AppendBool(b []byte, proto int, v bool) []byte {
 // (a bulk string in RESP2), as Redis answers INFO and CLIENT INFO.
 func AppendVerbatim[T string | []byte](b []byte, proto int, text T) []byte {
 	if proto == 3 {
-		b = append(b, '=')
-		b = strconv.AppendInt(b, int64(len(text)+4), 10)
-		b = append(b, "\r\ntxt:"...)
+		b = appendLine(b, '=', int64(len(text)+4))
+		b = append(b, "txt:"...)
 		b = append(b, text...)
 		return append(b, '\r', '\n')
 	}
-	b = append(b, '$')
-	b = strconv.AppendInt(b, int64(len(text)), 10)
-	b = append(b, '\r', '\n')
+	b = appendLine(b, '$', int64(len(text)))
 	b = append(b, text...)
 	return append(b, '\r', '\n')
 }
