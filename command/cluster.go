@@ -227,7 +227,9 @@ func clusterContainer() *Command {
 		}, s.args...)
 		sc.Group, sc.Since = "cluster", "3.0.0"
 		if s.name == "forget" {
-			sc.Flags = append(sc.Flags, "admin")
+			// It asks etcd (up to 2 s): inside EXEC, which holds every
+			// shard lock, every decision would wait for it.
+			sc.Flags = append(sc.Flags, "admin", "no_multi")
 			sc.ACL = append(sc.ACL, "admin", "dangerous")
 		}
 		if s.name == "reload" {

@@ -296,6 +296,19 @@ func TestEtcdForget(t *testing.T) {
 	if err := survivor.Do(ctx, "CLUSTER", "FORGET", strings.Repeat("a", 40)).Err(); err == nil || !strings.Contains(err.Error(), "Unknown node") {
 		t.Fatalf("CLUSTER FORGET of an unknown node: %v", err)
 	}
+	// Not inside a transaction: it waits on etcd, and EXEC holds every
+	// shard lock meanwhile.
+	tx := survivor.Conn()
+	if v, err := tx.Do(ctx, "MULTI").Result(); err != nil || v != "OK" {
+		t.Fatalf("MULTI = %v %v", v, err)
+	}
+	if err := tx.Do(ctx, "CLUSTER", "FORGET", victimID).Err(); err == nil || err.Error() != "ERR Command not allowed inside a transaction" {
+		t.Fatalf("CLUSTER FORGET in MULTI: %v", err)
+	}
+	if err := tx.Do(ctx, "EXEC").Err(); err == nil || !strings.HasPrefix(err.Error(), "EXECABORT") {
+		t.Fatalf("EXEC after CLUSTER FORGET: %v", err)
+	}
+	tx.Close()
 	// Refused while its lease lasts (it is registered until then).
 	eventually(t, "CLUSTER FORGET of the dead primary to be accepted", func() bool {
 		err := survivor.Do(ctx, "CLUSTER", "FORGET", victimID).Err()
