@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -486,7 +487,13 @@ func startLoad(t *testing.T, c *rlCluster, n, nkeys int) *load {
 	}
 	l := &load{keys: keys, stop: make(chan struct{}), sent: map[string]int64{}, rounds: make([]int64, n), workers: n}
 	for w := range n {
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}}) // default MaxRedirects (3)
+		hops := &hopLog{}
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.Nodes[0].Addr}, // default MaxRedirects (3)
+			NewClient: func(opt *redis.Options) *redis.Client {
+				rdb := redis.NewClient(opt)
+				rdb.AddHook(hops.on(opt.Addr))
+				return rdb
+			}})
 		t.Cleanup(func() { cc.Close() })
 		l.wg.Add(1)
 		go func() {
@@ -499,10 +506,11 @@ func startLoad(t *testing.T, c *rlCluster, n, nkeys int) *load {
 					default:
 					}
 					k := l.keys[i]
+					hops.reset()
 					r, err := cc.Do(ctx, "CL.TOKENBUCKET", k, "100000", "1", "24h").Int64Slice()
 					l.mu.Lock()
 					if err != nil || r[0] != 1 {
-						l.errs = append(l.errs, fmt.Errorf("CL.TOKENBUCKET %s: %v %v", k, r, err))
+						l.errs = append(l.errs, fmt.Errorf("CL.TOKENBUCKET %s: %v %v (the nodes asked: %s)", k, r, err, hops))
 					} else {
 						l.sent[k]++
 					}
@@ -516,6 +524,62 @@ func startLoad(t *testing.T, c *rlCluster, n, nkeys int) *load {
 	}
 	t.Cleanup(l.halt)
 	return l
+}
+
+// hopLog records the nodes one client's command went to and what each
+// answered, so that a failure under load shows its redirects.
+type hopLog struct {
+	mu   sync.Mutex
+	hops []string
+}
+
+func (h *hopLog) reset() {
+	h.mu.Lock()
+	h.hops = h.hops[:0]
+	h.mu.Unlock()
+}
+
+func (h *hopLog) add(addr string, cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		if n := c.Name(); n != "cl.tokenbucket" && n != "asking" {
+			continue // the client's own: HELLO, CLIENT, COMMAND, CLUSTER SLOTS
+		}
+		h.hops = append(h.hops, fmt.Sprintf("%s %s: %v", addr, c.Name(), c.Err()))
+	}
+}
+
+func (h *hopLog) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.hops, "; ")
+}
+
+// on returns the hook for the node at addr.
+func (h *hopLog) on(addr string) redis.Hook { return hopHook{h, addr} }
+
+type hopHook struct {
+	h    *hopLog
+	addr string
+}
+
+func (k hopHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (k hopHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		k.h.add(k.addr, cmd)
+		return err
+	}
+}
+
+func (k hopHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		k.h.add(k.addr, cmds...)
+		return err
+	}
 }
 
 func (l *load) halt() {
