@@ -539,14 +539,21 @@ func (h *hopLog) reset() {
 	h.mu.Unlock()
 }
 
-func (h *hopLog) add(addr string, cmds ...redis.Cmder) {
+// add records what the node at addr answered to cmds: err for a single
+// command (the client sets the command's own error only after its hooks
+// return), each command's error for a pipeline.
+func (h *hopLog) add(addr string, err error, cmds ...redis.Cmder) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, c := range cmds {
 		if n := c.Name(); n != "cl.tokenbucket" && n != "asking" {
 			continue // the client's own: HELLO, CLIENT, COMMAND, CLUSTER SLOTS
 		}
-		h.hops = append(h.hops, fmt.Sprintf("%s %s: %v", addr, c.Name(), c.Err()))
+		e := err
+		if len(cmds) > 1 {
+			e = c.Err()
+		}
+		h.hops = append(h.hops, fmt.Sprintf("%s %s: %v", addr, c.Name(), e))
 	}
 }
 
@@ -569,7 +576,7 @@ func (k hopHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (k hopHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		k.h.add(k.addr, cmd)
+		k.h.add(k.addr, err, cmd)
 		return err
 	}
 }
@@ -577,7 +584,7 @@ func (k hopHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (k hopHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		k.h.add(k.addr, cmds...)
+		k.h.add(k.addr, err, cmds...)
 		return err
 	}
 }
