@@ -40,6 +40,9 @@ type State struct {
 	gate    atomic.Pointer[Gate]
 	leaving atomic.Bool
 	watches []func(old, new *View)
+
+	chMu    sync.Mutex
+	changed chan struct{} // closed at the next change (see Changed)
 }
 
 // NewStatic reads the static topology file and finds the node announced at
@@ -106,7 +109,32 @@ func (s *State) Fenced() bool {
 
 // Leave fences the node for good: it is shutting down, and must serve no
 // key once another node may be given its slots.
-func (s *State) Leave() { s.leaving.Store(true) }
+func (s *State) Leave() {
+	s.leaving.Store(true)
+	s.notify()
+}
+
+// Changed returns a channel closed at the next change of how slots are
+// served here: a new view, a new gate, the node leaving. A command held
+// while its slot moves (see command's holdMoving) waits on it.
+func (s *State) Changed() <-chan struct{} {
+	s.chMu.Lock()
+	defer s.chMu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// notify closes the channel Changed returned.
+func (s *State) notify() {
+	s.chMu.Lock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+	s.chMu.Unlock()
+}
 
 // Orphan makes the node serve nothing, in a view of the given version: a
 // topology of that version no longer names it (another node took its
@@ -127,6 +155,7 @@ func (s *State) Orphan(version int64) bool {
 	for _, fn := range s.watches {
 		fn(old, v)
 	}
+	s.notify()
 	return true
 }
 
@@ -170,6 +199,7 @@ func (s *State) Adopt(t *Topology) (bool, error) {
 	for _, fn := range s.watches {
 		fn(old, v)
 	}
+	s.notify()
 	return true, nil
 }
 
@@ -184,7 +214,10 @@ type Gate struct {
 }
 
 // SetGate replaces the gate (nil: none).
-func (s *State) SetGate(g *Gate) { s.gate.Store(g) }
+func (s *State) SetGate(g *Gate) {
+	s.gate.Store(g)
+	s.notify()
+}
 
 // Gate returns the gate, nil when no slot is on the move here.
 func (s *State) Gate() *Gate { return s.gate.Load() }

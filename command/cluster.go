@@ -357,6 +357,49 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 	return resp.ErrMoved(slot, p.Addr())
 }
 
+// holdMoving holds a command that found its key's slot frozen: the slot
+// is being handed to another node, for the few milliseconds the last
+// changes, the report to etcd and the handover take. Instead of
+// TRYAGAIN, which a client retries a bounded number of times with
+// backoff (go-redis: three redirects in all), the connection blocks until
+// the move ends, and the command runs again, routed anew: the decision
+// here if the move was abandoned, ASK once the slot is handed over, MOVED
+// once the topology gives it away. Only after cfg.MoveHold does it answer
+// TRYAGAIN. The connection's later requests wait behind it, in order.
+func (c *Ctx) holdMoving(cmd *Command, args [][]byte) {
+	c.moving = false
+	st := c.h.cfg.Cluster
+	c.W.Block(func(gone <-chan struct{}) {
+		timeout := time.NewTimer(c.h.cfg.MoveHold)
+		defer timeout.Stop()
+		for last := false; ; {
+			changed := st.Changed() // before the check: no change is missed
+			c.now = 0               // decided when it runs
+			c.beginCommand(cmd, args)
+			if msg := c.route(cmd, args); msg != "" {
+				c.reject(msg)
+			} else if c.run(cmd, args); c.moving {
+				c.moving = false
+				if !last {
+					c.endBatch()
+					select {
+					case <-changed:
+					case <-timeout.C:
+						last = true
+					case <-gone:
+						return
+					}
+					continue
+				}
+				c.reject(resp.ErrTryAgain)
+			}
+			c.endBatch()
+			c.now = 0
+			return
+		}
+	})
+}
+
 // online reports whether a replica is listed by CLUSTER SLOTS and shown
 // healthy by CLUSTER SHARDS: one of this node's shard when replication says
 // it is synchronised (a replica knows that of itself); one of another

@@ -23,6 +23,7 @@ type Ctx struct {
 	slotKey []byte
 	slot    int
 	inExec  bool       // EXEC holds every shard lock, through txn
+	moving  bool       // the command found its key's slot frozen (see notDone)
 	txn     shard.View // EXEC's view (see keys)
 	// raw is the running request as read, its arguments aliasing it
 	// (resp.Reader.Raw), while Exec runs it; nil otherwise (inline
@@ -211,6 +212,9 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	s.last = cmd
 	c.run(cmd, args)
+	if c.moving {
+		c.holdMoving(cmd, args)
+	}
 	// CLIENT CACHING YES covers the next command, or the transaction it
 	// starts, as in Redis.
 	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && cmd.Name != "client|caching" {

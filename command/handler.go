@@ -63,6 +63,10 @@ type Config struct {
 	// Slowlog configures SLOWLOG and the latency monitor; nil means
 	// Redis's defaults.
 	Slowlog *SlowlogConfig
+	// MoveHold bounds how long a command whose key's slot is being handed
+	// to another node waits for the handover before answering TRYAGAIN
+	// (see holdMoving). Default 1 s.
+	MoveHold time.Duration
 }
 
 // SlowlogConfig is the slow log's and latency monitor's configuration, as
@@ -130,6 +134,9 @@ type Handler struct {
 func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
 	if cfg.LogMaxLimit <= 0 {
 		cfg.LogMaxLimit = 10000
+	}
+	if cfg.MoveHold <= 0 {
+		cfg.MoveHold = time.Second
 	}
 	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now()}
 	pass := cfg.RequirePass

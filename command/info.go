@@ -122,7 +122,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 			{"maxclients", i64(c.srv.MaxClients())},
 			{"client_recent_max_input_buffer", "0"},
 			{"client_recent_max_output_buffer", "0"},
-			{"blocked_clients", "0"},
+			{"blocked_clients", i64(c.srv.Blocked())},
 			{"tracking_clients", "0"},
 			{"clients_in_timeout_table", "0"},
 		}

@@ -51,7 +51,7 @@ func cmdDel(c *Ctx, args [][]byte) {
 	}
 	if moving {
 		// Keys of one slot (cluster mode): none was removed.
-		c.err(resp.ErrTryAgain)
+		c.notDone(shard.Moving)
 		return
 	}
 	c.W.Int(n)

@@ -244,11 +244,16 @@ func (c *Ctx) reply(d engine.Decision, st shard.Status, form func([]byte, engine
 	c.W.Buf = form(c.W.Buf, d)
 }
 
-// notDone answers an update that did not run: WRONGTYPE, or, for a
-// key whose slot is being handed to another node, TRYAGAIN.
+// notDone answers an update that did not run: WRONGTYPE; or, for a key
+// whose slot is being handed to another node, nothing yet: the command
+// is held until the handover ends (holdMoving); inside EXEC, TRYAGAIN.
 func (c *Ctx) notDone(st shard.Status) {
 	if st == shard.Moving {
-		c.err(resp.ErrTryAgain)
+		if c.inExec || c.h.cfg.Cluster == nil {
+			c.err(resp.ErrTryAgain)
+		} else {
+			c.moving = true
+		}
 		return
 	}
 	c.err(resp.ErrWrongType)

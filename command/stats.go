@@ -404,7 +404,8 @@ func (c *Ctx) reject(msg string) {
 	st.addError(errorCode([]byte(msg)), 1)
 }
 
-// run runs cmd, counting the call, its time and whether it failed.
+// run runs cmd, counting the call, its time and whether it failed; a
+// call held while its slot moves is counted once, when it ends.
 func (c *Ctx) run(cmd *Command, args [][]byte) {
 	b := &c.batch
 	e := b.entry(cmd)
@@ -418,6 +419,10 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 	if cmd.timedAlone || c.h.obs.slowAll.Load() {
 		t0 := c.h.clock.Mono()
 		cmd.Run(c, args)
+		if c.moving {
+			b.cur = nil // counted when it runs again (holdMoving)
+			return
+		}
 		d := c.h.clock.Mono() - t0
 		e = c.entryAfter(cmd, e, gen)
 		b.timedNs += d
@@ -427,6 +432,10 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 		c.h.obs.slowlog.observe(c, cmd, args, d, t0)
 	} else {
 		cmd.Run(c, args)
+		if c.moving {
+			b.cur = nil
+			return
+		}
 		e = c.entryAfter(cmd, e, gen)
 		e.shared++
 		b.shared++

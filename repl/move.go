@@ -22,7 +22,7 @@ import (
 //     the changes its stream records for them, until the importer is
 //     nearly caught up;
 //  2. it freezes the slots (shard.Store.Freeze: commands changing their
-//     keys answer TRYAGAIN), sends the last changes and waits for their
+//     keys wait, see command's holdMoving), sends the last changes and waits for their
 //     acknowledgement: the importer now holds every state;
 //  3. it reports the move done (to etcd, where the coordinator writes the
 //     next topology, with the slots given to the importing shard);
@@ -330,7 +330,7 @@ func (m *mover) session() error {
 	c.send([]byte("RLREPL"), []byte("HANDOVER"), from)
 	if err := c.sync(m.quit); err != nil {
 		// The importer holds every state and the move is done: clients
-		// get TRYAGAIN until the topology gives it the slots.
+		// wait (then get TRYAGAIN) until the topology gives it the slots.
 		n.cfg.Logf("cluster: handing over %d slots to %s: %v", m.slots.Count(), m.target.Addr(), err)
 		return nil
 	}

@@ -59,6 +59,17 @@ func (s *Server) newConn(nc net.Conn, src io.Reader, fd, loop int) *Conn {
 	return c
 }
 
+// park marks c as running a blocking command (on) or done with it, and
+// keeps the server's count of such connections.
+func (c *Conn) park(on bool) {
+	c.parked.Store(on)
+	if on {
+		c.srv.blocked.Add(1)
+	} else {
+		c.srv.blocked.Add(-1)
+	}
+}
+
 // refreshLimits gives the reader the server's current request limits and
 // the session's authentication state.
 func (c *Conn) refreshLimits() {

@@ -306,7 +306,7 @@ func (l *eventLoop) takePending() {
 		}
 	}()
 	for _, c := range resumed {
-		c.parked.Store(false)
+		c.park(false)
 		c.gone = nil
 		if c.fd < 0 {
 			continue // closed meanwhile
@@ -366,7 +366,7 @@ func (l *eventLoop) block(c *Conn, fn func(gone <-chan struct{})) bool {
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
 		l.srv.logf("event loop: epoll_ctl mod: %v", err)
 	}
-	c.parked.Store(true)
+	c.park(true)
 	go func() {
 		fn(gone)
 		l.mu.Lock()

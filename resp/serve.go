@@ -105,10 +105,10 @@ func (goroutineSender) block(c *Conn, fn func(gone <-chan struct{})) bool {
 	if !c.flush() {
 		return false
 	}
-	c.parked.Store(true)
+	c.park(true)
 	gone, stop := watchHangup(c.nc)
 	fn(gone)
 	stop()
-	c.parked.Store(false)
+	c.park(false)
 	return true
 }

@@ -68,6 +68,7 @@ type Server struct {
 	totConns atomic.Int64
 	rejected atomic.Int64 // connections dropped for protocol errors
 	refused  atomic.Int64 // connections refused over MaxClients
+	blocked  atomic.Int64 // connections whose blocking command runs (Writer.Block)
 	maxConns atomic.Int64
 	idle     atomic.Int64 // IdleTimeout in ns
 	tick     atomic.Int64 // Unix s, kept by the reaper (idle.go) while a timeout is set
@@ -335,6 +336,10 @@ func (s *Server) NumConns() int {
 	defer s.mu.Unlock()
 	return len(s.conns)
 }
+
+// Blocked returns how many connections run a blocking command now
+// (INFO's blocked_clients).
+func (s *Server) Blocked() int64 { return s.blocked.Load() }
 
 // Stats are the server's counters, for INFO stats.
 type Stats struct {
