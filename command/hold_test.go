@@ -21,7 +21,6 @@ type holdServer struct {
 	t     *testing.T
 	st    *cluster.State
 	store *shard.Store
-	h     *Handler
 	addr  string
 }
 
@@ -39,7 +38,7 @@ func newHoldServer(t *testing.T, loops int, hold time.Duration) *holdServer {
 	}
 	go srv.Serve()
 	t.Cleanup(func() { srv.Close(time.Second) })
-	return &holdServer{t: t, st: st, store: store, h: h, addr: srv.Addr().String()}
+	return &holdServer{t: t, st: st, store: store, addr: srv.Addr().String()}
 }
 
 // holdClient is a raw connection: requests are written as sent, replies
