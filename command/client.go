@@ -62,7 +62,7 @@ func cmdClientSetInfo(c *Ctx, args [][]byte) {
 
 func cmdClientInfo(c *Ctx, args [][]byte) {
 	c.sess.lastCmd.Store(c.sess.last) // cmd= shows this command, as Redis
-	c.W.Buf = resp.AppendVerbatim(c.W.Buf, c.W.Proto, append(c.sess.appendDescription(nil, time.Now()), '\n'))
+	c.W.Buf = resp.AppendVerbatim(c.W.Buf, c.W.Proto, append(c.sess.appendDescription(nil, time.Now(), false), '\n'))
 }
 
 // CLIENT LIST [TYPE NORMAL] [ID id [id ...]]
@@ -97,7 +97,7 @@ func cmdClientList(c *Ctx, args [][]byte) {
 	b := make([]byte, 0, len(clients)*360) // a line is about 300 bytes
 	for _, other := range clients {
 		if ids == nil || ids[other.ID] {
-			b = append(sessionOf(other).appendDescription(b, now), '\n')
+			b = append(sessionOf(other).appendDescription(b, now, other.Blocked), '\n')
 		}
 	}
 	c.W.Buf = resp.AppendVerbatim(c.W.Buf, c.W.Proto, b)

@@ -161,6 +161,9 @@ func TestHeldWhileSlotMoves(t *testing.T) {
 			set := s.freeze(slot)
 			a.send("CL.THROTTLE {k}a 10 10 60", "PING")
 			b.waitBlocked(1)
+			if list := b.do("CLIENT LIST"); strings.Count(list, " flags=b ") != 1 || !strings.Contains(list, " flags=b db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=cl.throttle ") {
+				t.Fatalf("CLIENT LIST shows no blocked CL.THROTTLE: %q", list)
+			}
 			if got := b.do("CL.THROTTLE b 10 10 60"); got != "*5\r\n:0\r\n:11\r\n:10\r\n:-1\r\n:6\r\n" {
 				t.Fatalf("another slot, another client: %q", got)
 			}

@@ -61,8 +61,9 @@ func (s *Session) setName(name string) {
 }
 
 // appendDescription appends the connection's CLIENT LIST line (no
-// newline) to b. Any connection may call it.
-func (s *Session) appendDescription(b []byte, now time.Time) []byte {
+// newline) to b; blocked: a blocking command runs (flags=b, as Redis).
+// Any connection may call it.
+func (s *Session) appendDescription(b []byte, now time.Time, blocked bool) []byte {
 	s.mu.Lock()
 	name, lib, ver, user := s.name, s.libName, s.libVer, s.userName
 	s.mu.Unlock()
@@ -85,7 +86,12 @@ func (s *Session) appendDescription(b []byte, now time.Time) []byte {
 	b = strconv.AppendInt(b, int64(now.Sub(s.info.Created)/time.Second), 10)
 	b = append(b, " idle="...)
 	b = strconv.AppendInt(b, int64(idle), 10)
-	b = append(b, " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
+	flags := " flags=N"
+	if blocked {
+		flags = " flags=b"
+	}
+	b = append(b, flags...)
+	b = append(b, " db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd="...)
 	b = append(b, cmd...)
 	b = append(b, " user="...)
 	b = append(b, user...)

@@ -50,4 +50,5 @@ type ConnInfo struct {
 type Client struct {
 	ConnInfo
 	Session Session
+	Blocked bool // a blocking command runs (Writer.Block)
 }

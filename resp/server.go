@@ -308,7 +308,7 @@ func (s *Server) Clients() []Client {
 	s.mu.Lock()
 	cs := make([]Client, 0, len(s.conns))
 	for c := range s.conns {
-		cs = append(cs, Client{ConnInfo: c.info, Session: c.sess})
+		cs = append(cs, Client{ConnInfo: c.info, Session: c.sess, Blocked: c.parked.Load()})
 	}
 	s.mu.Unlock()
 	// Sorted through small keys: moving the Clients themselves costs
