@@ -373,31 +373,38 @@ func (c *Ctx) holdMoving(cmd *Command, args [][]byte) {
 		timeout := time.NewTimer(c.h.cfg.MoveHold)
 		defer timeout.Stop()
 		for last := false; ; {
-			changed := st.Changed() // before the check: no change is missed
-			c.now = 0               // decided when it runs
-			c.beginCommand(cmd, args)
-			if msg := c.route(cmd, args); msg != "" {
-				c.reject(msg)
-			} else if c.run(cmd, args); c.moving {
-				c.moving = false
-				if !last {
-					c.endBatch()
-					select {
-					case <-changed:
-					case <-timeout.C:
-						last = true
-					case <-gone:
-						return
-					}
-					continue
-				}
-				c.reject(resp.ErrTryAgain)
+			changed := st.Changed() // before the retry: no change is missed
+			if !c.retryHeld(cmd, args, last) {
+				return
 			}
-			c.endBatch()
-			c.now = 0
-			return
+			select {
+			case <-changed:
+			case <-timeout.C:
+				last = true
+			case <-gone:
+				return
+			}
 		}
 	})
+}
+
+// retryHeld runs a held command again, routed anew, as a batch of its own
+// decided at its own instant. It reports whether the slot is still
+// frozen, with nothing answered; on the last try it answers TRYAGAIN then.
+func (c *Ctx) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
+	c.now = 0
+	c.beginCommand(cmd, args)
+	if msg := c.route(cmd, args); msg != "" {
+		c.reject(msg)
+	} else if c.run(cmd, args); c.moving {
+		c.moving = false
+		if held = !last; !held {
+			c.reject(resp.ErrTryAgain)
+		}
+	}
+	c.endBatch()
+	c.now = 0 // the connection's next batch reads the clock again
+	return held
 }
 
 // online reports whether a replica is listed by CLUSTER SLOTS and shown

@@ -62,11 +62,8 @@ func (s *holdServer) dial() *holdClient {
 func (c *holdClient) send(reqs ...string) {
 	var b []byte
 	for _, r := range reqs {
-		f := strings.Fields(r)
-		b = fmt.Appendf(b, "*%d\r\n", len(f))
-		for _, a := range f {
-			b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(a), a)
-		}
+		_, raw := asRead(argsOf(strings.Fields(r)...))
+		b = append(b, raw...)
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.t.Fatal(err)
@@ -222,14 +219,19 @@ func TestHeldWhileSlotMoves(t *testing.T) {
 	}
 }
 
-// A move that does not end within MoveHold: TRYAGAIN, as before the hold.
+// A move that does not end within MoveHold: TRYAGAIN, as before the hold,
+// but not before MoveHold has passed.
 func TestHeldUntilMoveHold(t *testing.T) {
-	s := newHoldServer(t, 1, 50*time.Millisecond)
+	const hold = 100 * time.Millisecond
+	s := newHoldServer(t, 1, hold)
 	a := s.dial()
-	slot := cluster.Slot([]byte("{k}"))
-	s.freeze(slot)
+	s.freeze(cluster.Slot([]byte("{k}")))
+	began := time.Now()
 	if got := a.do("CL.THROTTLE {k}a 10 10 60"); got != "-TRYAGAIN Slot being handed to another node, try again\r\n" {
 		t.Fatalf("held past MoveHold: %q", got)
+	}
+	if held := time.Since(began); held < hold {
+		t.Fatalf("TRYAGAIN after %v, before MoveHold (%v)", held, hold)
 	}
 	if got := a.info("errorstats", "errorstat_TRYAGAIN"); got != "count=1" {
 		t.Fatalf("errorstats: %q", got)

@@ -416,27 +416,25 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 	b.cur = e
 	gen := b.gen
 	start := len(c.W.Buf)
-	if cmd.timedAlone || c.h.obs.slowAll.Load() {
-		t0 := c.h.clock.Mono()
-		cmd.Run(c, args)
-		if c.moving {
-			b.cur = nil // counted when it runs again (holdMoving)
-			return
-		}
+	timed := cmd.timedAlone || c.h.obs.slowAll.Load()
+	var t0 int64
+	if timed {
+		t0 = c.h.clock.Mono()
+	}
+	cmd.Run(c, args)
+	if c.moving {
+		b.cur = nil // counted when it runs again (holdMoving)
+		return
+	}
+	e = c.entryAfter(cmd, e, gen)
+	if timed {
 		d := c.h.clock.Mono() - t0
-		e = c.entryAfter(cmd, e, gen)
 		b.timedNs += d
 		e.timed++
 		e.timedNs += d
 		c.sess.stats.counters(cmd.id).hist[histIndex(d)].Add(1)
 		c.h.obs.slowlog.observe(c, cmd, args, d, t0)
 	} else {
-		cmd.Run(c, args)
-		if c.moving {
-			b.cur = nil
-			return
-		}
-		e = c.entryAfter(cmd, e, gen)
 		e.shared++
 		b.shared++
 		b.lastArgs = args
