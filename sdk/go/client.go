@@ -3,6 +3,7 @@ package rlserver
 import (
 	"context"
 	"errors"
+	"log"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,8 @@ import (
 
 // FailureMode says what a limiter answers while the server is unreachable
 // (a network error, a timeout, or a -LOADING/-CLUSTERDOWN/-TRYAGAIN/-MASTERDOWN reply).
-// Other server errors (bad arguments, WRONGTYPE) are always returned.
+// Other server errors (bad arguments, WRONGTYPE, a wrong password) are
+// always returned; configuration errors are also logged and passed to OnError.
 type FailureMode int
 
 const (
@@ -27,12 +29,19 @@ const (
 	FailLocal
 )
 
-// ErrorEvent describes a call the failure policy answered.
+// ErrorEvent describes a call that failed for a reason other than the
+// caller's own: the server was unreachable (the failure policy answered) or
+// the set-up is wrong (Config: the error is returned whatever the policy).
 type ErrorEvent struct {
 	Command string      // e.g. "CL.TOKENBUCKET"
 	Key     string      // the limited key (the first key for All)
 	Err     error       // what went wrong
-	Mode    FailureMode // what answered instead
+	Mode    FailureMode // what answered instead (FailError when Config)
+	// Config is set for a configuration error: a wrong or missing password
+	// (WRONGPASS, NOAUTH), a user without the permission (NOPERM), a key
+	// holding another limiter's state (WRONGTYPE), or a server without the
+	// command (ERR unknown command). No failure policy hides these.
+	Config bool
 }
 
 // Options configure a Client and the limiters made from it.
@@ -43,11 +52,15 @@ type Options struct {
 	Timeout time.Duration
 	// Failure is the policy while the server is unreachable.
 	Failure FailureMode
-	// OnError is called (synchronously) each time the failure policy answers:
-	// count it, log it, export it as a metric.
+	// OnError is called (synchronously) each time the failure policy answers
+	// and for each configuration error (ErrorEvent.Config): count it, log
+	// it, export it as a metric.
 	OnError func(ErrorEvent)
 	// ClosedRetryAfter is the RetryAfter of a fail-closed decision (default 1s).
 	ClosedRetryAfter time.Duration
+	// Logf logs configuration errors (see ErrorEvent.Config), which are
+	// always logged as well as passed to OnError. Default: log.Printf.
+	Logf func(format string, args ...any)
 }
 
 // Client makes limiters over a go-redis UniversalClient, so a standalone
@@ -60,19 +73,34 @@ type Client struct {
 
 // New returns a Client using rdb with the given options.
 func New(rdb redis.UniversalClient, opts Options) *Client {
+	return &Client{rdb: rdb, opts: withDefaults(opts), local: newLocalStore(time.Now)}
+}
+
+func withDefaults(opts Options) Options {
 	if opts.ClosedRetryAfter <= 0 {
 		opts.ClosedRetryAfter = time.Second
 	}
-	return &Client{rdb: rdb, opts: opts, local: newLocalStore(time.Now)}
+	if opts.Logf == nil {
+		opts.Logf = log.Printf
+	}
+	return opts
+}
+
+// Check sends PING under the client's timeout, so that a wrong or missing
+// password is found at start: call it once after New. A configuration error
+// is logged and passed to OnError; any error is returned.
+func (c *Client) Check(ctx context.Context) error {
+	_, err := c.do(ctx, []any{"PING"})
+	if err != nil && misconfigured(err) {
+		c.report(ErrorEvent{Command: "PING", Err: err, Mode: FailError, Config: true})
+	}
+	return err
 }
 
 // WithOptions returns a Client sharing rdb and the local fallback state but
 // with other options: a per-limiter timeout or failure policy.
 func (c *Client) WithOptions(opts Options) *Client {
-	if opts.ClosedRetryAfter <= 0 {
-		opts.ClosedRetryAfter = time.Second
-	}
-	return &Client{rdb: c.rdb, opts: opts, local: c.local}
+	return &Client{rdb: c.rdb, opts: withDefaults(opts), local: c.local}
 }
 
 // Redis returns the underlying go-redis client.
@@ -109,6 +137,32 @@ func unreachable(err error) bool {
 	return true
 }
 
+// misconfigured tells the error replies that mean the set-up is wrong, not
+// the request: they are reported loudly, never answered by the policy.
+func misconfigured(err error) bool {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := rerr.Error()
+	for _, p := range []string{"WRONGTYPE", "WRONGPASS", "NOAUTH", "NOPERM", "ERR unknown command", "ERR AUTH"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// report passes e to OnError and, for a configuration error, logs it.
+func (c *Client) report(e ErrorEvent) {
+	if e.Config {
+		c.opts.Logf("rlserver: configuration error on %s %q: %v", e.Command, e.Key, e.Err)
+	}
+	if c.opts.OnError != nil {
+		c.opts.OnError(e)
+	}
+}
+
 // spec is what the local fallback needs to know of a limiter.
 type spec struct {
 	id     string        // the limiter's parameters, so two limiters never share local state
@@ -117,15 +171,18 @@ type spec struct {
 }
 
 // policy returns err when the caller must get it: a server error about the
-// request, the caller's own context ending, or FailError. Otherwise it calls
-// OnError and returns nil: the failure policy answers.
+// request (a configuration error is reported first), the caller's own
+// context ending, or FailError. Otherwise it calls OnError and returns nil:
+// the failure policy answers.
 func (c *Client) policy(ctx context.Context, cmd, key string, err error) error {
+	if misconfigured(err) {
+		c.report(ErrorEvent{Command: cmd, Key: key, Err: err, Mode: FailError, Config: true})
+		return err
+	}
 	if !unreachable(err) || ctx.Err() != nil || c.opts.Failure == FailError {
 		return err
 	}
-	if c.opts.OnError != nil {
-		c.opts.OnError(ErrorEvent{Command: cmd, Key: key, Err: err, Mode: c.opts.Failure})
-	}
+	c.report(ErrorEvent{Command: cmd, Key: key, Err: err, Mode: c.opts.Failure})
 	return nil
 }
 

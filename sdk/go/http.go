@@ -2,6 +2,7 @@ package rlserver
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -16,6 +17,13 @@ type MiddlewareOptions struct {
 	// Key derives the limited key from the request (client IP, API key,
 	// user id); "" lets the request through unlimited. Default: KeyByIP.
 	Key func(*http.Request) string
+	// KeyPrefix is put before every key, so that two limiters on one
+	// server never share one (their state would collide, or answer
+	// WRONGTYPE). Default: "rl:<Policy>:<kind>:", kind being the limiter's
+	// Kind() ("tokenbucket", "sliding", ...), e.g. "rl:default:tokenbucket:".
+	KeyPrefix string
+	// RawKeys sends Key's result as it is, without KeyPrefix.
+	RawKeys bool
 	// Cost is the units a request takes (default 1).
 	Cost func(*http.Request) int64
 	// XRateLimit also sets X-RateLimit-Limit, -Remaining and -Reset.
@@ -31,10 +39,23 @@ type MiddlewareOptions struct {
 // Middleware limits an http.Handler: each request's key is decided by the
 // limiter (a Concurrency limiter holds a lease while the handler runs), the RateLimit and RateLimit-Policy fields
 // (draft-ietf-httpapi-ratelimit-headers-11) are set, and a denied request
-// gets 429 with Retry-After.
+// gets 429 with Retry-After. It panics if Policy is not a valid
+// structured-field string (see SetHeaders).
 func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
 	if o.Policy == "" {
 		o.Policy = "default"
+	}
+	if _, err := sfString(o.Policy); err != nil {
+		panic(err)
+	}
+	if o.RawKeys {
+		o.KeyPrefix = ""
+	} else if o.KeyPrefix == "" {
+		kind := "limiter"
+		if k, ok := o.Limiter.(interface{ Kind() string }); ok {
+			kind = k.Kind()
+		}
+		o.KeyPrefix = "rl:" + o.Policy + ":" + kind + ":"
 	}
 	if o.Key == nil {
 		o.Key = KeyByIP
@@ -56,6 +77,7 @@ func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			key = o.KeyPrefix + key
 			n := int64(1)
 			if o.Cost != nil {
 				n = o.Cost(r)
@@ -86,6 +108,25 @@ func Middleware(o MiddlewareOptions) func(http.Handler) http.Handler {
 	}
 }
 
+// sfString serializes s as an RFC 8941 sf-string: "..." holding only
+// printable ASCII (0x20-0x7E), with " and \ escaped by a backslash. A
+// string with any other byte (control characters, non-ASCII) cannot be one.
+func sfString(s string) (string, error) {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e {
+			return "", fmt.Errorf("rlserver: policy name %q: an RFC 8941 string holds printable ASCII only (byte %#x at %d)", s, c, i)
+		}
+		if c == '"' || c == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, c)
+	}
+	return string(append(b, '"')), nil
+}
+
 // ceilSeconds rounds a duration up to whole seconds.
 func ceilSeconds(d time.Duration) int64 {
 	if d <= 0 {
@@ -101,9 +142,14 @@ func ceilSeconds(d time.Duration) int64 {
 //	Retry-After: <retry after s>        (denied, unless it can never succeed)
 //	X-RateLimit-Limit/-Remaining/-Reset (if x; Reset in seconds from now)
 //
-// Seconds are rounded up, so a client never retries early.
+// Seconds are rounded up, so a client never retries early. The policy name
+// is an RFC 8941 string: printable ASCII, with " and \ escaped; SetHeaders
+// panics on any other character (Middleware refuses such a name at start).
 func SetHeaders(h http.Header, policy string, window time.Duration, d Decision, x bool) {
-	name := strconv.Quote(policy)
+	name, err := sfString(policy)
+	if err != nil {
+		panic(err)
+	}
 	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
 	remaining := strconv.FormatInt(d.Remaining, 10)
 	limit := strconv.FormatInt(d.Limit, 10)

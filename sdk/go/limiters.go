@@ -2,6 +2,7 @@ package rlserver
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,16 @@ func newBase(c *Client, cmd, rule string, limit int64, window time.Duration, par
 
 // Window is the policy window (see Limiter).
 func (b *base) Window() time.Duration { return b.s.window }
+
+// Kind names the algorithm: tokenbucket, throttle, leakybucket, fixed,
+// sliding, log or concurrency. Middleware puts it in its default key prefix,
+// so that limiters of different kinds never share a key.
+func (b *base) Kind() string {
+	if b.rule == "ACQUIRE" {
+		return "concurrency"
+	}
+	return strings.ToLower(b.rule)
+}
 
 // decide sends cmd key params... extra... and parses the decision.
 func (b *base) decide(ctx context.Context, key string, n int64, extra ...any) (Decision, error) {

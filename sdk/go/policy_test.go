@@ -3,7 +3,9 @@ package rlserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,15 +125,29 @@ func TestServerErrorsAreNotFailures(t *testing.T) {
 	srv := startServer(t)
 	rdb := srv.client(t)
 	ctx := context.Background()
-	called := false
-	c := New(rdb, Options{Failure: FailOpen, OnError: func(ErrorEvent) { called = true }})
+	var events []ErrorEvent
+	var logged []string
+	c := New(rdb, Options{Failure: FailOpen, OnError: func(e ErrorEvent) { events = append(events, e) },
+		Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
 	if _, err := c.TokenBucket(5, 1, time.Second).AllowN(ctx, "k", 1); err != nil {
 		t.Fatal(err)
 	}
+	// WRONGTYPE is returned whatever the policy, and reported loudly: the
+	// hook (as a configuration error) and a log line.
 	_, err := c.Window(Fixed, 5, time.Second).AllowN(ctx, "k", 1)
 	var rerr redis.Error
-	if !errors.As(err, &rerr) || called {
-		t.Errorf("WRONGTYPE: err %v, hook called %v", err, called)
+	if !errors.As(err, &rerr) || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Fatalf("WRONGTYPE: err %v", err)
+	}
+	if len(events) != 1 || !events[0].Config || events[0].Mode != FailError || events[0].Command != "CL.WINDOW" || events[0].Key != "k" || events[0].Err != err {
+		t.Errorf("hook got %+v", events)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "WRONGTYPE") || !strings.Contains(logged[0], `"k"`) {
+		t.Errorf("logged %q", logged)
+	}
+	// A bad argument is the caller's error: returned, not reported.
+	if _, err := c.TokenBucket(5, 1, time.Second).AllowN(ctx, "k", -1); err == nil || len(events) != 1 || len(logged) != 1 {
+		t.Errorf("bad argument: err %v, events %d, logged %d", err, len(events), len(logged))
 	}
 }
 
