@@ -4,7 +4,8 @@
 # (or $RLSERVER_BIN); "./build.sh bench [rounds]" measures the SDK's overhead.
 set -eu
 cd "$(dirname "$0")"
-rm -rf build
+# Only what this script makes is removed, never the rest of build/.
+rm -rf build/classes build/test-classes build/example
 mkdir -p build/classes build/test-classes build/example
 javac --release 17 -d build/classes $(find src -name '*.java')
 javac --release 17 -cp build/classes -d build/example example/*.java

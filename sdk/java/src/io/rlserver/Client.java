@@ -51,13 +51,46 @@ public final class Client {
         return e instanceof IOException;
     }
 
+    /**
+     * Whether e says the set-up is wrong (wrong or missing password, no
+     * permission, a key holding another limiter's state, a server without
+     * the command): reported loudly, never answered by the policy.
+     */
+    static boolean misconfigured(Exception e) {
+        if (!(e instanceof RespException r)) return false;
+        String c = r.code(), m = r.getMessage();
+        return c.equals("WRONGTYPE") || c.equals("WRONGPASS") || c.equals("NOAUTH") || c.equals("NOPERM")
+            || m.startsWith("ERR unknown command") || m.startsWith("ERR AUTH");
+    }
+
+    /** Passes e to onError and, for a configuration error, logs it. */
+    void report(ErrorEvent e) {
+        if (e.config()) opts.log().accept("rlserver: configuration error on " + e.command() + " \"" + e.key() + "\": " + e.error().getMessage());
+        if (opts.onError() != null) opts.onError().accept(e);
+    }
+
+    /**
+     * Sends PING under the client's timeout, so that a wrong or missing
+     * password is found at start-up: call it once after construction. A
+     * configuration error is logged and passed to onError; any error is thrown.
+     */
+    public void check() throws IOException {
+        try {
+            call("PING");
+        } catch (RespException e) {
+            if (misconfigured(e)) report(new ErrorEvent("PING", "", e, FailureMode.ERROR, true));
+            throw e;
+        }
+    }
+
     /** Rethrows e unless the failure policy answers it; then calls onError. */
     void policy(String cmd, String key, Exception e) throws IOException {
+        if (misconfigured(e)) report(new ErrorEvent(cmd, key, e, FailureMode.ERROR, true));
         if (!unreachable(e) || opts.failure() == FailureMode.ERROR) {
             if (e instanceof IOException io) throw io;
             throw (RuntimeException) e;
         }
-        if (opts.onError() != null) opts.onError().accept(new ErrorEvent(cmd, key, e, opts.failure()));
+        report(new ErrorEvent(cmd, key, e, opts.failure(), false));
     }
 
     Decision fail(String cmd, String key, Exception e, Limiter.Spec s, long n) throws IOException {

@@ -28,18 +28,24 @@ public final class Cluster implements Redis {
     private final String password;
     private final Map<String, Pool> pools = new HashMap<>();
     private final String[] slots = new String[SLOTS];
+    private boolean loaded;
 
     /**
      * A cluster reached through any of seeds ("host:port"); timeoutMs bounds
-     * connect and replies (0: none); user (null: the default user) and
-     * password (null: no AUTH) authenticate every connection to every node.
+     * connect and replies (0: none; a Client's Options.timeout then bounds
+     * its calls); user (null: the default user) and password (null: no AUTH)
+     * authenticate every connection to every node. Nothing is connected
+     * here: the slot table is loaded by the first call (under that call's
+     * timeout), so a cluster that is down at start-up meets the failure
+     * policy rather than an exception. (The throws clause stays for source
+     * compatibility.)
      */
     public Cluster(List<String> seeds, int timeoutMs, String user, String password) throws IOException {
+        if (seeds.isEmpty()) throw new IllegalArgumentException("rlserver: no cluster seed");
         this.seeds = List.copyOf(seeds);
         this.timeoutMs = timeoutMs;
         this.user = user;
         this.password = password;
-        refresh();
     }
 
     public Cluster(List<String> seeds, int timeoutMs) throws IOException { this(seeds, timeoutMs, null, null); }
@@ -47,7 +53,10 @@ public final class Cluster implements Redis {
     public Cluster(String... seeds) throws IOException { this(List.of(seeds), 0); }
 
     /** Reloads the slot table with CLUSTER SLOTS from the first node that answers. */
-    public void refresh() throws IOException {
+    public void refresh() throws IOException { refresh(0); }
+
+    /** refresh, each node asked within ms (0: the pools' timeout). */
+    void refresh(int ms) throws IOException {
         IOException last = null;
         List<String> tryNodes = new ArrayList<>(seeds);
         synchronized (this) {
@@ -55,7 +64,7 @@ public final class Cluster implements Redis {
         }
         for (String node : tryNodes) {
             try {
-                Object v = pool(node).call("CLUSTER", "SLOTS");
+                Object v = pool(node).call(ms, new Object[] {"CLUSTER", "SLOTS"});
                 String[] table = new String[SLOTS];
                 for (Object r : (List<?>) v) {
                     List<?> range = (List<?>) r;
@@ -66,6 +75,7 @@ public final class Cluster implements Redis {
                 }
                 synchronized (this) {
                     System.arraycopy(table, 0, slots, 0, SLOTS);
+                    loaded = true;
                 }
                 return;
             } catch (IOException e) {
@@ -83,7 +93,10 @@ public final class Cluster implements Redis {
     }
 
     /** For tests: points a slot at another node, as a stale table would. */
-    synchronized void setSlot(int slot, String addr) { slots[slot] = addr; }
+    synchronized void setSlot(int slot, String addr) {
+        slots[slot] = addr;
+        loaded = true;
+    }
 
     synchronized String owner(int slot) { return slots[slot]; }
 
@@ -139,7 +152,10 @@ public final class Cluster implements Redis {
 
     @Override public Object call(Object... args) throws IOException { return call(0, args); }
 
+    private synchronized boolean loaded() { return loaded; }
+
     @Override public Object call(int ms, Object... args) throws IOException {
+        if (!loaded()) refresh(ms);
         Object r;
         try {
             r = route(nodeFor(args), ms, args, null);
@@ -147,7 +163,7 @@ public final class Cluster implements Redis {
             // The node may be gone (failover, removal): reload the table for
             // the next call, and report this one's error.
             try {
-                refresh();
+                refresh(ms);
             } catch (IOException ignored) {
             }
             throw e;
@@ -164,7 +180,7 @@ public final class Cluster implements Redis {
         for (int hop = 0; hop <= MAX_REDIRECTS + TRYAGAIN_RETRIES; hop++) {
             if (r == null || hop > 0) {
                 final boolean ask = asking;
-                r = pool(addr).with(c -> {
+                r = pool(addr).with(ms, c -> {
                     if (ms > 0) c.timeout(ms);
                     try {
                         if (ask) {
@@ -212,6 +228,7 @@ public final class Cluster implements Redis {
 
     /** Groups the requests by node, pipelines each group, then follows any redirects one by one. */
     @Override public List<Object> pipeline(List<Object[]> requests) throws IOException {
+        if (!loaded()) refresh(0);
         Map<String, List<Integer>> byNode = new LinkedHashMap<>();
         for (int i = 0; i < requests.size(); i++) byNode.computeIfAbsent(nodeFor(requests.get(i)), k -> new ArrayList<>()).add(i);
         Object[] out = new Object[requests.size()];
@@ -233,6 +250,7 @@ public final class Cluster implements Redis {
 
     /** Runs a keyless command on every primary (e.g. DEBUG CLOCK SET in tests). */
     public List<Object> onEachPrimary(Object... args) throws IOException {
+        if (!loaded()) refresh(0);
         List<String> nodes = new ArrayList<>();
         synchronized (this) {
             for (String a : slots) if (a != null && !nodes.contains(a)) nodes.add(a);

@@ -24,11 +24,19 @@ public final class Connection implements AutoCloseable {
     private final OutputStream out;
     final String address;
 
-    public Connection(String host, int port, int timeoutMs) throws IOException {
+    public Connection(String host, int port, int timeoutMs) throws IOException { this(host, port, timeoutMs, timeoutMs); }
+
+    /** Connects within connectMs (0: no bound); replies are awaited readMs (0: no bound). */
+    public Connection(String host, int port, int connectMs, int readMs) throws IOException {
         socket = new Socket();
         socket.setTcpNoDelay(true);
-        socket.connect(new InetSocketAddress(host, port), timeoutMs > 0 ? timeoutMs : 0);
-        socket.setSoTimeout(timeoutMs > 0 ? timeoutMs : 0);
+        try {
+            socket.connect(new InetSocketAddress(host, port), Math.max(0, connectMs));
+        } catch (IOException e) {
+            socket.close();
+            throw e;
+        }
+        socket.setSoTimeout(Math.max(0, readMs));
         in = new BufferedInputStream(socket.getInputStream(), 16384);
         out = new BufferedOutputStream(socket.getOutputStream(), 16384);
         address = host + ":" + port;

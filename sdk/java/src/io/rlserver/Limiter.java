@@ -33,6 +33,13 @@ public abstract class Limiter {
     /** The policy window. */
     public Duration window() { return spec.window(); }
 
+    /**
+     * The algorithm: tokenbucket, throttle, leakybucket, fixed, sliding, log
+     * or concurrency. RateLimitFilter puts it in its default key prefix, so
+     * that limiters of different kinds never share a key.
+     */
+    public String kind() { return rule.equals("ACQUIRE") ? "concurrency" : rule.toLowerCase(java.util.Locale.ROOT); }
+
     /** This limiter applied to key, as a rule of Client.all. */
     public Rule rule(String key) { return new Rule(this, key); }
 

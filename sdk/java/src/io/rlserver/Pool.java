@@ -20,7 +20,8 @@ public final class Pool implements Redis {
     private boolean closed;
 
     /**
-     * A pool to host:port; timeoutMs bounds connect and each reply (0: none);
+     * A pool to host:port; timeoutMs bounds connect and each reply (0: none;
+     * a Client's Options.timeout then bounds both for its calls);
      * user (null: the default user) and password (null: no AUTH) authenticate
      * each connection.
      */
@@ -39,19 +40,27 @@ public final class Pool implements Redis {
 
     public String address() { return host + ":" + port; }
 
-    Connection take() throws IOException {
+    /**
+     * An idle connection, or a new one: connecting and AUTH are bounded by
+     * callMs (a call's own timeout) or else the pool's timeoutMs, whichever
+     * is shorter and set, so a server that never completes a connection
+     * cannot hold a call longer than its timeout.
+     */
+    Connection take(int callMs) throws IOException {
         synchronized (idle) {
             Connection c = idle.pollFirst();
             if (c != null) return c;
         }
-        Connection c = new Connection(host, port, timeoutMs);
-        if (password != null) {
-            try {
+        int bound = timeoutMs <= 0 ? Math.max(0, callMs) : callMs <= 0 ? timeoutMs : Math.min(timeoutMs, callMs);
+        Connection c = new Connection(host, port, bound, bound);
+        try {
+            if (password != null) {
                 if (user != null) c.call("AUTH", user, password); else c.call("AUTH", password);
-            } catch (IOException e) {
-                c.close();
-                throw e;
             }
+            c.timeout(timeoutMs);
+        } catch (IOException | RuntimeException e) {
+            c.close();
+            throw e;
         }
         return c;
     }
@@ -67,8 +76,11 @@ public final class Pool implements Redis {
     }
 
     /** Runs fn on a pooled connection; a connection that failed is dropped. */
-    <T> T with(IOFunction<Connection, T> fn) throws IOException {
-        Connection c = take();
+    <T> T with(IOFunction<Connection, T> fn) throws IOException { return with(0, fn); }
+
+    /** with, connecting within callMs (see take). */
+    <T> T with(int callMs, IOFunction<Connection, T> fn) throws IOException {
+        Connection c = take(callMs);
         try {
             T r = fn.apply(c);
             give(c);
@@ -83,7 +95,7 @@ public final class Pool implements Redis {
 
     @Override public Object call(int ms, Object... args) throws IOException {
         if (ms <= 0) return call(args);
-        return with(c -> {
+        return with(ms, c -> {
             c.timeout(ms);
             try { return c.call(args); } finally { c.timeout(timeoutMs); }
         });

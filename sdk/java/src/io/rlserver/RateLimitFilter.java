@@ -21,11 +21,29 @@ public final class RateLimitFilter extends Filter {
     private Function<HttpExchange, String> key = RateLimitFilter::keyByIp;
     private ToLongFunction<HttpExchange> cost = x -> 1;
     private boolean xRateLimit;
+    private String keyPrefix;
 
     public RateLimitFilter(Limiter limiter) { this.limiter = limiter; }
 
-    /** The policy name in the fields (default "default"). */
-    public RateLimitFilter policy(String p) { policy = p; return this; }
+    /**
+     * The policy name in the fields (default "default"): an RFC 8941 string,
+     * so printable ASCII only; anything else is refused (IllegalArgumentException).
+     */
+    public RateLimitFilter policy(String p) {
+        sfString(p);
+        policy = p;
+        return this;
+    }
+
+    /**
+     * Put before every key (default "rl:<policy>:<kind>:", e.g.
+     * "rl:default:tokenbucket:"), so that two limiters on one server never
+     * share a key; "" sends keys as they are.
+     */
+    public RateLimitFilter keyPrefix(String p) { keyPrefix = p; return this; }
+
+    /** The key prefix in use (see keyPrefix). */
+    public String keyPrefix() { return keyPrefix != null ? keyPrefix : "rl:" + policy + ":" + limiter.kind() + ":"; }
     /** Derives the key (client IP, API key, user id); null or "" lets the request through unlimited. */
     public RateLimitFilter key(Function<HttpExchange, String> f) { key = f; return this; }
     /** The units a request takes (default 1). */
@@ -43,6 +61,7 @@ public final class RateLimitFilter extends Filter {
             chain.doFilter(x);
             return;
         }
+        k = keyPrefix() + k;
         long n = cost.applyAsLong(x);
         Decision d;
         Lease lease = null;
@@ -76,6 +95,23 @@ public final class RateLimitFilter extends Filter {
         x.close();
     }
 
+    /**
+     * s as an RFC 8941 sf-string: "..." holding printable ASCII only (0x20 -
+     * 0x7E), " and \\ escaped; IllegalArgumentException for anything else.
+     */
+    static String sfString(String s) {
+        StringBuilder b = new StringBuilder(s.length() + 2).append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 0x20 || c > 0x7e) {
+                throw new IllegalArgumentException(String.format("rlserver: policy name \"%s\": an RFC 8941 string holds printable ASCII only (U+%04X at %d)", s, (int) c, i));
+            }
+            if (c == '"' || c == '\\') b.append('\\');
+            b.append(c);
+        }
+        return b.append('"').toString();
+    }
+
     static long ceilSeconds(Duration d) {
         if (d.isZero() || d.isNegative()) return 0;
         long ms = d.toMillis() + (d.toNanosPart() % 1_000_000 != 0 ? 1 : 0);
@@ -84,7 +120,7 @@ public final class RateLimitFilter extends Filter {
 
     /** Sets the fields for decision d under the named policy of the given window; seconds round up. */
     public static void setHeaders(Headers h, String policy, Duration window, Decision d, boolean x) {
-        String name = "\"" + policy.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+        String name = sfString(policy);
         String reset = Long.toString(ceilSeconds(d.resetAfter()));
         h.set("RateLimit-Policy", name + ";q=" + d.limit() + ";w=" + Math.max(1, ceilSeconds(window)));
         h.set("RateLimit", name + ";r=" + d.remaining() + ";t=" + reset);

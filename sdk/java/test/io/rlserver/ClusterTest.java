@@ -48,8 +48,12 @@ class ClusterTest {
             }
         }
         assertEquals(2, nodes.size(), "could not start a two-node cluster");
-        // Without the password the slot table cannot even be read.
-        RespException e = org.junit.jupiter.api.Assertions.assertThrows(RespException.class, () -> new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0));
+        // Without the password the slot table cannot even be read (by the first call).
+        RespException e = org.junit.jupiter.api.Assertions.assertThrows(RespException.class, () -> {
+            try (Cluster c = new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0)) {
+                c.call("PING");
+            }
+        });
         assertEquals("NOAUTH", e.code());
         // Every node's connections authenticate, the second node's too (reached by slot).
         cluster = new Cluster(List.of("127.0.0.1:" + nodes.get(0).port), 0, null, PASSWORD);

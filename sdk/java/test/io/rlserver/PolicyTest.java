@@ -120,11 +120,19 @@ class PolicyTest {
     @Test void serverErrorsAreNotFailures() throws Exception {
         try (Server s = Server.start(); Pool p = s.pool()) {
             List<ErrorEvent> events = new ArrayList<>();
-            Client c = new Client(p, Options.defaults().withFailure(FailureMode.OPEN).withOnError(events::add));
+            List<String> logged = new ArrayList<>();
+            Client c = new Client(p, Options.defaults().withFailure(FailureMode.OPEN).withOnError(events::add).withLog(logged::add));
             assertTrue(c.tokenBucket(5, 1, Duration.ofSeconds(1)).allow("str").allowed());
             RespException e = assertThrows(RespException.class, () -> c.window(Limiter.WindowMode.FIXED, 3, Duration.ofMinutes(1)).allow("str"));
             assertEquals("WRONGTYPE", e.code());
-            assertTrue(events.isEmpty());
+            // A configuration error: thrown, and reported (ConfigTest checks how).
+            assertEquals(1, events.size());
+            assertTrue(events.get(0).config());
+            // A bad argument is the caller's error: thrown, not reported.
+            RespException bad = assertThrows(RespException.class, () -> c.tokenBucket(5, 1, Duration.ofSeconds(1)).allowN("str", -1));
+            assertEquals("ERR", bad.code());
+            assertEquals(1, events.size());
+            assertEquals(1, logged.size());
         }
     }
 }
