@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // Pebble tuning for a sidecar: rlserver keeps every live key in memory, so
@@ -72,8 +74,13 @@ type PebbleStore struct {
 	legacy      bool         // records of the per-key format are stored (until a rewrite)
 	buf         []byte       // chunk scratch
 	base, since atomic.Int64 // Sizes
-	mu          sync.RWMutex // held shared by every operation, exclusively by Close
+	recorded    uint64       // what the flush record says (0: none yet), under wmu
+	mu          sync.RWMutex // held shared by every operation, exclusively by Close and reopen
 	closed      bool         // guarded by mu
+	// degraded says why the store is open read-only (s.db may then be nil:
+	// no store to read yet), guarded by mu. Writes are refused until
+	// Writable finds the fault cleared and reopens it for writing.
+	degraded error
 }
 
 var _ Store = (*PebbleStore)(nil)
@@ -81,8 +88,13 @@ var _ Store = (*PebbleStore)(nil)
 // Open opens the Pebble store in opts.Dir, creating the directory and the
 // store if missing. It fails, never falling back to an empty store, if the
 // directory can't be created or read, holds something that is not a Pebble
-// store, or is locked by another process or another open PebbleStore
-// (errors.Is(err, ErrLocked)). The caller must Close the store.
+// store, is locked by another process or another open PebbleStore
+// (errors.Is(err, ErrLocked)), or holds less than its flush record says
+// was flushed (errors.Is(err, ErrDamaged), unless Options.AcceptLoss). A
+// store that can be read but not written (its file system full or
+// read-only) is opened read-only: Degraded says why, and the first
+// Writable that finds the fault cleared opens it for writing. The caller
+// must Close the store.
 func Open(opts *Options) (*PebbleStore, error) {
 	var o Options
 	if opts != nil {
@@ -105,45 +117,109 @@ func Open(opts *Options) (*PebbleStore, error) {
 	if err := checkManifestMarker(o.Dir); err != nil {
 		return nil, err
 	}
-	// Opening may replay the log into new files; Pebble treats failing to
-	// write them as fatal, so a full disk is refused here, in one line.
-	if free, err := freeBytes(o.Dir); err == nil && free < o.DiskReserve {
-		return nil, fmt.Errorf("persist: open %s: %w: %d bytes free, the store needs %d (--disk-reserve) to start", o.Dir, syscall.ENOSPC, free, o.DiskReserve)
-	}
-	// Take the lock ourselves rather than inside pebble.Open, so that a lock
-	// conflict gets its own clear error instead of a bare EAGAIN.
-	lock, err := pebble.LockDirectory(o.Dir, vfs.Default)
+	recorded, haveRecord, err := readFlushRecord(o.Dir)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) { // creating the LOCK file failed
+		if !errors.Is(err, ErrDamaged) {
 			return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
 		}
-		return nil, fmt.Errorf("persist: open %s: %w: %w", o.Dir, ErrLocked, err)
+		if !o.AcceptLoss {
+			return nil, fmt.Errorf("persist: open %s: %w; refusing to start (restore from a CHECKPOINT copy, or start with --recover-damaged-store to accept what the store holds)", o.Dir, err)
+		}
+		o.Logger("persist: open %s: %v; starting with what the store holds (--recover-damaged-store)", o.Dir, err)
 	}
+	// Pebble drops an incomplete last record of the newest log silently
+	// and refuses a damaged one elsewhere; read the logs first to say which.
+	tails, _ := readWALTails(o.Dir)
+	for _, t := range tails {
+		if t.after > 0 {
+			return nil, fmt.Errorf("persist: open %s: %w: %s; refusing to start without them (restore from a CHECKPOINT copy, or move the log away to start without the batches in and after the damage)", o.Dir, ErrCorrupt, t.describe())
+		}
+	}
+	s := &PebbleStore{dir: o.Dir, fsync: o.Fsync, logf: o.Logger, resv: o.DiskReserve, stageDir: filepath.Join(o.Dir, stageDirName), next: 1}
+	if s.dirID, err = idOf(o.Dir); err != nil {
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
+	// Take the lock ourselves rather than inside pebble.Open, so that a lock
+	// conflict gets its own clear error instead of a bare EAGAIN. A
+	// directory that cannot be written takes a read lock instead.
+	s.lock, err = pebble.LockDirectory(o.Dir, vfs.Default)
+	lockErr := err
+	if err != nil {
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe) && writeFault(err):
+			s.lock = nil // the read-only open takes a read lock
+		case errors.As(err, &pe): // creating the LOCK file failed
+			return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+		default:
+			return nil, fmt.Errorf("persist: open %s: %w: %w", o.Dir, ErrLocked, err)
+		}
+	}
+	// First read-only: an open that writes drops the files its version of
+	// the store does not name, which a damaged manifest makes most of them.
+	if err := s.openPebble(true, tails); err != nil {
+		s.release()
+		return nil, err
+	}
+	if haveRecord && s.next < recorded {
+		err := fmt.Errorf("%w: its log ends at chunk %d but its flush record (%s) says chunks up to %d were flushed: Pebble opened an older version of the store (a damaged MANIFEST-* file?), which would restore less than was flushed", ErrDamaged, s.next-1, flushRecordName, recorded-1)
+		if !o.AcceptLoss {
+			s.release()
+			return nil, fmt.Errorf("persist: open %s: %w; refusing to start (restore from a CHECKPOINT copy, or start with --recover-damaged-store to accept the loss)", o.Dir, err)
+		}
+		o.Logger("persist: open %s: %v; accepting the loss (--recover-damaged-store)", o.Dir, err)
+	}
+	for _, t := range tails {
+		if t.torn > 0 {
+			o.Logger("persist: %s; dropped it (a crash in the middle of a write leaves such a tail)", t.describe())
+		}
+	}
+	s.recorded = recorded
+	if !haveRecord || s.next < recorded {
+		s.recorded = 0 // rewritten when the store is opened for writing
+	}
+	// Opening for writing may replay the log into new files; Pebble treats
+	// failing to write them as fatal, so a full or read-only disk keeps
+	// the store read-only until it can be written.
+	if fault := diskFault(o.Dir, 0, o.DiskReserve); fault != nil || s.lock == nil {
+		if fault == nil {
+			fault = fmt.Errorf("persist: %s is not writable: %w", o.Dir, lockErr)
+		}
+		s.degraded = fault
+		return s, nil
+	}
+	if err := s.openWritable(); err != nil {
+		s.release()
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+	}
+	return s, nil
+}
+
+// openPebble opens the store's Pebble directory, read-only or for
+// writing, and reads the log's metadata. A read-only open of a directory
+// without a store leaves s.db nil: there is nothing to read.
+func (s *PebbleStore) openPebble(readOnly bool, tails []walTail) error {
 	po := &pebble.Options{
 		CacheSize:                   pebbleCacheSize,
 		MemTableSize:                pebbleMemTableSize,
 		MemTableStopWritesThreshold: pebbleMemTableStopWrites,
 		FormatMajorVersion:          pebbleFormat,
 		MaxOpenFiles:                pebbleTableCache,
-		Logger:                      pebbleLogger{o.Logger},
-		Lock:                        lock,
+		Logger:                      pebbleLogger{s.logf},
+		Lock:                        s.lock,
+		ReadOnly:                    readOnly,
+	}
+	if s.lock == nil {
+		po.FS = readLockFS{vfs.Default}
 	}
 	// Chunks are compact encodings already; compressing them cost a
 	// few percent of the server's CPU for little space.
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionNone })
-	// Pebble drops an incomplete last record of the newest log silently
-	// and refuses a damaged one elsewhere; read the logs first to say which.
-	tails, _ := readWALTails(o.Dir)
-	for _, t := range tails {
-		if t.after > 0 {
-			_ = lock.Close()
-			return nil, fmt.Errorf("persist: open %s: %w: %s; refusing to start without them (restore from a CHECKPOINT copy, or move the log away to start without the batches in and after the damage)", o.Dir, ErrCorrupt, t.describe())
-		}
+	db, err := pebble.Open(s.dir, po)
+	if readOnly && errors.Is(err, pebble.ErrDBDoesNotExist) {
+		return nil
 	}
-	db, err := pebble.Open(o.Dir, po)
 	if err != nil {
-		_ = lock.Close()
 		for _, t := range tails {
 			if t.torn > 0 {
 				err = fmt.Errorf("%w; %s", err, t.describe())
@@ -152,31 +228,97 @@ func Open(opts *Options) (*PebbleStore, error) {
 		if errors.Is(err, pebble.ErrCorruption) {
 			err = fmt.Errorf("%w: %w (restore from a CHECKPOINT copy, or move the damaged log away to start without the batches in and after it)", ErrCorrupt, err)
 		}
-		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
-	}
-	for _, t := range tails {
-		if t.torn > 0 {
-			o.Logger("persist: %s; dropped it (a crash in the middle of a write leaves such a tail)", t.describe())
+		if errors.Is(err, syscall.EAGAIN) {
+			err = fmt.Errorf("%w: %w", ErrLocked, err)
 		}
+		return fmt.Errorf("persist: open %s: %w", s.dir, err)
 	}
-	s := &PebbleStore{db: db, lock: lock, dir: o.Dir, fsync: o.Fsync, logf: o.Logger, resv: o.DiskReserve,
-		stageDir: filepath.Join(o.Dir, stageDirName), wopts: po.MakeWriterOptions(6, db.TableFormat())}
-	if s.dirID, err = idOf(o.Dir); err == nil {
-		err = s.openLog()
+	s.db = db
+	s.wopts = po.MakeWriterOptions(6, db.TableFormat())
+	if err := s.openLog(); err != nil {
+		return fmt.Errorf("persist: open %s: %w", s.dir, err)
 	}
+	return nil
+}
+
+// openWritable closes the read-only store and opens it for writing, with
+// the write lock held (s.lock), then makes the staging directory and
+// brings the flush record up to date.
+func (s *PebbleStore) openWritable() error {
+	if s.db != nil {
+		if err := s.db.Close(); err != nil {
+			return err
+		}
+		s.db = nil
+	}
+	if err := s.openPebble(false, nil); err != nil {
+		return err
+	}
+	// A stage left by a crash was never ingested: nothing refers to it.
+	err := os.RemoveAll(s.stageDir)
 	if err == nil {
-		// A stage left by a crash was never ingested: nothing refers to it.
-		if err = os.RemoveAll(s.stageDir); err == nil {
-			err = os.Mkdir(s.stageDir, 0o755)
+		err = os.Mkdir(s.stageDir, 0o755)
+	}
+	if err == nil && s.recorded != s.next {
+		if err = writeFlushRecord(s.dir, s.next); err == nil {
+			s.recorded = s.next
 		}
+	}
+	return err
+}
+
+// release closes what Open opened, on its way out with an error.
+func (s *PebbleStore) release() {
+	if s.db != nil {
+		_ = s.db.Close()
+		s.db = nil
+	}
+	if s.lock != nil {
+		_ = s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// writeFault reports whether err says a file could not be written: the
+// file system full or read-only, or the directory not the process's to
+// write.
+func writeFault(err error) bool {
+	for _, e := range []error{syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLockFS is the file system of a store opened read-only in a directory
+// it cannot write: its lock is a shared lock on the LOCK file, opened
+// read-only, which a running rlserver's write lock excludes (and which
+// excludes one starting). A store without a LOCK file was never opened
+// for writing: there is nothing to lock. (Locks of one process do not
+// exclude each other: a second store of this process on the directory is
+// refused by the write lock's own check only.)
+type readLockFS struct{ vfs.FS }
+
+func (readLockFS) Lock(name string) (io.Closer, error) {
+	f, err := os.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return noLock{}, nil
 	}
 	if err != nil {
-		_ = db.Close()
-		_ = lock.Close()
-		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, err)
+		return nil, err
 	}
-	return s, nil
+	spec := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_SETLK, &spec); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	return f, nil
 }
+
+type noLock struct{}
+
+func (noLock) Close() error { return nil }
 
 // stageDirName is the directory, inside the store's, where stages are
 // written before Pebble ingests them (a hard link: the same file system).
@@ -223,7 +365,9 @@ func checkForeignDir(dir string) error {
 	for _, e := range ents {
 		n := e.Name()
 		switch {
-		case n == "LOCK" || n == "CURRENT" || n == "lost+found" || strings.HasPrefix(n, "."):
+		case n == "LOCK" || n == "CURRENT" || n == "lost+found" || n == flushRecordTmp || strings.HasPrefix(n, "."):
+		case n == flushRecordName:
+			return nil // a store: the record says what it must hold
 		case strings.HasPrefix(n, "OPTIONS-") || strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker."):
 			return nil // a Pebble store (maybe half created): Pebble decides
 		case strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob"):
@@ -252,7 +396,7 @@ func checkManifestMarker(dir string) error {
 		switch {
 		case strings.HasPrefix(n, "marker.manifest."):
 			return nil
-		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".blob"):
+		case strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".blob") || n == flushRecordName:
 			data++
 		}
 	}
@@ -282,6 +426,26 @@ func (s *PebbleStore) useLog() (release func(), err error) {
 	return func() { s.wmu.Unlock(); s.mu.RUnlock() }, nil
 }
 
+// useWrite is useLog for an operation that writes: it fails while the
+// store is open read-only (Degraded).
+func (s *PebbleStore) useWrite() (release func(), err error) {
+	release, err = s.useLog()
+	if err == nil && s.degraded != nil {
+		release()
+		return nil, fmt.Errorf("persist: the store is open read-only: %w", s.degraded)
+	}
+	return release, err
+}
+
+// Degraded returns why the store is open read-only (nil: it is not): its
+// file system was full or read-only when it was opened. Writable opens it
+// for writing once the fault has cleared.
+func (s *PebbleStore) Degraded() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.degraded
+}
+
 // Dir returns the store's directory.
 func (s *PebbleStore) Dir() string { return s.dir }
 
@@ -297,7 +461,7 @@ func (s *PebbleStore) Apply(puts []Record, deletes [][]byte) error {
 			return err
 		}
 	}
-	release, err := s.useLog()
+	release, err := s.useWrite()
 	if err != nil {
 		return err
 	}
@@ -397,12 +561,26 @@ func (s *PebbleStore) commitStage() error {
 		return err
 	}
 	s.since.Add(stageCost)
+	return s.record()
+}
+
+// record brings the flush record up to date with the log: every chunk
+// before s.next is in the store (or was lost with a failed stage, and
+// never counted). The caller holds wmu.
+func (s *PebbleStore) record() error {
+	if s.recorded == s.next {
+		return nil
+	}
+	if err := writeFlushRecord(s.dir, s.next); err != nil {
+		return err
+	}
+	s.recorded = s.next
 	return nil
 }
 
 // BeginRewrite implements Store.
 func (s *PebbleStore) BeginRewrite() error {
-	release, err := s.useLog()
+	release, err := s.useWrite()
 	if err != nil {
 		return err
 	}
@@ -419,7 +597,7 @@ func (s *PebbleStore) BeginRewrite() error {
 // Pebble drops their tables whole. A crash between the two leaves chunks
 // that Load no longer reads, for the next rewrite to drop.
 func (s *PebbleStore) CommitRewrite() error {
-	release, err := s.useLog()
+	release, err := s.useWrite()
 	if err != nil {
 		return err
 	}
@@ -437,6 +615,9 @@ func (s *PebbleStore) CommitRewrite() error {
 	s.rewriting = false
 	s.meta = m
 	s.base.Store(s.since.Swap(0))
+	if err := s.record(); err != nil {
+		return fmt.Errorf("persist: commit rewrite: %w", err)
+	}
 	ctx := context.Background()
 	err = s.db.Excise(ctx, pebble.KeyRange{Start: chunkKey(0), End: chunkKey(m.Base)})
 	if err == nil && s.legacy {
@@ -465,14 +646,32 @@ func (s *PebbleStore) Sizes() (rewrite, since int64) {
 // Writable implements Store: it creates and removes a probe file in the
 // directory (which fails when the directory is gone, read-only or not
 // ours to write) and asks the file system for twice need plus
-// Options.DiskReserve bytes free.
+// Options.DiskReserve bytes free. A store open read-only (Degraded) is
+// opened for writing once that holds.
 func (s *PebbleStore) Writable(need int) error {
 	release, err := s.use()
 	if err != nil {
 		return err
 	}
-	defer release()
-	probe := filepath.Join(s.dir, ".rlserver-probe")
+	err = diskFault(s.dir, need, s.resv)
+	// A directory removed and made again is not the store's: Pebble's
+	// files were in the old one, so writes would go nowhere durable.
+	if id, ierr := idOf(s.dir); err == nil && (ierr != nil || id != s.dirID) {
+		err = fmt.Errorf("persist: %s was removed and made again while the store was open; restart rlserver to write to it: %w", s.dir, syscall.ENOENT)
+	}
+	degraded := s.degraded != nil
+	release()
+	if err != nil || !degraded {
+		return err
+	}
+	return s.reopen()
+}
+
+// diskFault returns why a write of about need bytes cannot be made in dir
+// now (nil: it can): a probe file that cannot be made, or less than twice
+// need plus reserve bytes free.
+func diskFault(dir string, need int, reserve int64) error {
+	probe := filepath.Join(dir, ".rlserver-probe")
 	f, err := os.OpenFile(probe, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err == nil {
 		_, err = f.Write([]byte{0})
@@ -484,27 +683,74 @@ func (s *PebbleStore) Writable(need int) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("persist: %s is not writable: %w", s.dir, err)
+		return fmt.Errorf("persist: %s is not writable: %w", dir, err)
 	}
-	// A directory removed and made again is not the store's: Pebble's
-	// files were in the old one, so writes would go nowhere durable.
-	if id, err := idOf(s.dir); err != nil || id != s.dirID {
-		return fmt.Errorf("persist: %s was removed and made again while the store was open; restart rlserver to write to it: %w", s.dir, syscall.ENOENT)
-	}
-	free, err := freeBytes(s.dir)
+	free, err := freeBytes(dir)
 	if err != nil {
-		return fmt.Errorf("persist: %s: free space: %w", s.dir, err)
+		return fmt.Errorf("persist: %s: free space: %w", dir, err)
 	}
-	if want := 2*int64(need) + s.resv; free < want {
-		return fmt.Errorf("persist: %s: %w (%d bytes free, %d wanted)", s.dir, syscall.ENOSPC, free, want)
+	if want := 2*int64(need) + reserve; free < want {
+		return fmt.Errorf("persist: %s: %w (%d bytes free, %d wanted)", dir, syscall.ENOSPC, free, want)
 	}
+	return nil
+}
+
+// reopen opens a store that was open read-only for writing, now that its
+// disk takes writes. On failure it stays read-only (with nothing open if
+// the read-only store was closed already), with the cause in degraded.
+func (s *PebbleStore) reopen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.degraded == nil {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err := s.lockForWriting()
+	if err == nil {
+		err = s.openWritable()
+	}
+	if err != nil {
+		err = fmt.Errorf("persist: opening %s for writing: %w", s.dir, err)
+		s.degraded = err
+		return err
+	}
+	s.logf("persist: %s takes writes again: the store is open for writing", s.dir)
+	s.degraded = nil
+	return nil
+}
+
+// lockForWriting takes the directory's write lock if the store holds a
+// read lock only; the read-only store (which holds that) is closed first.
+func (s *PebbleStore) lockForWriting() error {
+	if s.lock != nil {
+		return nil
+	}
+	if s.db != nil {
+		if err := s.db.Close(); err != nil {
+			return err
+		}
+		s.db = nil
+	}
+	lock, err := pebble.LockDirectory(s.dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	s.lock = lock
 	return nil
 }
 
 // Sync implements Store: it ingests the stage, fsynced unless the policy
 // is FsyncNo.
 func (s *PebbleStore) Sync() error {
-	release, err := s.useLog()
+	release, err := s.useWrite()
 	if err != nil {
 		return err
 	}
@@ -524,6 +770,9 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 		return st, err
 	}
 	defer release()
+	if s.db == nil {
+		return st, nil // opened read-only where no store is yet
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: recordLower, UpperBound: recordUpper})
 	if err != nil {
 		return st, fmt.Errorf("persist: load: %w", err)
@@ -583,7 +832,7 @@ func (s *PebbleStore) Load(now int64, fn func(Record) error) (st LoadStats, err 
 // hard-linked where the filesystem allows, so it is cheap, and the WAL is
 // fsynced first so that the copy includes every applied batch.
 func (s *PebbleStore) Checkpoint(dir string) error {
-	release, err := s.useLog()
+	release, err := s.useWrite()
 	if err != nil {
 		return err
 	}
@@ -595,6 +844,11 @@ func (s *PebbleStore) Checkpoint(dir string) error {
 		return fmt.Errorf("persist: checkpoint: %w", err)
 	}
 	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("persist: checkpoint %s: %w", dir, err)
+	}
+	// The copy holds every chunk before s.next: its own flush record
+	// says so, for a start from it to check.
+	if err := writeFlushRecord(dir, s.next); err != nil {
 		return fmt.Errorf("persist: checkpoint %s: %w", dir, err)
 	}
 	return nil
@@ -613,11 +867,15 @@ func (s *PebbleStore) Close() error {
 	if err != nil {
 		err = fmt.Errorf("persist: close: %w", err)
 	}
-	if cerr := s.db.Close(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("persist: close: %w", cerr))
+	if s.db != nil {
+		if cerr := s.db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("persist: close: %w", cerr))
+		}
 	}
-	if lerr := s.lock.Close(); lerr != nil {
-		err = errors.Join(err, fmt.Errorf("persist: close: releasing lock: %w", lerr))
+	if s.lock != nil {
+		if lerr := s.lock.Close(); lerr != nil {
+			err = errors.Join(err, fmt.Errorf("persist: close: releasing lock: %w", lerr))
+		}
 	}
 	return err
 }

@@ -110,6 +110,13 @@ func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOpti
 		return nil, err
 	}
 	s.lastSave.Store(time.Now().Unix())
+	// A store opened read-only (its disk full or read-only) is a disk
+	// fault from the start: reported now, retried as a running server's.
+	if d, ok := store.(interface{ Degraded() error }); ok {
+		if err := d.Degraded(); err != nil {
+			s.failed(err)
+		}
+	}
 	go s.loop()
 	return s, nil
 }

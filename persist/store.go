@@ -107,6 +107,11 @@ var (
 	// in the errors of LoadStats.Errors; a Load callback returns an error
 	// wrapping it to have a record skipped rather than stop the load.
 	ErrCorrupt = errors.New("persist: corrupt record")
+	// ErrDamaged is returned by Open for a store that would restore less
+	// than was flushed to it (a damaged manifest makes Pebble open an older
+	// version of the store, or an empty one), or whose flush record is
+	// itself damaged.
+	ErrDamaged = errors.New("persist: damaged store")
 	// ErrInvalid is returned by Apply for a record that can't be stored
 	// (Kind 0, an unknown Version). Nothing of the batch is written.
 	ErrInvalid = errors.New("persist: invalid record")
@@ -162,6 +167,11 @@ type Options struct {
 	// Pebble's memtable flushes, compactions and a new log file. Default
 	// DefaultDiskReserve.
 	DiskReserve int64
+	// AcceptLoss opens a store whose flush record is damaged, or says more
+	// was flushed than the store holds (ErrDamaged), with what it holds,
+	// logging the loss (--recover-damaged-store). Without it Open refuses
+	// such a store.
+	AcceptLoss bool
 	// Logger receives the store's and Pebble's error lines (one line per
 	// call, without a trailing newline).
 	// Default: discard. It must be safe for concurrent use.

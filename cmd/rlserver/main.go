@@ -54,6 +54,8 @@ type options struct {
 	protected    string
 	backupDir    string
 
+	recoverDamaged bool // --recover-damaged-store
+
 	tlsPort        string
 	tlsCert        string
 	tlsKey         string
@@ -97,7 +99,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
 	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb)")
 	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
-	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written and the server starts no store")
+	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written; a start below it restores read-only and writes once there is room")
+	fs.BoolVar(&o.recoverDamaged, "recover-damaged-store", false, "start from a store that holds less than its flush record says was flushed (a damaged manifest), or whose record is damaged, with what it holds; the loss is logged")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")

@@ -14,8 +14,10 @@ import (
 
 // openPersistence opens the Pebble store under o.dir and restores the
 // keyspace from it; with --dir ” it returns nil (in memory only). A
-// directory that cannot be opened, or is locked by another process, is an
-// error: the server never starts silently empty.
+// directory that cannot be opened, is locked by another process, or holds
+// less than its flush record says (unless --recover-damaged-store) is an
+// error: the server never starts silently empty. A store on a full or
+// read-only disk is restored read-only and written once the fault clears.
 func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persist.Saver, error) {
 	if o.dir == "" {
 		return nil, nil
@@ -28,7 +30,7 @@ func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persi
 	if err != nil || reserve <= 0 {
 		return nil, fmt.Errorf("--disk-reserve: invalid size %q", o.diskReserve)
 	}
-	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, DiskReserve: reserve, Logger: log.Printf})
+	db, err := persist.Open(&persist.Options{Dir: o.dir, Fsync: policy, DiskReserve: reserve, AcceptLoss: o.recoverDamaged, Logger: log.Printf})
 	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			// Most often a host directory mounted into the container,
