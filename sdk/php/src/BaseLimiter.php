@@ -35,6 +35,16 @@ abstract class BaseLimiter implements Limiter
         return $this->spec->windowMs / 1000;
     }
 
+    /**
+     * The algorithm: tokenbucket, throttle, leakybucket, fixed, sliding, log
+     * or concurrency. The middleware puts it in its default key prefix, so
+     * that limiters of different kinds never share a key.
+     */
+    public function kind(): string
+    {
+        return $this->rule === 'ACQUIRE' ? 'concurrency' : strtolower($this->rule);
+    }
+
     /** This limiter on key, as a rule for Client::all(). */
     public function rule(string $key): Rule
     {

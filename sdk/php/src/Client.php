@@ -5,20 +5,46 @@ declare(strict_types=1);
 namespace Rlserver;
 
 /**
- * The entry point: wraps a connected phpredis \Redis or \RedisCluster (commands
- * go through rawCommand, so standalone and cluster work the same) and makes
- * the typed limiters.
+ * The entry point: wraps a phpredis \Redis or \RedisCluster (commands go
+ * through rawCommand, so standalone and cluster work the same) and makes the
+ * typed limiters. Client::connect() connects on first use, so that a server
+ * down when the process starts meets the failure policy.
  */
 final class Client
 {
-    private LocalStore $local;
+    private LocalStore|ApcuStore $local;
+    /** Connects $redis (lazily, see connect()); null once connected or when given connected. */
+    private ?\Closure $connector = null;
+    private bool $timeoutSet = false;
 
+    /**
+     * @param \Redis|\RedisCluster $redis a connection; one that is not connected (its
+     *     connect() failed) is not an error here: each call then fails as unreachable
+     */
     public function __construct(private readonly \Redis|\RedisCluster $redis, private Options $opts = new Options())
     {
-        $this->local = new LocalStore();
-        if ($opts->timeout > 0) {
-            $redis->setOption(\Redis::OPT_READ_TIMEOUT, $opts->timeout);
-        }
+        $this->local = ApcuStore::available() ? new ApcuStore() : new LocalStore();
+        $this->applyTimeout();
+    }
+
+    /**
+     * A client of a standalone server that connects on its first call, within
+     * Options::$timeout (when set): a server that is down or unreachable then
+     * meets the failure policy, from the first request on, rather than an
+     * exception. password (and user, for an ACL user) authenticate; a wrong or
+     * missing one is a configuration error (see check()).
+     */
+    public static function connect(string $host, int $port = 6379, Options $opts = new Options(), ?string $password = null, ?string $user = null): self
+    {
+        $redis = new \Redis();
+        $c = new self($redis, $opts);
+        $c->connector = static function () use ($redis, $host, $port, $opts, $password, $user): void {
+            $redis->connect($host, $port, $opts->timeout > 0 ? $opts->timeout : 0.0);
+            if ($password !== null) {
+                $redis->auth($user !== null ? [$user, $password] : $password);
+            }
+        };
+        return $c;
     }
 
     /** A client on the same connection and local fallback state with other options. */
@@ -26,7 +52,32 @@ final class Client
     {
         $c = new self($this->redis, $opts);
         $c->local = $this->local;
+        $c->connector = $this->connector;
         return $c;
+    }
+
+    /**
+     * Sends PING, so that a wrong or missing password (or an unreachable
+     * server) is found at start: call it once after making the client. A
+     * configuration error is logged and passed to onError; every error raises.
+     */
+    public function check(): void
+    {
+        $this->raw('', ['PING']);
+    }
+
+    /** Sets the read timeout, once the connection exists (setOption throws on one that does not). */
+    private function applyTimeout(): void
+    {
+        if ($this->timeoutSet || $this->opts->timeout <= 0) {
+            return;
+        }
+        try {
+            $this->redis->setOption(\Redis::OPT_READ_TIMEOUT, $this->opts->timeout);
+            $this->timeoutSet = true;
+        } catch (\RedisException|\RedisClusterException) {
+            // Not connected: retried before the next command.
+        }
     }
 
     public function redis(): \Redis|\RedisCluster
@@ -40,13 +91,13 @@ final class Client
     }
 
     /** @internal */
-    public function localStore(): LocalStore
+    public function localStore(): LocalStore|ApcuStore
     {
         return $this->local;
     }
 
     /** @internal Replaces the local fallback's state (tests give it a clock). */
-    public function setLocalStore(LocalStore $local): void
+    public function setLocalStore(LocalStore|ApcuStore $local): void
     {
         $this->local = $local;
     }
@@ -149,6 +200,11 @@ final class Client
     public function raw(string $key, array $args): mixed
     {
         try {
+            if ($this->connector !== null) {
+                ($this->connector)();
+                $this->connector = null;
+            }
+            $this->applyTimeout();
             if ($this->redis instanceof \RedisCluster) {
                 $this->redis->clearLastError();
                 $v = $this->redis->rawCommand($key, ...$args);
@@ -157,6 +213,13 @@ final class Client
                 $v = $this->redis->rawCommand(...$args);
             }
         } catch (\RedisException|\RedisClusterException $e) {
+            // phpredis raises authentication errors (WRONGPASS, NOAUTH) as
+            // exceptions, like a lost connection: tell them apart.
+            if (self::misconfigured($e->getMessage())) {
+                $se = new ServerException($e->getMessage(), 0, $e);
+                $this->report(new ErrorEvent($args[0], $key, $se, FailureMode::Error, true));
+                throw $se;
+            }
             throw new UnreachableException('rlserver: ' . $e->getMessage(), 0, $e);
         }
         if ($v === false) {
@@ -167,10 +230,40 @@ final class Client
                         throw new UnreachableException($err);
                     }
                 }
-                throw new ServerException($err);
+                $e = new ServerException($err);
+                if (self::misconfigured($err)) {
+                    $this->report(new ErrorEvent($args[0], $key, $e, FailureMode::Error, true));
+                }
+                throw $e;
             }
         }
         return $v;
+    }
+
+    /**
+     * Whether an error says the set-up is wrong (a wrong or missing password,
+     * no permission, a key holding another limiter's state, a server without
+     * the command): reported loudly, never answered by the failure policy.
+     */
+    private static function misconfigured(string $err): bool
+    {
+        foreach (['WRONGTYPE', 'WRONGPASS', 'NOAUTH', 'NOPERM', 'ERR unknown command', 'ERR AUTH', 'ERR invalid password'] as $p) {
+            if (str_starts_with($err, $p)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Passes e to onError and, for a configuration error, logs it. */
+    private function report(ErrorEvent $e): void
+    {
+        if ($e->config) {
+            ($this->opts->log)(sprintf('rlserver: configuration error on %s "%s": %s', $e->command, $e->key, $e->error->getMessage()));
+        }
+        if ($this->opts->onError !== null) {
+            ($this->opts->onError)($e);
+        }
     }
 
     /**
@@ -184,9 +277,7 @@ final class Client
         if ($this->opts->failure === FailureMode::Error) {
             throw $e;
         }
-        if ($this->opts->onError !== null) {
-            ($this->opts->onError)(new ErrorEvent($cmd, $key, $e, $this->opts->failure));
-        }
+        $this->report(new ErrorEvent($cmd, $key, $e, $this->opts->failure));
     }
 
     /** @internal */

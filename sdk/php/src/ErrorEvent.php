@@ -4,7 +4,12 @@ declare(strict_types=1);
 
 namespace Rlserver;
 
-/** What Options::$onError receives when the failure policy answers instead of the server. */
+/**
+ * What Options::$onError receives: a call the failure policy answered
+ * (the server was unreachable; mode says how), or a configuration error
+ * (config: a wrong or missing password, NOPERM, WRONGTYPE, an unknown
+ * command), which raises ServerException whatever the policy (mode Error).
+ */
 final class ErrorEvent
 {
     public function __construct(
@@ -12,6 +17,7 @@ final class ErrorEvent
         public readonly string $key,     // the limited key (the first rule's for all())
         public readonly \Throwable $error,
         public readonly FailureMode $mode,
+        public readonly bool $config = false,
     ) {
     }
 }

@@ -14,7 +14,7 @@ final class Headers
     /** @return array<string, string> */
     public static function for(string $policy, float $windowSeconds, Decision $d, bool $xRateLimit = false): array
     {
-        $name = '"' . addcslashes($policy, '"\\') . '"';
+        $name = self::sfString($policy);
         $reset = (string) self::ceilMs($d->resetAfterMs);
         $windowMs = (int) round($windowSeconds * 1000);
         $h = [
@@ -30,6 +30,21 @@ final class Headers
             $h['X-RateLimit-Reset'] = $reset;
         }
         return $h;
+    }
+
+    /**
+     * $s as an RFC 8941 sf-string: "..." holding printable ASCII only (0x20 -
+     * 0x7E), with " and \ escaped. Anything else cannot be one: refused.
+     *
+     * @throws \InvalidArgumentException
+     */
+    public static function sfString(string $s): string
+    {
+        if (preg_match('/[^\x20-\x7e]/', $s, $m, PREG_OFFSET_CAPTURE) === 1) {
+            throw new \InvalidArgumentException(sprintf('rlserver: policy name "%s": an RFC 8941 string holds printable ASCII only (byte 0x%02x at %d)',
+                addcslashes($s, "\0..\37\177..\377"), ord($m[0][0]), $m[0][1]));
+        }
+        return '"' . addcslashes($s, '"\\') . '"';
     }
 
     private static function ceilMs(int $ms): int

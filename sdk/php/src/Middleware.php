@@ -19,6 +19,7 @@ final class Middleware
     private ?\Closure $cost;
     private \Closure $denied;
     private \Closure $error;
+    private string $keyPrefix;
 
     /**
      * @param callable(mixed): ?string $key the limited key of a request (null or "": not limited);
@@ -26,7 +27,10 @@ final class Middleware
      * @param null|callable(mixed): int $cost units a request takes (default 1)
      * @param null|callable(mixed, Decision): mixed $denied the response when denied (default: 429)
      * @param null|callable(mixed, \Throwable): mixed $error the response when the limiter fails
-     *     without a failure policy (default: 503)
+     *     without a failure policy, or on a configuration error (default: 503)
+     * @param null|string $keyPrefix put before every key (default "rl:<policy>:<kind>:", e.g.
+     *     "rl:default:sliding:") so that two limiters on one server never share a key; "" for none
+     * @throws \InvalidArgumentException when $policy is not an RFC 8941 string (printable ASCII)
      */
     public function __construct(
         private readonly Limiter $limiter,
@@ -36,7 +40,10 @@ final class Middleware
         private readonly bool $xRateLimit = false,
         ?callable $denied = null,
         ?callable $error = null,
+        ?string $keyPrefix = null,
     ) {
+        Headers::sfString($policy);
+        $this->keyPrefix = $keyPrefix ?? 'rl:' . $policy . ':' . ($limiter instanceof BaseLimiter ? $limiter->kind() : 'limiter') . ':';
         $this->key = $key !== null ? \Closure::fromCallable($key) : static fn (mixed $r): ?string => self::keyByIp();
         $this->cost = $cost !== null ? \Closure::fromCallable($cost) : null;
         $this->denied = $denied !== null ? \Closure::fromCallable($denied) : static function (): string {
@@ -62,6 +69,7 @@ final class Middleware
         if ($key === null || $key === '') {
             return $next($request);
         }
+        $key = $this->keyPrefix . $key;
         $n = $this->cost !== null ? ($this->cost)($request) : 1;
         $lease = null;
         try {
@@ -92,6 +100,12 @@ final class Middleware
                 }
             }
         }
+    }
+
+    /** The prefix put before every key (see the constructor). */
+    public function keyPrefix(): string
+    {
+        return $this->keyPrefix;
     }
 
     /** The client address of the current PHP request. */

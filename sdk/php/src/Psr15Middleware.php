@@ -29,7 +29,8 @@ final class Psr15Middleware implements MiddlewareInterface
      * @param null|callable(ServerRequestInterface, Decision): ResponseInterface $denied the response
      *     when denied (default: 429 with a short text body)
      * @param null|callable(ServerRequestInterface, \Throwable): ResponseInterface $error the response
-     *     when the limiter fails without a failure policy (default: 503)
+     *     when the limiter fails without a failure policy, or on a configuration error (default: 503)
+     * @param null|string $keyPrefix see Middleware (default "rl:<policy>:<kind>:")
      */
     public function __construct(
         Limiter $limiter,
@@ -40,6 +41,7 @@ final class Psr15Middleware implements MiddlewareInterface
         bool $xRateLimit = false,
         ?callable $denied = null,
         ?callable $error = null,
+        ?string $keyPrefix = null,
     ) {
         $this->inner = new Middleware(
             $limiter,
@@ -49,6 +51,7 @@ final class Psr15Middleware implements MiddlewareInterface
             $xRateLimit,
             $denied ?? fn (ServerRequestInterface $r): ResponseInterface => $this->text(429, "rate limit exceeded\n"),
             $error ?? fn (ServerRequestInterface $r): ResponseInterface => $this->text(503, "rate limiter unavailable\n"),
+            $keyPrefix,
         );
     }
 

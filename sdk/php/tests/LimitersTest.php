@@ -160,7 +160,7 @@ final class LimitersTest extends ServerTestCase
     public function testMiddlewareHoldsLeaseForTheRequestOnly(): void
     {
         $cc = $this->c->concurrency(1, '1m');
-        $mw = new Middleware($cc, policy: 'jobs', key: fn () => 'k', denied: fn () => 429);
+        $mw = new Middleware($cc, policy: 'jobs', key: fn () => 'k', denied: fn () => 429, keyPrefix: '');
         $inner = null;
         $res = $mw->handle(null, function () use ($cc, &$inner) {
             $inner = $cc->acquire('k')->decision; // held while the handler runs

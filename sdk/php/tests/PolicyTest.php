@@ -118,11 +118,13 @@ final class PolicyTest extends TestCase
             $called = true;
         }));
         $this->assertTrue($c->tokenBucket(5, 1, 1)->allow('k')->allowed);
+        // A bad argument raises, whatever the policy, and is no failure of the
+        // server (WRONGTYPE, a configuration error, is ConfigTest's).
         try {
-            $c->window(WindowMode::Fixed, 5, 1)->allow('k');
-            $this->fail('WRONGTYPE not raised');
+            $c->tokenBucket(5, 1, 1)->allow('k', -1);
+            $this->fail('bad argument accepted');
         } catch (ServerException $e) {
-            $this->assertStringStartsWith('WRONGTYPE', $e->getMessage());
+            $this->assertStringStartsWith('ERR', $e->getMessage());
         }
         $this->assertFalse($called);
         $srv->stop();

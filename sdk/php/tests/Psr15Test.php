@@ -69,7 +69,7 @@ final class Psr15Test extends ServerTestCase
         // Another address is its own key; the server holds both.
         $this->assertSame(200, $mw->process($this->request('10.0.0.2'), $h)->getStatusCode());
         $this->assertSame(3, $calls);
-        $this->assertSame([1, 2, 1, 0, 1000], $this->redis->rawCommand('CL.TOKENBUCKET', '10.0.0.2', '2', '1', '1s', '0'));
+        $this->assertSame([1, 2, 1, 0, 1000], $this->redis->rawCommand('CL.TOKENBUCKET', 'rl:api:tokenbucket:10.0.0.2', '2', '1', '1s', '0'));
         // Time refills the bucket.
         Server::advance($this->redis, 1000);
         $this->assertSame(200, $mw->process($this->request('10.0.0.1'), $h)->getStatusCode());

@@ -8,6 +8,7 @@ declare(strict_types=1);
 require __DIR__ . '/../src/autoload.php';
 require __DIR__ . '/Server.php';
 require __DIR__ . '/ServerTestCase.php';
+require __DIR__ . '/PhpServer.php';
 // Symfony RateLimiter for the adapter's tests: Composer's, else Debian's
 // (php-symfony-rate-limiter, which scripts/setup.sh installs).
 // Nyholm's PSR-7 messages for the PSR-15 middleware's, likewise
