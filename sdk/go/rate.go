@@ -27,6 +27,20 @@ func (r *Rate) AllowN(n int) bool {
 	return err == nil && d.Allowed
 }
 
+// Tokens is the number of whole tokens key's bucket holds now (a peek:
+// nothing is taken); 0 while it is in reservation debt, and on an error.
+// The server counts whole tokens, so there is no fraction.
+func (r *Rate) Tokens() float64 {
+	d, err := r.l.AllowN(context.Background(), r.key, 0)
+	if err != nil {
+		return 0
+	}
+	return float64(d.Remaining)
+}
+
+// Burst is the bucket's capacity (x/time/rate's burst).
+func (r *Rate) Burst() int { return int(r.l.s.limit) }
+
 // Reservation is a reservation of tokens: act after Delay if OK.
 type Reservation struct {
 	ok       bool

@@ -16,6 +16,20 @@ func TestRateShapedAPI(t *testing.T) {
 	if !r.Allow() || !r.AllowN(1) || r.Allow() {
 		t.Fatal("Allow, AllowN: want true, true, false on a 2-token bucket")
 	}
+	if got := r.Tokens(); got != 0 || r.Burst() != 2 {
+		t.Errorf("Tokens %v, Burst %d after taking 2 of 2, want 0, 2", got, r.Burst())
+	}
+	advance(t, rdb, 999)
+	if got := r.Tokens(); got != 0 {
+		t.Errorf("Tokens %v 999ms later at 1/s, want 0 (whole tokens)", got)
+	}
+	advance(t, rdb, 1)
+	if got := r.Tokens(); got != 1 {
+		t.Errorf("Tokens %v 1s later at 1/s, want 1", got)
+	}
+	if !r.Allow() {
+		t.Fatal("the refilled token was denied")
+	}
 	rv := r.Reserve()
 	if !rv.OK() || rv.Delay() != time.Second {
 		t.Errorf("Reserve: ok %v delay %v, want true 1s", rv.OK(), rv.Delay())
