@@ -12,7 +12,14 @@ import (
 type View struct {
 	Topo *Topology
 	Self Role
+	// Confirmed: the topology names the node's current incarnation (see
+	// Node.Boot). An unconfirmed primary serves no key, streams to no
+	// replica and moves no slot.
+	Confirmed bool
 }
+
+// Serves reports whether the node may act as its shard's primary.
+func (v *View) Serves() bool { return !v.Self.Replica && v.Confirmed }
 
 // Primary returns the node serving slot's writes, and false when no shard
 // serves it.
@@ -34,9 +41,12 @@ type State struct {
 	host string // the announced address the node finds itself by
 	port int
 
-	mu      sync.Mutex // serialises Reload and Adopt
+	mu      sync.Mutex // serialises Reload, Adopt and SetIncarnation
 	cur     atomic.Pointer[View]
-	fenceBy atomic.Int64 // Unix ns after which the node is fenced (0: never)
+	boot    string // the incarnation (etcd mode): see Node.Boot
+	lease   int64
+	base    time.Time    // the monotonic origin of fenceBy
+	fenceBy atomic.Int64 // ns after base at which the node is fenced (0: never)
 	gate    atomic.Pointer[Gate]
 	leaving atomic.Bool
 	watches []func(old, new *View)
@@ -52,7 +62,7 @@ func NewStatic(file, host string, port int) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &State{file: file, host: host, port: port}
+	s := &State{file: file, host: host, port: port, base: time.Now()}
 	v, err := s.view(t)
 	if err != nil {
 		return nil, err
@@ -70,7 +80,7 @@ func NewDynamic(self Node) (*State, error) {
 	if err := t.index(); err != nil {
 		return nil, err
 	}
-	s := &State{host: self.Host, port: self.Port}
+	s := &State{host: self.Host, port: self.Port, base: time.Now(), boot: self.Boot}
 	v, err := s.view(t)
 	if err != nil {
 		return nil, err
@@ -87,7 +97,34 @@ func (s *State) view(t *Topology) (*View, error) {
 	if cur := s.cur.Load(); cur != nil && cur.Self.Node.ID != r.Node.ID {
 		return nil, fmt.Errorf("the topology (version %d) gives this node (%s:%d) id %s, but it is %s", t.Version, s.host, s.port, r.Node.ID, cur.Self.Node.ID)
 	}
-	return &View{Topo: t, Self: r}, nil
+	return &View{Topo: t, Self: r, Confirmed: r.Node.Boot == s.boot && r.Node.Lease == s.lease}, nil
+}
+
+// SetIncarnation records the node's incarnation (a new etcd lease at each
+// join): until a topology names it, the node serves as no primary.
+func (s *State) SetIncarnation(lease int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease == lease {
+		return
+	}
+	s.lease = lease
+	old := s.cur.Load()
+	v := *old
+	v.Confirmed = v.Self.Node.Boot == s.boot && v.Self.Node.Lease == lease
+	s.install(old, &v)
+}
+
+// Boot returns the node's boot id ("" in a static topology).
+func (s *State) Boot() string { return s.boot }
+
+// install makes v the view and tells the watchers. The caller holds s.mu.
+func (s *State) install(old, v *View) {
+	s.cur.Store(v)
+	for _, fn := range s.watches {
+		fn(old, v)
+	}
+	s.notify()
 }
 
 // FenceAfter fences the node from deadline on, unless it is called again
@@ -95,16 +132,25 @@ func (s *State) view(t *Topology) (*View, error) {
 // cannot renew its membership stops serving keys before anyone can take
 // its slots over, so that two primaries never serve one slot. Checked at every
 // keyed command, so a node frozen past its deadline serves nothing when it
-// runs again, before any goroutine could notice.
-func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(deadline.UnixNano()) }
+// runs again, before any goroutine could notice. The deadline is kept on
+// the monotonic clock: a step of the wall clock moves no fence.
+func (s *State) FenceAfter(deadline time.Time) { s.fenceBy.Store(max(int64(deadline.Sub(s.base)), 1)) }
 
-// Fenced reports whether the node is fenced (or leaving, see Leave).
+// LeaseLate reports whether the node's lease was not renewed in time.
+func (s *State) LeaseLate() bool {
+	d := s.fenceBy.Load()
+	return d != 0 && int64(time.Since(s.base)) > d
+}
+
+// Fenced reports whether the node must serve no key: its lease was not
+// renewed in time, it is a primary whose incarnation the topology does not
+// confirm yet, or it is leaving (see Leave).
 func (s *State) Fenced() bool {
-	if s.leaving.Load() {
+	if s.leaving.Load() || s.LeaseLate() {
 		return true
 	}
-	d := s.fenceBy.Load()
-	return d != 0 && time.Now().UnixNano() > d
+	v := s.cur.Load()
+	return !v.Self.Replica && !v.Confirmed && v.Topo.Assigned() > 0
 }
 
 // Leave fences the node for good: it is shutting down, and must serve no
@@ -151,11 +197,7 @@ func (s *State) Orphan(version int64) bool {
 		return false
 	}
 	v := &View{Topo: t, Self: Role{Node: old.Self.Node}}
-	s.cur.Store(v)
-	for _, fn := range s.watches {
-		fn(old, v)
-	}
-	s.notify()
+	s.install(old, v)
 	return true
 }
 
@@ -195,11 +237,7 @@ func (s *State) Adopt(t *Topology) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.cur.Store(v)
-	for _, fn := range s.watches {
-		fn(old, v)
-	}
-	s.notify()
+	s.install(old, v)
 	return true, nil
 }
 

@@ -21,7 +21,18 @@ type Node struct {
 	ID   string `json:"id"`
 	Host string `json:"host"`
 	Port int    `json:"port"`
+	// Boot and Lease are the incarnation the coordinator placed the node
+	// in (etcd mode; empty in a static topology): the process's random
+	// boot id and the etcd lease it registered under. A node serves as a
+	// primary only while the topology names its current incarnation, so
+	// that a process restarted, or back after its lease lapsed, waits for
+	// the coordinator to decide what it is.
+	Boot  string `json:"boot,omitempty"`
+	Lease int64  `json:"lease,omitempty"`
 }
+
+// Inc is the node's incarnation as the replication stream names it.
+func (n Node) Inc() string { return n.Boot + "/" + strconv.FormatInt(n.Lease, 16) }
 
 // Addr is the node's announced host:port.
 func (n Node) Addr() string { return net.JoinHostPort(n.Host, strconv.Itoa(n.Port)) }
@@ -43,6 +54,10 @@ type Shard struct {
 	// coordinator writes it, the source's primary streams the slots' states
 	// here, and the next version gives the slots to this shard).
 	Importing []Import `json:"importing,omitempty"`
+	// Down is set by the coordinator when the primary is gone and no
+	// replica may be promoted: the shard's slots answer CLUSTERDOWN until
+	// the primary returns or an operator forces a failover.
+	Down bool `json:"down,omitempty"`
 }
 
 // Import is a move of slots to a shard from another (by shard id).

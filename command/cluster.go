@@ -36,7 +36,7 @@ type Replication interface {
 	// follows), Full begins a full copy, Apply applies stream bytes of
 	// primary shard i ending at pos (-1: a piece of a snapshot), Synced
 	// ends a full copy.
-	Hello(primaryID, replid string, shards int) ([]string, error)
+	Hello(primaryID, replid string, shards int, inc string) ([]string, error)
 	Full(replid string, shards int) error
 	Apply(i int, pos int64, raw []byte) error
 	Synced() error
@@ -47,24 +47,24 @@ type Replication interface {
 	// the source's n, Handover says the source stopped serving the slots:
 	// this node serves them to ASKING connections until the topology gives
 	// them to it.
-	Import(from string) error
+	Import(from, inc string) error
 	ImportApply(from string, n, i int, raw []byte) error
-	Handover(from string) error
+	Handover(from, inc string) error
 }
 
 // rlreplContainer is RLREPL, the commands a primary sends its replicas
 // (see package repl).
 func rlreplContainer() *Command {
 	c := container("rlrepl", "server", "Replication stream from a cluster primary to its replica (internal).",
-		sub("rlrepl|hello", 5, "Starts a replication link: returns the position the replica resumes from.", cmdReplHello,
-			argStr("primary-id"), argStr("replid"), argInt("shards")),
+		sub("rlrepl|hello", 6, "Starts a replication link: returns the position the replica resumes from.", cmdReplHello,
+			argStr("primary-id"), argStr("replid"), argInt("shards"), argStr("incarnation")),
 		sub("rlrepl|full", 4, "Begins a full copy: every key is removed.", cmdReplFull, argStr("replid"), argInt("shards")),
 		sub("rlrepl|apply", 5, "Applies change-stream bytes of one primary shard.", cmdReplApply, argInt("shard"), argInt("position"), argStr("entries")),
 		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
-		sub("rlrepl|import", 3, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard")),
+		sub("rlrepl|import", 4, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard"), argStr("incarnation")),
 		sub("rlrepl|move", 6, "Applies change-stream bytes of the slots moving from a shard.", cmdReplMove,
 			argStr("from-shard"), argInt("shards"), argInt("shard"), argStr("entries")),
-		sub("rlrepl|handover", 3, "The source stopped serving the moving slots: serve them to ASKING connections.", cmdReplHandover, argStr("from-shard")),
+		sub("rlrepl|handover", 4, "The source stopped serving the moving slots: serve them to ASKING connections.", cmdReplHandover, argStr("from-shard"), argStr("incarnation")),
 	)
 	c.Since = "0.1.0"
 	for _, s := range c.Subs {
@@ -95,7 +95,7 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 		c.err(resp.ErrNotInt)
 		return
 	}
-	pos, err := r.Hello(string(args[2]), string(args[3]), int(n))
+	pos, err := r.Hello(string(args[2]), string(args[3]), int(n), string(args[5]))
 	if err != nil {
 		c.err(resp.ErrFailed(err))
 		return
@@ -155,7 +155,7 @@ func cmdReplSynced(c *Ctx, args [][]byte) {
 
 func cmdReplImport(c *Ctx, args [][]byte) {
 	if r := replSink(c); r != nil {
-		c.okOrErr(r.Import(string(args[2])))
+		c.okOrErr(r.Import(string(args[2]), string(args[3])))
 	}
 }
 
@@ -175,7 +175,7 @@ func cmdReplMove(c *Ctx, args [][]byte) {
 
 func cmdReplHandover(c *Ctx, args [][]byte) {
 	if r := replSink(c); r != nil {
-		c.okOrErr(r.Handover(string(args[2])))
+		c.okOrErr(r.Handover(string(args[2]), string(args[3])))
 	}
 }
 
@@ -332,10 +332,10 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 	if v.Topo.Owner(slot) < 0 {
 		return resp.ErrSlotUnbound
 	}
-	if !v.Topo.Complete() || c.h.cfg.Cluster.Fenced() {
+	owner := v.Topo.Owner(slot)
+	if !v.Topo.Complete() || v.Topo.Shards[owner].Down || c.h.cfg.Cluster.Fenced() {
 		return resp.ErrClusterDown
 	}
-	owner := v.Topo.Owner(slot)
 	if g := c.h.cfg.Cluster.Gate(); g != nil && !v.Self.Replica {
 		// A slot on the move: the source's primary sends what it handed
 		// over to the importing primary, which serves it. It does so

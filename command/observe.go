@@ -397,7 +397,7 @@ func (h *Handler) Ready() (bool, string) {
 		return false, "no cluster topology yet"
 	}
 	if st.Fenced() {
-		return false, "fenced: its etcd lease is not renewed"
+		return false, "fenced: its etcd lease is not renewed, or the topology does not name this incarnation yet"
 	}
 	if v.Self.Replica {
 		link := "connect"

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -39,10 +40,15 @@ type Config struct {
 	// first topology is formed. Default 2 s.
 	Settle time.Duration
 	// Offset returns the node's replication offset, published with its
-	// registration once a second: failover promotes the replica with the
-	// highest.
+	// registration once a second: failover promotes the eligible replica
+	// with the highest.
 	Offset func() int64
-	Logf   func(format string, args ...any)
+	// Copy returns, on a replica, the primary incarnation ("id/boot")
+	// whose stream it holds a complete copy of, taken in this process
+	// ("" none), and how long ago it last heard from that primary: what
+	// makes it eligible for promotion. Published with the offset.
+	Copy func() (follows string, down time.Duration)
+	Logf func(format string, args ...any)
 }
 
 // Member is what a node registers about itself.
@@ -51,7 +57,24 @@ type Member struct {
 	Host   string `json:"host"`
 	Port   int    `json:"port"`
 	Offset int64  `json:"offset"`
+	// Boot is the process's random boot id: a new one is a restart.
+	Boot string `json:"boot,omitempty"`
+	// Follows and DownMs are the replica's copy (Config.Copy).
+	Follows string `json:"follows,omitempty"`
+	DownMs  int64  `json:"down_ms,omitempty"`
+
+	Lease int64 `json:"-"` // the lease it registered under, read from etcd
 }
+
+// node is the member as the topology names it, in its incarnation.
+func (m Member) node() cluster.Node {
+	return cluster.Node{ID: m.ID, Host: m.Host, Port: m.Port, Boot: m.Boot, Lease: m.Lease}
+}
+
+// validityFactor bounds how long a replica may have been without its
+// primary's stream and still be promoted, in TTLs (Redis's
+// cluster-replica-validity-factor, whose default is also 10).
+const validityFactor = 10
 
 // Coord is a running node's membership, campaign and topology watch.
 type Coord struct {
@@ -67,6 +90,8 @@ type Coord struct {
 	sessCtx context.Context // cancelled when the session is replaced
 	sessEnd context.CancelFunc
 	joined  chan struct{} // closed and replaced at each join
+
+	topoRev atomic.Int64 // the etcd revision of the topology the view follows
 }
 
 func (c *Coord) prefix() string   { return "/rlserver/" + c.cfg.Name + "/" }
@@ -78,6 +103,10 @@ func (c *Coord) movedKey() string { return c.prefix() + "moves/" }
 
 // forgetKey holds the nodes an operator forgot: forget/<id>.
 func (c *Coord) forgetKey() string { return c.prefix() + "forget/" }
+
+// forceKey holds the failovers an operator forced: force/<shard id> = the
+// replica's id.
+func (c *Coord) forceKey() string { return c.prefix() + "force/" }
 
 // Start connects to etcd, registers the node under a lease, follows the
 // topology document into st, keeps the lease (fencing the node when it
@@ -94,6 +123,9 @@ func Start(cfg Config, st *cluster.State) (*Coord, error) {
 	}
 	if cfg.Offset == nil {
 		cfg.Offset = func() int64 { return 0 }
+	}
+	if cfg.Copy == nil {
+		cfg.Copy = func() (string, time.Duration) { return "", 0 }
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: cfg.Endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
@@ -122,6 +154,10 @@ func (c *Coord) join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
+	// A new incarnation: until a topology names it, the node serves as
+	// no primary (the coordinator decides whether its memory still is
+	// the shard's).
+	c.st.SetIncarnation(int64(g.ID))
 	sess, err := concurrency.NewSession(c.cli, concurrency.WithLease(g.ID))
 	if err != nil {
 		return fmt.Errorf("etcd: %w", err)
@@ -133,7 +169,7 @@ func (c *Coord) join(ctx context.Context) error {
 	// The topology as it is now, before serving again: a node back from
 	// a freeze must not serve slots given to another meanwhile.
 	if resp, err := c.cli.Get(ctx, c.topoKey()); err == nil && len(resp.Kvs) > 0 {
-		c.adopt(resp.Kvs[0].Value)
+		c.adopt(resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
 	} else if err != nil {
 		sess.Close()
 		return fmt.Errorf("etcd: reading the topology: %w", err)
@@ -153,7 +189,9 @@ func (c *Coord) join(ctx context.Context) error {
 }
 
 func (c *Coord) register(ctx context.Context, lease clientv3.LeaseID) error {
-	me, _ := json.Marshal(Member{ID: c.cfg.Self.ID, Host: c.cfg.Self.Host, Port: c.cfg.Self.Port, Offset: c.cfg.Offset()})
+	follows, down := c.cfg.Copy()
+	me, _ := json.Marshal(Member{ID: c.cfg.Self.ID, Host: c.cfg.Self.Host, Port: c.cfg.Self.Port, Offset: c.cfg.Offset(),
+		Boot: c.cfg.Self.Boot, Follows: follows, DownMs: down.Milliseconds()})
 	_, err := c.cli.Put(ctx, c.nodesKey()+c.cfg.Self.ID, string(me), clientv3.WithLease(lease))
 	return err
 }
@@ -204,7 +242,7 @@ func (c *Coord) fence(ctx context.Context) {
 	defer t.Stop()
 	fenced := false
 	for ctx.Err() == nil {
-		if late := c.st.Fenced(); late != fenced {
+		if late := c.st.LeaseLate(); late != fenced {
 			if late {
 				c.cfg.Logf("cluster: membership lease not renewed: fenced (keyed commands answer CLUSTERDOWN)")
 			} else {
@@ -245,26 +283,32 @@ func (c *Coord) follow(ctx context.Context) {
 			continue
 		}
 		if len(resp.Kvs) > 0 {
-			c.adopt(resp.Kvs[0].Value)
+			c.adopt(resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
 		}
 		for w := range c.cli.Watch(ctx, c.topoKey(), clientv3.WithRev(resp.Header.Revision+1)) {
 			for _, ev := range w.Events {
 				if ev.Type == clientv3.EventTypePut {
-					c.adopt(ev.Kv.Value)
+					c.adopt(ev.Kv.Value, ev.Kv.ModRevision)
 				}
 			}
 		}
 	}
 }
 
-// adopt follows a topology document: a newer version naming this node
-// becomes its view; one that no longer names it leaves it serving nothing.
-func (c *Coord) adopt(b []byte) {
+// adopt follows a topology document (at etcd revision rev): a newer
+// version naming this node becomes its view; one that no longer names it
+// leaves it serving nothing.
+func (c *Coord) adopt(b []byte, rev int64) {
 	t, err := cluster.Parse(b)
 	if err != nil {
 		c.cfg.Logf("cluster: topology in etcd is invalid: %v", err)
 		return
 	}
+	defer func() {
+		if c.st.View().Topo.Version == t.Version {
+			c.topoRev.Store(rev)
+		}
+	}()
 	if _, named := t.Find(c.cfg.Self.Host, c.cfg.Self.Port); !named {
 		if c.st.View().Topo.Assigned() > 0 && c.st.Orphan(t.Version) {
 			c.cfg.Logf("cluster: topology version %d no longer names this node: it serves nothing until placed again", t.Version)
@@ -280,6 +324,8 @@ func (c *Coord) adopt(b []byte) {
 		role := "primary"
 		if v.Self.Replica {
 			role = "replica"
+		} else if !v.Confirmed {
+			role = "primary in an earlier incarnation (serving nothing until the coordinator decides)"
 		}
 		c.cfg.Logf("cluster: topology version %d adopted: %s of shard %d", t.Version, role, v.Self.Shard)
 	}
@@ -293,21 +339,44 @@ func (c *Coord) campaign(ctx context.Context) {
 		sess, sctx, joined := c.sess, c.sessCtx, c.joined
 		c.mu.Unlock()
 		e := concurrency.NewElection(sess, c.prefix()+"coordinator")
-		if err := e.Campaign(sctx, c.cfg.Self.ID); err == nil {
+		if err := e.Campaign(sctx, c.cfg.Self.ID); err == nil && c.leads(sctx, sess, e) {
 			c.cfg.Logf("cluster: this node coordinates cluster %q", c.cfg.Name)
-			c.coordinate(sctx)
+			c.coordinate(sctx, clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev()))
 		}
 		select {
 		case <-ctx.Done():
 		case <-joined:
+		case <-time.After(c.cfg.TTL):
+			// Still this session: campaign again (a campaign that won on
+			// a session etcd had expired is not leadership).
 		}
 	}
 }
 
+// leads reports whether a campaign that returned won on a live session:
+// the election key is still there, under the session's lease. Campaign
+// also returns when the keys before it are deleted because every lease,
+// its own too, expired (an etcd stall): then it is not leadership.
+func (c *Coord) leads(ctx context.Context, sess *concurrency.Session, e *concurrency.Election) bool {
+	select {
+	case <-sess.Done():
+		return false
+	default:
+	}
+	resp, err := c.cli.Get(ctx, e.Key())
+	return err == nil && len(resp.Kvs) == 1 && resp.Kvs[0].CreateRevision == e.Rev() &&
+		clientv3.LeaseID(resp.Kvs[0].Lease) == sess.Lease()
+}
+
 // coordinate keeps the topology in line with the members: the first one
-// once the member set has settled, then each newcomer placed.
-func (c *Coord) coordinate(ctx context.Context) {
-	elected := time.Now()
+// once the member set has settled, then each newcomer placed. Every write
+// is fenced by lead (the election key is still this node's). For one TTL
+// after its election, and after any gap in its view of etcd longer than
+// half a TTL, it fails no absent node over: members whose leases lapsed
+// with etcd away get the chance to register again.
+func (c *Coord) coordinate(ctx context.Context, lead clientv3.Cmp) {
+	grace := time.Now().Add(c.cfg.TTL)
+	lastRead := time.Now()
 	var ids []string
 	changed := time.Now()
 	// Registrations, reports of moves done and forgotten nodes wake it.
@@ -317,6 +386,10 @@ func (c *Coord) coordinate(ctx context.Context) {
 	for ctx.Err() == nil {
 		members, err := c.members(ctx)
 		if err == nil {
+			if time.Since(lastRead) > c.cfg.TTL/2 {
+				grace = time.Now().Add(c.cfg.TTL)
+			}
+			lastRead = time.Now()
 			now := make([]string, len(members))
 			for i, m := range members {
 				now[i] = m.ID
@@ -326,8 +399,7 @@ func (c *Coord) coordinate(ctx context.Context) {
 			}
 			// The first topology waits for the member set to settle.
 			form := time.Since(changed) >= c.cfg.Settle
-			fresh := time.Since(elected) < c.cfg.Settle
-			if err := c.step(ctx, members, form, fresh); err != nil {
+			if err := c.step(ctx, lead, members, form, time.Now().Before(grace)); err != nil {
 				c.cfg.Logf("cluster: coordinating: %v", err)
 			}
 		}
@@ -348,6 +420,7 @@ func (c *Coord) members(ctx context.Context) ([]Member, error) {
 	for _, kv := range resp.Kvs {
 		var m Member
 		if json.Unmarshal(kv.Value, &m) == nil && cluster.ValidID(m.ID) {
+			m.Lease = kv.Lease
 			out = append(out, m)
 		}
 	}
@@ -355,8 +428,12 @@ func (c *Coord) members(ctx context.Context) ([]Member, error) {
 	return out, nil
 }
 
-// step writes the next topology if the members call for one.
-func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) error {
+// step writes the next topology if the members call for one. The write
+// is a transaction that holds only if this node still leads, the topology
+// is the one read, and every member is still registered under the lease
+// it was read with (and every absent node still absent): a decision made
+// on a stale member list is never written.
+func (c *Coord) step(ctx context.Context, lead clientv3.Cmp, members []Member, form, grace bool) error {
 	resp, err := c.cli.Get(ctx, c.topoKey())
 	if err != nil {
 		return err
@@ -373,14 +450,12 @@ func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) er
 	switch {
 	case cur == nil && form && len(members) > 0:
 		next, err = Form(members, c.cfg.Replicas)
-	case cur != nil && (!fresh || registered(cur, members)*2 >= cur.Nodes()):
-		// A newly elected coordinator that sees fewer than half of the
-		// topology's nodes registered waits before it fails anyone over:
-		// the whole cluster is restarting, and registers over seconds.
+	case cur != nil:
 		var ch Change
 		if ch, err = c.change(ctx); err != nil {
 			return err
 		}
+		ch.Grace, ch.MaxDown, ch.Logf = grace, validityFactor*c.cfg.TTL, c.cfg.Logf
 		next, err = Reconcile(cur, members, c.cfg.Replicas, ch)
 		defer func() { c.tidy(ctx, next, cur, ch) }()
 	}
@@ -391,8 +466,22 @@ func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) er
 	if err != nil {
 		return err
 	}
-	txn, err := c.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(c.topoKey()), "=", rev)).
-		Then(clientv3.OpPut(c.topoKey(), string(b))).Commit()
+	conds := []clientv3.Cmp{lead, clientv3.Compare(clientv3.ModRevision(c.topoKey()), "=", rev)}
+	seen := map[string]bool{}
+	for _, m := range members {
+		seen[m.ID] = true
+		conds = append(conds, clientv3.Compare(clientv3.LeaseValue(c.nodesKey()+m.ID), "=", m.Lease))
+	}
+	if cur != nil {
+		for _, s := range cur.Shards {
+			for _, n := range append([]cluster.Node{s.Primary}, s.Replicas...) {
+				if !seen[n.ID] {
+					conds = append(conds, clientv3.Compare(clientv3.CreateRevision(c.nodesKey()+n.ID), "=", 0))
+				}
+			}
+		}
+	}
+	txn, err := c.cli.Txn(ctx).If(conds...).Then(clientv3.OpPut(c.topoKey(), string(b))).Commit()
 	if err != nil {
 		return err
 	}
@@ -402,9 +491,19 @@ func (c *Coord) step(ctx context.Context, members []Member, form, fresh bool) er
 	return nil
 }
 
+// Force asks the coordinator to promote replica id of its shard even
+// though it is not eligible (CLUSTER FAILOVER FORCE on a replica whose
+// primary is gone): the decisions its copy lacks are lost.
+func (c *Coord) Force(shardID, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.cli.Put(ctx, c.forceKey()+shardID, id)
+	return err
+}
+
 // change reads the moves reported done and the nodes forgotten.
 func (c *Coord) change(ctx context.Context) (Change, error) {
-	ch := Change{Moved: map[[2]string]bool{}, Forget: map[string]bool{}}
+	ch := Change{Moved: map[[2]string]bool{}, Forget: map[string]bool{}, Force: map[string]string{}}
 	resp, err := c.cli.Get(ctx, c.movedKey(), clientv3.WithPrefix())
 	if err != nil {
 		return ch, err
@@ -419,6 +518,12 @@ func (c *Coord) change(ctx context.Context) (Change, error) {
 	}
 	for _, kv := range resp.Kvs {
 		ch.Forget[strings.TrimPrefix(string(kv.Key), c.forgetKey())] = true
+	}
+	if resp, err = c.cli.Get(ctx, c.forceKey(), clientv3.WithPrefix()); err != nil {
+		return ch, err
+	}
+	for _, kv := range resp.Kvs {
+		ch.Force[strings.TrimPrefix(string(kv.Key), c.forceKey())] = string(kv.Value)
 	}
 	return ch, nil
 }
@@ -446,6 +551,13 @@ func (c *Coord) tidy(ctx context.Context, next, cur *cluster.Topology, ch Change
 			c.cli.Delete(ctx, c.forgetKey()+id)
 		}
 	}
+	// A forced failover is done once its replica is the primary, or moot
+	// once its shard has a primary that is registered.
+	for sh, id := range ch.Force {
+		if i := t.ShardByID(sh); i < 0 || t.Shards[i].Primary.ID == id || !t.Shards[i].Down {
+			c.cli.Delete(ctx, c.forceKey()+sh)
+		}
+	}
 }
 
 func names(t *cluster.Topology, id string) bool {
@@ -458,11 +570,26 @@ func names(t *cluster.Topology, id string) bool {
 }
 
 // ReportMoved records that the move of slots to shard to from shard from
-// is done: the importing shard holds every state of them.
+// is done: the importing shard holds every state of them. The report
+// holds only if this node is still registered in its incarnation and the
+// topology is still the one its view follows: a mover of a primary failed
+// over meanwhile reports nothing.
 func (c *Coord) ReportMoved(to, from string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err := c.cli.Put(ctx, c.movedKey()+to+"/"+from, "done")
+	if !c.st.View().Serves() {
+		return errors.New("this node does not serve as its shard's primary")
+	}
+	c.mu.Lock()
+	lease := c.lease
+	c.mu.Unlock()
+	txn, err := c.cli.Txn(ctx).If(
+		clientv3.Compare(clientv3.LeaseValue(c.nodesKey()+c.cfg.Self.ID), "=", int64(lease)),
+		clientv3.Compare(clientv3.ModRevision(c.topoKey()), "=", c.topoRev.Load()),
+	).Then(clientv3.OpPut(c.movedKey()+to+"/"+from, "done")).Commit()
+	if err == nil && !txn.Succeeded {
+		err = errors.New("the topology or this node's incarnation changed: not reported (retried on the new view)")
+	}
 	return err
 }
 
@@ -485,17 +612,6 @@ func (c *Coord) Forget(id string) error {
 	return err
 }
 
-// registered counts the topology's nodes that are members.
-func registered(t *cluster.Topology, members []Member) int {
-	n := 0
-	for _, m := range members {
-		if _, ok := t.Find(m.Host, m.Port); ok {
-			n++
-		}
-	}
-	return n
-}
-
 // Form lays out a first topology: members sorted by id, as many primaries
 // as there are groups of 1+replicas (at least one), the slots spread
 // evenly over them, and the rest as replicas, each given to the primary
@@ -509,7 +625,7 @@ func Form(members []Member, replicas int) (*cluster.Topology, error) {
 	for i := range shards {
 		m := members[i]
 		lo, hi := i*cluster.Slots/np, (i+1)*cluster.Slots/np-1
-		shards[i] = cluster.Shard{Slots: []cluster.Range{{lo, hi}}, Primary: cluster.Node{ID: m.ID, Host: m.Host, Port: m.Port}}
+		shards[i] = cluster.Shard{Slots: []cluster.Range{{lo, hi}}, Primary: m.node()}
 	}
 	t := &cluster.Topology{Version: 1, Shards: shards}
 	for _, m := range members[np:] {
@@ -524,26 +640,71 @@ func Form(members []Member, replicas int) (*cluster.Topology, error) {
 type Change struct {
 	Moved  map[[2]string]bool // {importing shard id, source shard id}
 	Forget map[string]bool    // node ids
+	Force  map[string]string  // shard id: the replica an operator forces to be promoted
+	// Grace: absent nodes keep their places (members may be about to
+	// register again: the coordinator was just elected, or etcd was away).
+	Grace bool
+	// MaxDown bounds how long an eligible replica may have been without
+	// its primary's stream (0: no bound).
+	MaxDown time.Duration
+	Logf    func(format string, args ...any) // what a failover decided (nil: nothing)
+}
+
+func (ch Change) logf(format string, args ...any) {
+	if ch.Logf != nil {
+		ch.Logf(format, args...)
+	}
+}
+
+// eligible returns the index in reps of the replica to promote in place of
+// primary p: one registered that completed a copy of p's stream in its
+// current process and heard from p within ch.MaxDown, the highest offset
+// first (ties: the lower id); -1 when none is.
+func eligible(p cluster.Node, reps []cluster.Node, alive map[string]Member, ch Change) int {
+	best := -1
+	for j, r := range reps {
+		m, ok := alive[r.ID]
+		if !ok || m.Follows != p.ID+"/"+p.Boot || ch.MaxDown > 0 && time.Duration(m.DownMs)*time.Millisecond > ch.MaxDown {
+			continue
+		}
+		if best < 0 {
+			best = j
+			continue
+		}
+		if b := alive[reps[best].ID]; m.Offset > b.Offset || m.Offset == b.Offset && r.ID < reps[best].ID {
+			best = j
+		}
+	}
+	return best
 }
 
 // Reconcile returns the next version of cur for the members registered
 // now, or nil when it needs none:
 //   - a move reported done gives its slots to the importing shard;
-//   - a shard whose primary is gone gets the registered replica with the
-//     highest offset as its primary (failover);
+//   - a node registered under a new lease with the boot id it was placed
+//     with (its lease lapsed, its process and memory did not) is
+//     confirmed in its new incarnation;
+//   - a shard whose primary is gone, or restarted (a new boot id: its
+//     memory holds only what it restored), gets its eligible replica with
+//     the highest offset as its primary (failover; see eligible), and the
+//     restarted primary becomes a replica;
+//   - with no eligible replica, a restarted primary keeps its slots with
+//     what it restored (the decisions it had not flushed are lost: logged),
+//     and a shard whose primary is gone is marked down (its slots answer
+//     CLUSTERDOWN) until the primary returns or an operator forces a
+//     replica (ch.Force);
 //   - replicas that are gone leave the topology;
-//   - a shard that serves no slot yet and lost its primary with no
-//     replica is dropped with its moves (nothing is lost); one that does
-//     serve slots is dropped only once its primary is forgotten, its slots
-//     going, without their states, to the shards with the fewest;
+//   - a shard that serves no slot yet and lost its primary is dropped with
+//     its moves (nothing is lost); one that does serve slots is dropped
+//     only once its primary is forgotten, its slots going, without their
+//     states, to the shards with the fewest;
 //   - members the topology does not name become replicas where fewer than
 //     replicas are (a node that comes back after a failover rejoins this
 //     way); otherwise, while no move is under way, one becomes the
 //     primary of a new shard importing an even share of every shard's
 //     slots.
 //
-// A shard whose primary and replicas are all gone otherwise keeps them:
-// there is no copy of its state to promote.
+// Under ch.Grace absent nodes keep their places.
 func Reconcile(cur *cluster.Topology, members []Member, replicas int, ch Change) (*cluster.Topology, error) {
 	alive := map[string]Member{}
 	for _, m := range members {
@@ -582,28 +743,62 @@ func Reconcile(cur *cluster.Topology, members []Member, replicas int, ch Change)
 		var reps []cluster.Node
 		for _, r := range s.Replicas {
 			known[r.ID] = true
-			if _, ok := alive[r.ID]; ok {
+			m, ok := alive[r.ID]
+			switch {
+			case ok:
+				if n := m.node(); n != r {
+					r, changed = n, true // a new incarnation
+				}
 				reps = append(reps, r)
-			} else {
+			case ch.Grace:
+				reps = append(reps, r)
+			default:
 				changed = true
 			}
 		}
-		if _, ok := alive[s.Primary.ID]; !ok {
-			switch {
-			case len(reps) > 0:
-				best := 0
-				for j, r := range reps {
-					if b := alive[reps[best].ID]; alive[r.ID].Offset > b.Offset || alive[r.ID].Offset == b.Offset && r.ID < reps[best].ID {
-						best = j
-					}
+		pm, ok := alive[s.Primary.ID]
+		restarted := ok && pm.Boot != s.Primary.Boot
+		switch {
+		case ok && !restarted:
+			if n := pm.node(); n != s.Primary || s.Down {
+				s.Primary, s.Down, changed = n, false, true
+			}
+		case !ok && ch.Grace:
+		default:
+			best := eligible(s.Primary, reps, alive, ch)
+			forced := false
+			if id, ok := ch.Force[s.ID]; best < 0 && ok && !restarted {
+				if best = slices.IndexFunc(reps, func(r cluster.Node) bool { return r.ID == id }); best >= 0 {
+					forced = true
 				}
-				s.Primary = reps[best]
+			}
+			switch {
+			case best >= 0:
+				why := "is gone"
+				if restarted {
+					why = "restarted"
+				}
+				if forced {
+					ch.logf("cluster: shard %s: primary %s %s; replica %s promoted by an operator's CLUSTER FAILOVER FORCE although not eligible: decisions its copy lacks are lost", s.ID, s.Primary.ID, why, reps[best].ID)
+				} else {
+					ch.logf("cluster: shard %s: primary %s %s; replica %s promoted", s.ID, s.Primary.ID, why, reps[best].ID)
+				}
+				s.Primary, s.Down = reps[best], false
 				reps = append(reps[:best:best], reps[best+1:]...)
+				if restarted {
+					reps = append(reps, pm.node()) // it holds the old state at best
+				}
 				changed = true
+			case restarted:
+				ch.logf("cluster: shard %s: primary %s restarted and no replica is eligible: it keeps its slots with the state it restored (decisions it made after its last flush may be admitted again)", s.ID, s.Primary.ID)
+				s.Primary, s.Down, changed = pm.node(), false, true
 			case len(s.Slots) == 0 || ch.Forget[s.Primary.ID]:
 				drop[s.ID] = true
 				orphaned = append(orphaned, s.Slots...)
 				changed = true
+			case !s.Down:
+				ch.logf("cluster: shard %s: primary %s is gone and no replica is eligible: its slots are down until it returns (or CLUSTER FAILOVER FORCE on a replica)", s.ID, s.Primary.ID)
+				s.Down, changed = true, true
 			}
 		}
 		s.Replicas = reps
@@ -735,7 +930,7 @@ func addShard(t *cluster.Topology, m Member) {
 		}
 	}
 	share := cluster.Slots / (serving + 1)
-	ns := cluster.Shard{Primary: cluster.Node{ID: m.ID, Host: m.Host, Port: m.Port}}
+	ns := cluster.Shard{Primary: m.node()}
 	sum := sha1.Sum([]byte("rlserver shard " + m.ID))
 	ns.ID = hex.EncodeToString(sum[:])
 	for _, s := range t.Shards {
@@ -810,7 +1005,7 @@ func addReplica(t *cluster.Topology, m Member, want int) {
 		}
 	}
 	s := &t.Shards[best]
-	s.Replicas = append(s.Replicas, cluster.Node{ID: m.ID, Host: m.Host, Port: m.Port})
+	s.Replicas = append(s.Replicas, m.node())
 }
 
 func sleep(ctx context.Context, d time.Duration) {

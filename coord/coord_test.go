@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/cluster"
 )
@@ -106,6 +107,7 @@ func TestReconcileFailover(t *testing.T) {
 			continue // the primary is gone
 		}
 		m.Offset = offsets[m.ID]
+		m.Follows = s0.Primary.ID + "/" // a complete copy of its primary's stream
 		alive = append(alive, m)
 	}
 	next, err := Reconcile(topo, alive, 3, Change{})
@@ -237,9 +239,9 @@ func TestReconcileAbandonedMove(t *testing.T) {
 	}
 }
 
-// TestReconcileForget: a dead primary without a replica keeps its slots
-// (the cluster is down for them) until it is forgotten; then its shard
-// goes and its slots are spread over the others.
+// TestReconcileForget: a dead primary without a replica keeps its slots,
+// marked down (CLUSTERDOWN for them), until it is forgotten; then its
+// shard goes and its slots are spread over the others.
 func TestReconcileForget(t *testing.T) {
 	ms := []Member{member(0, "h"), member(1, "h"), member(2, "h")}
 	topo, err := Form(ms, 0)
@@ -247,8 +249,12 @@ func TestReconcileForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	alive := ms[1:]
-	if v, err := Reconcile(topo, alive, 0, Change{}); v != nil || err != nil {
-		t.Fatalf("dead primary, not forgotten: %+v %v", v, err)
+	down, err := Reconcile(topo, alive, 0, Change{})
+	if err != nil || down == nil || !down.Shards[0].Down || down.Shards[0].Primary.ID != ms[0].ID || down.Shards[1].Down {
+		t.Fatalf("dead primary, not forgotten: %+v %v", down, err)
+	}
+	if v, err := Reconcile(down, alive, 0, Change{}); v != nil || err != nil {
+		t.Fatalf("dead primary, down already: %+v %v", v, err)
 	}
 	v2, err := Reconcile(topo, alive, 0, Change{Forget: map[string]bool{ms[0].ID: true}})
 	if err != nil || v2 == nil || len(v2.Shards) != 2 || !v2.Complete() {
@@ -287,5 +293,100 @@ func TestReconcileMigratesReplicas(t *testing.T) {
 	}
 	if v, err := Reconcile(v2, ms, 1, Change{}); v != nil || err != nil {
 		t.Fatalf("nothing to migrate: %+v %v", v, err)
+	}
+}
+
+// incarnate gives members boot ids and leases, as etcd and the nodes would.
+func incarnate(ms []Member) []Member {
+	out := slices.Clone(ms)
+	for i := range out {
+		out[i].Boot, out[i].Lease = fmt.Sprintf("boot%d", i), int64(100+i)
+	}
+	return out
+}
+
+// TestReconcileIncarnations: a primary back under a new lease with its boot
+// id (its lease lapsed, its memory did not) is confirmed in place; one
+// restarted (a new boot id) is replaced by its eligible replica and becomes
+// its replica; with no eligible replica it keeps its slots in its new
+// incarnation.
+func TestReconcileIncarnations(t *testing.T) {
+	ms := incarnate([]Member{member(0, "h"), member(1, "h")})
+	topo, err := Form(ms, 1) // one primary (0), one replica (1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, r := topo.Shards[0].Primary, topo.Shards[0].Replicas[0]
+	if p.Boot != "boot0" || p.Lease != 100 || r.Boot != "boot1" {
+		t.Fatalf("formed without incarnations: %+v %+v", p, r)
+	}
+	synced := ms[1]
+	synced.Follows = p.ID + "/boot0"
+	if v, err := Reconcile(topo, []Member{ms[0], synced}, 1, Change{}); v != nil || err != nil {
+		t.Fatalf("nothing changed: %+v %v", v, err)
+	}
+
+	lapsed := ms[0]
+	lapsed.Lease = 200
+	v, err := Reconcile(topo, []Member{lapsed, synced}, 1, Change{})
+	if err != nil || v == nil || v.Shards[0].Primary != lapsed.node() || v.Shards[0].Replicas[0] != r {
+		t.Fatalf("lease lapsed: %+v %v", v, err)
+	}
+
+	restarted := ms[0]
+	restarted.Boot, restarted.Lease = "boot9", 300
+	v, err = Reconcile(topo, []Member{restarted, synced}, 1, Change{})
+	if err != nil || v == nil || v.Shards[0].Primary.ID != r.ID || len(v.Shards[0].Replicas) != 1 ||
+		v.Shards[0].Replicas[0] != restarted.node() {
+		t.Fatalf("restarted with an eligible replica: %+v %v", v, err)
+	}
+
+	// Not eligible: no complete copy, a copy of another incarnation of
+	// the primary, or one too old.
+	stale := []Member{ms[1], synced, synced}
+	stale[1].Follows = p.ID + "/boot7"
+	stale[2].DownMs = 31000
+	for i, rm := range stale {
+		v, err := Reconcile(topo, []Member{restarted, rm}, 1, Change{MaxDown: 30 * time.Second})
+		if err != nil || v == nil || v.Shards[0].Primary != restarted.node() || v.Shards[0].Down {
+			t.Fatalf("case %d: restarted with no eligible replica: %+v %v", i, v, err)
+		}
+	}
+}
+
+// TestReconcileNoEligibleReplica: a primary gone with no eligible replica
+// leaves its shard down, its replica in place; an operator's force
+// promotes that replica; absent nodes keep their places under grace.
+func TestReconcileNoEligibleReplica(t *testing.T) {
+	ms := incarnate([]Member{member(0, "h"), member(1, "h"), member(2, "h"), member(3, "h")})
+	topo, err := Form(ms, 1) // primaries 0 and 1, replicas 2 and 3
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0 := topo.Shards[0]
+	rep := slices.IndexFunc(ms, func(m Member) bool { return m.ID == s0.Replicas[0].ID })
+	var alive []Member
+	for _, m := range ms {
+		if m.ID != s0.Primary.ID {
+			alive = append(alive, m) // the replica has no complete copy (Follows "")
+		}
+	}
+	if v, err := Reconcile(topo, alive, 1, Change{Grace: true}); v != nil || err != nil {
+		t.Fatalf("under grace: %+v %v", v, err)
+	}
+	v, err := Reconcile(topo, alive, 1, Change{})
+	if err != nil || v == nil || !v.Shards[0].Down || v.Shards[0].Primary != s0.Primary || v.Shards[0].Replicas[0] != s0.Replicas[0] {
+		t.Fatalf("no eligible replica: %+v %v", v, err)
+	}
+	forced, err := Reconcile(v, alive, 1, Change{Force: map[string]string{s0.ID: ms[rep].ID}})
+	if err != nil || forced == nil || forced.Shards[0].Down || forced.Shards[0].Primary != ms[rep].node() {
+		t.Fatalf("forced: %+v %v", forced, err)
+	}
+	// The primary returns (restarted) to a down shard: it serves again.
+	back := ms[0]
+	back.Boot, back.Lease = "boot9", 900
+	up, err := Reconcile(v, append(slices.Clone(alive), back), 1, Change{})
+	if err != nil || up == nil || up.Shards[0].Down || up.Shards[0].Primary != back.node() {
+		t.Fatalf("the primary back: %+v %v", up, err)
 	}
 }

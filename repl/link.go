@@ -23,9 +23,9 @@ const idlePoll = time.Millisecond
 
 // link is a primary's connection to one replica, redialled until stopped.
 type link struct {
-	n      *Node
-	node   cluster.Node
-	selfID string
+	n    *Node
+	node cluster.Node
+	self cluster.Node // this primary, in the incarnation the link speaks for
 
 	quit    chan struct{}
 	wake    chan struct{}
@@ -35,8 +35,8 @@ type link struct {
 	conn    atomic.Pointer[net.Conn]
 }
 
-func newLink(n *Node, r cluster.Node, selfID string) *link {
-	return &link{n: n, node: r, selfID: selfID, quit: make(chan struct{}), wake: make(chan struct{}, 1),
+func newLink(n *Node, r cluster.Node, self cluster.Node) *link {
+	return &link{n: n, node: r, self: self, quit: make(chan struct{}), wake: make(chan struct{}, 1),
 		acked: make([]atomic.Uint64, n.cfg.Store.NumShards())}
 }
 
@@ -135,7 +135,7 @@ func (l *link) session() error {
 	if auth := l.n.authArgs(); auth != nil {
 		writeCommand(w, auth...)
 	}
-	writeCommand(w, "RLREPL", "HELLO", l.selfID, l.n.replid, strconv.Itoa(ns))
+	writeCommand(w, "RLREPL", "HELLO", l.self.ID, l.n.replid, strconv.Itoa(ns), l.self.Inc())
 	if err := w.Flush(); err != nil {
 		return err
 	}
@@ -244,8 +244,9 @@ func (l *link) session() error {
 		if sent {
 			lastSend = time.Now()
 		} else if time.Since(lastSend) >= time.Second {
-			// A keep-alive: its acknowledgement says the replica is there.
-			if err := send(pending{shard: -1}, []byte("PING")); err != nil {
+			// A keep-alive (an empty piece): its acknowledgement says the
+			// replica is there, and the replica knows its primary is.
+			if err := send(pending{shard: -1}, []byte("RLREPL"), []byte("APPLY"), []byte("0"), []byte("-1"), nil); err != nil {
 				return err
 			}
 			lastSend = time.Now()

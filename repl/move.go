@@ -43,6 +43,7 @@ type mover struct {
 	n      *Node
 	key    moveKey
 	target cluster.Node // the importing shard's primary
+	self   cluster.Node // this primary, in the incarnation the move speaks for
 	slots  cluster.SlotSet
 	quit   chan struct{}
 	done   chan struct{} // closed when run returns
@@ -61,7 +62,7 @@ type importer struct {
 func (n *Node) followMoves(v *cluster.View) {
 	want := map[moveKey]*cluster.Shard{}
 	mine := v.MyShard()
-	if !v.Self.Replica && v.Topo.Assigned() > 0 {
+	if v.Serves() && v.Topo.Assigned() > 0 {
 		for i := range v.Topo.Shards {
 			s := &v.Topo.Shards[i]
 			for _, im := range s.Importing {
@@ -88,7 +89,7 @@ func (n *Node) followMoves(v *cluster.View) {
 		if n.movers[k] != nil {
 			continue
 		}
-		m := &mover{n: n, key: k, target: s.Primary, quit: make(chan struct{}), done: make(chan struct{})}
+		m := &mover{n: n, key: k, target: s.Primary, self: v.Self.Node, quit: make(chan struct{}), done: make(chan struct{})}
 		for _, im := range s.Importing {
 			if im.From == k.from {
 				m.slots.Add(im.Slots)
@@ -101,7 +102,7 @@ func (n *Node) followMoves(v *cluster.View) {
 	// Imports this view no longer names are over: given to this shard, or
 	// abandoned (their keys go).
 	names := map[string]bool{}
-	if !v.Self.Replica {
+	if v.Serves() {
 		for _, im := range mine.Importing {
 			names[im.From] = true
 		}
@@ -240,7 +241,7 @@ func (m *mover) session() error {
 		c.send(strs(auth...)...)
 	}
 	from := []byte(m.key.from)
-	c.send(strs("RLREPL", "IMPORT", m.key.from)...)
+	c.send(strs("RLREPL", "IMPORT", m.key.from, m.self.Inc())...)
 	if err := c.sync(m.quit); err != nil {
 		return fmt.Errorf("RLREPL IMPORT: %w", err)
 	}
@@ -327,7 +328,7 @@ func (m *mover) session() error {
 	n.mu.Lock()
 	n.reported[m.key] = true
 	n.mu.Unlock()
-	c.send([]byte("RLREPL"), []byte("HANDOVER"), from)
+	c.send([]byte("RLREPL"), []byte("HANDOVER"), from, []byte(m.self.Inc()))
 	if err := c.sync(m.quit); err != nil {
 		// The importer holds every state and the move is done: clients
 		// wait (then get TRYAGAIN) until the topology gives it the slots.
@@ -436,13 +437,17 @@ func (p *pipe) sync(quit <-chan struct{}) error {
 	}
 }
 
-// Import begins importing the slots moving from shard from: this node must
-// be the primary of the shard importing them in its view. Whatever it held
+// Import begins importing the slots moving from shard from, whose primary
+// speaks in incarnation inc: this node must be the primary of the shard
+// importing them in its view, and inc the source's there. Whatever it held
 // of them goes.
-func (n *Node) Import(from string) error {
+func (n *Node) Import(from, inc string) error {
 	v := n.cfg.Cluster.View()
 	slots, err := importing(v, from)
 	if err != nil {
+		return err
+	}
+	if err := sourceIs(v, from, inc); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -460,6 +465,9 @@ func importing(v *cluster.View, from string) (cluster.SlotSet, error) {
 	var slots cluster.SlotSet
 	if v.Self.Replica {
 		return slots, errors.New("this node is a replica")
+	}
+	if !v.Confirmed {
+		return slots, fmt.Errorf("topology version %d does not name this node's incarnation yet", v.Topo.Version)
 	}
 	for _, im := range v.MyShard().Importing {
 		if im.From == from {
@@ -512,9 +520,21 @@ func (n *Node) ImportApply(from string, ns, i int, raw []byte) error {
 	return nil
 }
 
+// sourceIs checks that v names inc as the incarnation of shard from's
+// primary: a stale source (failed over meanwhile) is refused.
+func sourceIs(v *cluster.View, from, inc string) error {
+	if i := v.Topo.ShardByID(from); i < 0 || v.Topo.Shards[i].Primary.Inc() != inc {
+		return fmt.Errorf("topology version %d names another primary of shard %s", v.Topo.Version, from)
+	}
+	return nil
+}
+
 // Handover marks the import from shard from handed over: its slots are
 // served to ASKING connections.
-func (n *Node) Handover(from string) error {
+func (n *Node) Handover(from, inc string) error {
+	if err := sourceIs(n.cfg.Cluster.View(), from, inc); err != nil {
+		return err
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	im := n.imports[from]

@@ -88,7 +88,7 @@ func New(cfg Config) *Node {
 // replica of its shard (the rings kept from the first); as a replica, none.
 func (n *Node) follow(v *cluster.View) {
 	want := map[string]cluster.Node{}
-	if !v.Self.Replica {
+	if v.Serves() { // an unconfirmed incarnation streams to no replica
 		for _, r := range v.MyShard().Replicas {
 			want[r.ID] = r
 		}
@@ -126,7 +126,7 @@ func (n *Node) follow(v *cluster.View) {
 	}
 	for id, r := range want {
 		if n.links[id] == nil {
-			l := newLink(n, r, v.Self.Node.ID)
+			l := newLink(n, r, v.Self.Node)
 			n.links[id] = l
 			go l.run()
 		}

@@ -28,12 +28,24 @@ type replicaState struct {
 	apply   sync.Mutex
 	entries []shard.Entry
 
+	// staged holds a full copy's pieces per primary shard until it is
+	// complete (nil: no copy under way): the keys it replaces stay until
+	// then, so a copy cut short (the primary died) wipes nothing.
+	staged [][]byte
+
 	mu     sync.Mutex // guards the fields below
 	replid string     // the primary's replication id ("" none)
 	pos    []int64    // per primary shard: the position applied up to (-1 unknown)
 	synced bool       // a full copy was completed, or the position was kept
 	linked bool       // a primary's link said HELLO
 	lastIO time.Time
+	from   string // the incarnation (cluster.Node.Inc) of the primary whose link said HELLO
+	fromID string // its "id/boot"
+	// copyOf is the "id/boot" of the primary whose stream this process
+	// holds a complete copy of (a full copy completed, or a kept position
+	// resumed): what makes the replica eligible for promotion ("" none).
+	copyOf  string
+	resumed bool // Hello offered a position: the primary's next APPLY accepts it
 }
 
 type savedOffsets struct {
@@ -124,13 +136,32 @@ func writeFileSync(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
+// Copy reports the primary incarnation ("id/boot") whose stream this
+// process holds a complete copy of ("" none), and how long ago that
+// primary was last heard from.
+func (n *Node) Copy() (follows string, down time.Duration) {
+	r := &n.rep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.copyOf == "" || !n.isReplica() {
+		return "", 0
+	}
+	return r.copyOf, time.Since(r.lastIO)
+}
+
 // Hello answers a primary's RLREPL HELLO: the position to resume from
-// when this node is a replica of primaryID and holds a copy of that
-// primary's stream with the same shard count, else nothing (a full copy).
-func (n *Node) Hello(primaryID, replid string, shards int) ([]string, error) {
+// when this node is a replica of primaryID in incarnation inc and holds a
+// copy of that primary's stream with the same shard count, else nothing
+// (a full copy). A primary of another incarnation than the topology names
+// (restarted, or not yet confirmed) is refused: it could wipe the copy.
+func (n *Node) Hello(primaryID, replid string, shards int, inc string) ([]string, error) {
 	v := n.cfg.Cluster.View()
-	if !v.Self.Replica || v.MyShard().Primary.ID != primaryID {
+	p := v.MyShard().Primary
+	if !v.Self.Replica || p.ID != primaryID {
 		return nil, fmt.Errorf("this node is not a replica of %s in topology version %d", primaryID, v.Topo.Version)
+	}
+	if p.Inc() != inc {
+		return nil, fmt.Errorf("topology version %d names primary %s in another incarnation", v.Topo.Version, primaryID)
 	}
 	if shards < 1 || shards > shard.MaxShards {
 		return nil, errors.New("invalid shard count")
@@ -138,10 +169,12 @@ func (n *Node) Hello(primaryID, replid string, shards int) ([]string, error) {
 	r := &n.rep
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.linked, r.lastIO = true, time.Now()
+	r.linked, r.lastIO, r.from, r.fromID = true, time.Now(), inc, p.ID+"/"+p.Boot
+	r.resumed = false
 	if !r.synced || r.replid != replid || len(r.pos) != shards {
 		return nil, nil
 	}
+	r.resumed = true
 	out := []string{r.replid}
 	for _, p := range r.pos {
 		out = append(out, strconv.FormatInt(p, 10))
@@ -150,7 +183,8 @@ func (n *Node) Hello(primaryID, replid string, shards int) ([]string, error) {
 }
 
 // Full begins a full copy: the position kept is forgotten first (a crash
-// in the middle must not resume from it), then every key goes.
+// in the middle must not resume from it); the keys go when the copy is
+// complete (Synced).
 func (n *Node) Full(replid string, shards int) error {
 	if !n.isReplica() {
 		return errors.New("this node is not a replica")
@@ -168,16 +202,14 @@ func (n *Node) Full(replid string, shards int) error {
 			return err
 		}
 	}
-	r.replid, r.synced = "", false // nothing to keep (Mark) while the keys go
-	r.mu.Unlock()
-	n.cfg.Store.ClearAll()
 	pos := make([]int64, shards)
 	for i := range pos {
 		pos[i] = -1
 	}
-	r.mu.Lock()
-	r.replid, r.synced, r.lastIO, r.pos = replid, false, time.Now(), pos
+	// Nothing to keep (Mark) until the copy is complete.
+	r.replid, r.synced, r.lastIO, r.pos, r.copyOf, r.resumed = replid, false, time.Now(), pos, "", false
 	r.mu.Unlock()
+	r.staged = make([][]byte, shards)
 	n.cfg.Logf("replication: full copy from primary (replication id %s) begins", replid)
 	return nil
 }
@@ -194,12 +226,47 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	if !n.isReplica() {
 		return errors.New("this node is not a replica")
 	}
+	v := n.cfg.Cluster.View()
 	r.mu.Lock()
-	agreed, primaries := r.replid != "" && i >= 0 && i < len(r.pos), len(r.pos)
+	agreed, primaries, from := r.replid != "" && i >= 0 && i < len(r.pos), len(r.pos), r.from
+	if agreed && r.resumed && r.staged == nil {
+		r.copyOf, r.resumed = r.fromID, false // the primary took the position offered
+	}
 	r.mu.Unlock()
 	if !agreed {
 		return errors.New("no replication stream agreed (RLREPL HELLO/FULL first)")
 	}
+	if p := v.MyShard().Primary; p.Inc() != from {
+		return fmt.Errorf("topology version %d names another primary incarnation than the stream's", v.Topo.Version)
+	}
+	if r.staged != nil {
+		if pos >= 0 || len(raw) > 0 {
+			r.staged[i] = append(r.staged[i], raw...)
+		}
+		r.mu.Lock()
+		if pos >= 0 {
+			r.pos[i] = pos
+		}
+		r.lastIO = time.Now()
+		r.mu.Unlock()
+		return nil
+	}
+	if err := n.applyRaw(i, primaries, raw); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if pos >= 0 {
+		r.pos[i] = pos
+	}
+	r.lastIO = time.Now()
+	r.mu.Unlock()
+	return nil
+}
+
+// applyRaw applies stream bytes of primary shard i (of primaries) to the
+// keyspace. The caller holds r.apply.
+func (n *Node) applyRaw(i, primaries int, raw []byte) error {
+	r := &n.rep
 	var err error
 	r.entries, err = shard.ParseEntries(r.entries[:0], raw)
 	if err != nil {
@@ -240,12 +307,6 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	}
 	release()
 	clear(r.entries) // don't keep the request's buffer alive
-	r.mu.Lock()
-	if pos >= 0 {
-		r.pos[i] = pos
-	}
-	r.lastIO = time.Now()
-	r.mu.Unlock()
 	return nil
 }
 
@@ -261,7 +322,22 @@ func (n *Node) Synced() error {
 			return errors.New("the full copy is missing shards")
 		}
 	}
-	r.synced, r.lastIO = true, time.Now()
+	primaries := len(r.pos)
+	r.mu.Unlock()
+	if r.staged == nil {
+		return errors.New("no full copy under way")
+	}
+	// The copy is complete: it replaces every key at once.
+	staged := r.staged
+	r.staged = nil
+	n.cfg.Store.ClearAll()
+	for i, raw := range staged {
+		if err := n.applyRaw(i, primaries, raw); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	r.synced, r.lastIO, r.copyOf = true, time.Now(), r.fromID
 	r.mu.Unlock()
 	n.cfg.Logf("replication: full copy complete (%d keys)", n.keys())
 	return nil

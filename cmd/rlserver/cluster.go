@@ -46,7 +46,9 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 				return nil, nil, err
 			}
 		}
-		if st, err = cluster.NewDynamic(cluster.Node{ID: id, Host: o.announceHost, Port: port}); err != nil {
+		// A boot id of its own per process: the coordinator tells a restart
+		// (whose memory holds only what it restored) from a lapsed lease.
+		if st, err = cluster.NewDynamic(cluster.Node{ID: id, Host: o.announceHost, Port: port, Boot: cluster.NewID()[:16]}); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -73,7 +75,7 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 	}
 	c, err := coord.Start(coord.Config{Endpoints: strings.Split(o.clusterEtcd, ","), Name: o.clusterName,
 		Replicas: o.clusterReplicas, TTL: time.Duration(o.nodeTimeoutMs) * time.Millisecond,
-		Self: v.Self.Node, Offset: r.Offset, Logf: log.Printf}, st)
+		Self: v.Self.Node, Offset: r.Offset, Copy: r.Copy, Logf: log.Printf}, st)
 	if err != nil {
 		r.Close()
 		return nil, nil, fmt.Errorf("--cluster-etcd: %v", err)
