@@ -781,23 +781,6 @@ func TestPersistDirectoryRemoved(t *testing.T) {
 	}
 }
 
-// TestPersistFullDiskAtStart: a data directory on a file system with less
-// free space than --disk-reserve (here a reserve no disk has) is refused at
-// once, with one line naming the OS error, and exit code 1: no panic, no
-// goroutine dump, no start with a store that cannot be written.
-func TestPersistFullDiskAtStart(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	out := startFails(t, "server on a full disk", "--port", "0", "--dir", dir, "--disk-reserve", "1000000000gb")
-	want := fmt.Sprintf("error: cannot open data directory %q: persist: open %s: no space left on device: ", dir, dir)
-	if !strings.Contains(out, want) || !strings.Contains(out, "(--disk-reserve) to start") {
-		t.Fatalf("log lacks %q:\n%s", want, out)
-	}
-	if lines := strings.Count(strings.TrimSpace(out), "\n") + 1; lines != 1 || strings.Contains(out, "goroutine") {
-		t.Fatalf("%d lines, want one:\n%s", lines, out)
-	}
-}
-
 // TestPersistMissingManifestMarker: a data directory whose store lost its
 // manifest marker is refused at start with one line and exit code 1 (not
 // started empty, which would delete the data files).

@@ -10,6 +10,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -60,7 +61,7 @@ func Listen(addr string) (*Server, error) {
 			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ready\n"))
+		w.Write([]byte("ready" + s.persistenceNote() + "\n"))
 	})
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.hs.Serve(ln)
@@ -92,6 +93,21 @@ func (s *Server) ready() (bool, string) {
 		return false, "restoring state"
 	}
 	return src.h.Ready()
+}
+
+// persistenceNote is what /readyz adds to "ready" while persistence fails
+// (a full or read-only disk, at start or since): the server decides from
+// memory, so it stays ready, and the probe's answer says why writes wait.
+func (s *Server) persistenceNote() string {
+	src := s.src.Load()
+	if src == nil {
+		return ""
+	}
+	f := src.h.InfoFields(src.srv, "persistence")
+	if f["rdb_last_bgsave_status"] != "err" || f["rl_persistence_error"] == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (persistence failing since %s, deciding from memory, %s keys waiting: %s)", f["rl_persistence_error_since"], f["rl_keys_pending"], f["rl_persistence_error"])
 }
 
 // collector turns the server's statistics into metrics at each scrape.
