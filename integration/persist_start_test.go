@@ -155,7 +155,8 @@ func TestPersistDamagedManifest(t *testing.T) {
 
 // TestPersistDamagedFlushRecord: a flush record that does not check
 // (bytes flipped, cut short) stops the server with one line naming it,
-// exit 1; --recover-damaged-store starts with every key the store holds
+// exit 1; --recover-damaged-store (here its variable,
+// RLSERVER_RECOVER_DAMAGED_STORE) starts with every key the store holds
 // and says so; a store without a record (written by an older release)
 // starts with every key.
 func TestPersistDamagedFlushRecord(t *testing.T) {
@@ -174,7 +175,13 @@ func TestPersistDamagedFlushRecord(t *testing.T) {
 	}
 	refused(t, "server with its flush record cut short", d,
 		"persist: damaged store: its flush record (RLSERVER-FLUSHED) is damaged (9 bytes, want 17); refusing to start")
-	s := startIn(t, d, "--recover-damaged-store")
+	// The flag, as every flag, can be set by its environment variable.
+	cmd := serverCommand("--port", "0", "--dir", d)
+	cmd.Env = append(cmd.Environ(), "RLSERVER_RECOVER_DAMAGED_STORE=true")
+	s, err := startCmd(t, d, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantRestored(t, s, s.client(t, 3), keys)
 	eventually(t, "the recovery in the log", func() bool {
 		return strings.Contains(s.logs.String(), "is damaged (9 bytes, want 17); starting with what the store holds (--recover-damaged-store)")
