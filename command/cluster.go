@@ -214,6 +214,7 @@ func clusterContainer() *Command {
 		{"getkeysinslot", "Returns the key names in a hash slot.", 4, cmdClusterGetKeys, []Arg{argInt("slot"), argInt("count")}},
 		{"reload", "Adopts a newer version of the static topology file (--cluster-config).", 2, cmdClusterReload, nil},
 		{"forget", "Removes a node that will not come back from the cluster.", 3, cmdClusterForget, []Arg{argStr("node-id")}},
+		{"failover", "Forces the promotion of a replica whose shard is down (FORCE).", -2, cmdClusterFailover, []Arg{opt(oneof("options", token("FORCE"), token("TAKEOVER")))}},
 	}
 	c := container("cluster", "cluster", "A container for Redis Cluster commands.")
 	for _, s := range subs {
@@ -226,7 +227,7 @@ func clusterContainer() *Command {
 			run(c, args)
 		}, s.args...)
 		sc.Group, sc.Since = "cluster", "3.0.0"
-		if s.name == "forget" {
+		if s.name == "forget" || s.name == "failover" {
 			// It asks etcd (up to 2 s): inside EXEC, which holds every
 			// shard lock, every decision would wait for it.
 			sc.Flags = append(sc.Flags, "admin", "no_multi")
@@ -678,6 +679,23 @@ func cmdClusterForget(c *Ctx, args [][]byte) {
 		return
 	}
 	c.okOrErr(c.h.cfg.Forget(id))
+}
+
+// CLUSTER FAILOVER FORCE, on a replica of a shard the coordinator marked
+// down (its primary gone, no replica eligible): asks the coordinator to
+// promote this replica all the same, accepting the loss of the decisions
+// its copy lacks. Failovers are otherwise the coordinator's alone: a plain
+// or TAKEOVER failover is refused.
+func cmdClusterFailover(c *Ctx, args [][]byte) {
+	if len(args) != 3 || !strings.EqualFold(string(args[2]), "force") {
+		c.err("ERR only CLUSTER FAILOVER FORCE is supported: the coordinator fails primaries over by itself")
+		return
+	}
+	if c.h.cfg.Force == nil {
+		c.err("ERR this node's topology is a static file: change the roles in it (--cluster-config)")
+		return
+	}
+	c.okOrErr(c.h.cfg.Force())
 }
 
 // replicationInfo returns INFO replication's fields.

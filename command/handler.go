@@ -60,6 +60,9 @@ type Config struct {
 	// Forget asks an etcd-run cluster's coordinator to remove a node
 	// (CLUSTER FORGET); nil with a static topology.
 	Forget func(id string) error
+	// Force asks an etcd-run cluster's coordinator to promote this
+	// replica of a shard that is down (CLUSTER FAILOVER FORCE).
+	Force func() error
 	// Slowlog configures SLOWLOG and the latency monitor; nil means
 	// Redis's defaults.
 	Slowlog *SlowlogConfig
@@ -162,6 +165,9 @@ func (h *Handler) SetCluster(st *cluster.State, r Replication) {
 
 // SetForget gives CLUSTER FORGET its way to the coordinator.
 func (h *Handler) SetForget(fn func(id string) error) { h.cfg.Forget = fn }
+
+// SetForce gives CLUSTER FAILOVER FORCE its way to the coordinator.
+func (h *Handler) SetForce(fn func() error) { h.cfg.Force = fn }
 
 // Cluster returns the cluster state (nil: standalone).
 func (h *Handler) Cluster() *cluster.State { return h.cfg.Cluster }

@@ -196,6 +196,19 @@ func (c *Coord) register(ctx context.Context, lease clientv3.LeaseID) error {
 	return err
 }
 
+// Publish registers the node's state again at once (within a second; a
+// failure is left to the next periodic registration).
+func (c *Coord) Publish() {
+	c.mu.Lock()
+	lease := c.lease
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := c.register(ctx, lease); err != nil {
+		c.cfg.Logf("cluster: publishing this replica's copy: %v", err)
+	}
+}
+
 // pollEvery is how often a node renews its lease (so that its fencing
 // deadline trails real time by no more than this) and the coordinator
 // looks at the members.
@@ -491,13 +504,24 @@ func (c *Coord) step(ctx context.Context, lead clientv3.Cmp, members []Member, f
 	return nil
 }
 
-// Force asks the coordinator to promote replica id of its shard even
-// though it is not eligible (CLUSTER FAILOVER FORCE on a replica whose
-// primary is gone): the decisions its copy lacks are lost.
-func (c *Coord) Force(shardID, id string) error {
+// Force asks the coordinator to promote this node, a replica of a shard
+// marked down, even though it is not eligible (CLUSTER FAILOVER FORCE):
+// the decisions its copy lacks are lost.
+func (c *Coord) Force() error {
+	v := c.st.View()
+	if !v.Self.Replica {
+		return errors.New("this node is not a replica")
+	}
+	s := v.MyShard()
+	if !s.Down {
+		return fmt.Errorf("shard %s is not down (its primary serves, or the coordinator has not yet found it gone): nothing to force", s.ID)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err := c.cli.Put(ctx, c.forceKey()+shardID, id)
+	_, err := c.cli.Put(ctx, c.forceKey()+s.ID, c.cfg.Self.ID)
+	if err == nil {
+		c.cfg.Logf("cluster: CLUSTER FAILOVER FORCE: asked the coordinator to promote this replica of shard %s", s.ID)
+	}
 	return err
 }
 

@@ -44,6 +44,11 @@ type Config struct {
 	// gives the slots to the importing shard. nil: no coordinator (a
 	// static topology moves no slot).
 	Moved func(to, from string) error
+	// CopyChanged publishes the replica's copy (Copy) at once, before the
+	// primary learns that the copy is complete: a decision WAIT confirms
+	// on it is then never on a replica the coordinator thinks ineligible.
+	// nil: nothing to publish to.
+	CopyChanged func()
 }
 
 // Node is a cluster node's replication: the primary's links to its

@@ -229,10 +229,14 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	v := n.cfg.Cluster.View()
 	r.mu.Lock()
 	agreed, primaries, from := r.replid != "" && i >= 0 && i < len(r.pos), len(r.pos), r.from
-	if agreed && r.resumed && r.staged == nil {
+	took := agreed && r.resumed && r.staged == nil
+	if took {
 		r.copyOf, r.resumed = r.fromID, false // the primary took the position offered
 	}
 	r.mu.Unlock()
+	if took && n.cfg.CopyChanged != nil {
+		n.cfg.CopyChanged()
+	}
 	if !agreed {
 		return errors.New("no replication stream agreed (RLREPL HELLO/FULL first)")
 	}
@@ -339,6 +343,9 @@ func (n *Node) Synced() error {
 	r.mu.Lock()
 	r.synced, r.lastIO, r.copyOf = true, time.Now(), r.fromID
 	r.mu.Unlock()
+	if n.cfg.CopyChanged != nil {
+		n.cfg.CopyChanged()
+	}
 	n.cfg.Logf("replication: full copy complete (%d keys)", n.keys())
 	return nil
 }

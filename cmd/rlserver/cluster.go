@@ -62,7 +62,12 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 		}
 		return errors.New("not connected to etcd yet")
 	}
-	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf, Moved: moved})
+	publish := func() {
+		if c := co.Load(); c != nil {
+			c.Publish()
+		}
+	}
+	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf, Moved: moved, CopyChanged: publish})
 	o.replication.Store(r)
 	commands.SetCluster(st, r)
 	if o.clusterEtcd == "" {
@@ -82,6 +87,7 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 	}
 	co.Store(c)
 	commands.SetForget(c.Forget)
+	commands.SetForce(c.Force)
 	log.Printf("cluster: node %s (%s:%d) registered in etcd cluster %q", v.Self.Node.ID, o.announceHost, port, o.clusterName)
 	return r, c.Close, nil
 }
