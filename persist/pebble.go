@@ -181,7 +181,12 @@ func Open(opts *Options) (*PebbleStore, error) {
 	// Opening for writing may replay the log into new files; Pebble treats
 	// failing to write them as fatal, so a full or read-only disk keeps
 	// the store read-only until it can be written.
-	if fault := diskFault(o.Dir, 0, o.DiskReserve); fault != nil || s.lock == nil {
+	fault := diskFault(o.Dir, 0, o.DiskReserve)
+	if fault != nil && !writeFault(fault) {
+		s.release()
+		return nil, fmt.Errorf("persist: open %s: %w", o.Dir, fault)
+	}
+	if fault != nil || s.lock == nil {
 		if fault == nil {
 			fault = fmt.Errorf("persist: %s is not writable: %w", o.Dir, lockErr)
 		}
@@ -279,11 +284,12 @@ func (s *PebbleStore) release() {
 	}
 }
 
-// writeFault reports whether err says a file could not be written: the
-// file system full or read-only, or the directory not the process's to
-// write.
+// writeFault reports whether err says a file could not be written for a
+// fault of the disk, its file system full or read-only, which the server
+// lives with. A directory that is not the process's to write (EACCES,
+// EPERM) is not one: at start, that is a configuration to fix.
 func writeFault(err error) bool {
-	for _, e := range []error{syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM} {
+	for _, e := range []error{syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT} {
 		if errors.Is(err, e) {
 			return true
 		}
