@@ -66,6 +66,18 @@
 // TestGoldenEncodings and TestGoldenCompact in engine), never an edit of
 // existing golden data.
 //
+// Beside Pebble's files, RLSERVER-FLUSHED (flushrec.go) records how far
+// the log reached at the last flush that reached the store, checksummed
+// and replaced whole by a rename:
+//
+//	"RLFR" | version (1) | next chunk seq (8 bytes, big-endian) | CRC-32C (4)
+//
+// Open reads the store read-only first and refuses it (ErrDamaged) when
+// its log ends before that: a damaged manifest makes Pebble open an older
+// version of the store, or an empty one, without an error. A store that
+// can be read but not written (its file system full or read-only) stays
+// open read-only until Writable finds the fault cleared.
+//
 // The Pebble directory uses the format major version FormatValueSeparation,
 // pinned (not FormatNewest) so that upgrading the Pebble library never
 // ratchets an existing directory to a format an older binary can't open.
