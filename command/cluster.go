@@ -40,6 +40,10 @@ type Replication interface {
 	Full(replid string, shards int) error
 	Apply(i int, pos int64, raw []byte) error
 	Synced() error
+	// Continue answers RLREPL CONTINUE: the position offered was taken in
+	// the history the primary continues; the replica goes on in the
+	// primary's own stream replid from pos.
+	Continue(replid string, pos []uint64) error
 
 	// An importing primary's side of a slot move (RLREPL IMPORT, MOVE,
 	// HANDOVER): Import begins the import from shard from (its slots'
@@ -61,6 +65,8 @@ func rlreplContainer() *Command {
 		sub("rlrepl|full", 4, "Begins a full copy: every key is removed.", cmdReplFull, argStr("replid"), argInt("shards")),
 		sub("rlrepl|apply", 5, "Applies change-stream bytes of one primary shard.", cmdReplApply, argInt("shard"), argInt("position"), argStr("entries")),
 		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
+		sub("rlrepl|continue", -4, "The primary continues the history the replica offered a position in: go on in its own stream.", cmdReplContinue,
+			argStr("replid"), many(argInt("position"))),
 		sub("rlrepl|import", 4, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard"), argStr("incarnation")),
 		sub("rlrepl|move", 6, "Applies change-stream bytes of the slots moving from a shard.", cmdReplMove,
 			argStr("from-shard"), argInt("shards"), argInt("shard"), argStr("entries")),
@@ -104,6 +110,23 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 	for _, p := range pos {
 		c.W.BulkString(p)
 	}
+}
+
+func cmdReplContinue(c *Ctx, args [][]byte) {
+	r := replSink(c)
+	if r == nil {
+		return
+	}
+	pos := make([]uint64, 0, len(args)-3)
+	for _, a := range args[3:] {
+		p, ok := resp.ParseInt(a)
+		if !ok || p < 0 {
+			c.err(resp.ErrNotInt)
+			return
+		}
+		pos = append(pos, uint64(p))
+	}
+	c.okOrErr(r.Continue(string(args[2]), pos))
 }
 
 func cmdReplFull(c *Ctx, args [][]byte) {

@@ -38,7 +38,7 @@ func (c *rlCluster) replicaOf(t *testing.T, p int) int {
 }
 
 // exhaust takes the one token of n token buckets on slot 3443 on client
-// cl, each admitted, then confirms them with WAIT 1.
+// cl, each admitted, then confirms them with WAIT 1 (one replica or more).
 func exhaust(t *testing.T, cl *redis.Client, prefix string, n int) {
 	t.Helper()
 	for i := 0; i < n; i += 1000 {
@@ -56,7 +56,9 @@ func exhaust(t *testing.T, cl *redis.Client, prefix string, n int) {
 			}
 		}
 	}
-	do(t, cl, "WAIT", "1", "10000").equal(1)
+	if n, err := cl.Do(ctx, "WAIT", "1", "10000").Int(); err != nil || n < 1 {
+		t.Fatalf("WAIT 1 = %d, %v: the decisions are on no replica", n, err)
+	}
 }
 
 // denied asserts that every one of n keys exhausted by exhaust is denied
@@ -188,7 +190,7 @@ func TestEtcdEmptyReplicaNotPromoted(t *testing.T) {
 	denied(t, pc, "er", n, 50)
 }
 
-// TestEtcdPausedPrimary: a primary paused (SIGSTOP) for TTL-300 ms up to
+// TestEtcdPausedPrimary: a primary paused (SIGSTOP) for TTL-900 ms up to
 // TTL+600 ms, with a client writing to it the moment it resumes: every
 // decision it confirmed (admitted, then WAIT 1 answered 1), before or
 // after the pause, is known to whichever node serves the slot afterwards.
@@ -197,7 +199,7 @@ func TestEtcdPausedPrimary(t *testing.T) {
 	etcd := startEtcd(t)
 	c := etcdCluster(t, etcd, 6)
 	const ttl = 3 * time.Second
-	for step, pause := range []time.Duration{ttl - 300*time.Millisecond, ttl, ttl + 300*time.Millisecond, ttl + 600*time.Millisecond} {
+	for step, pause := range []time.Duration{ttl - 900*time.Millisecond, ttl - 300*time.Millisecond, ttl, ttl + 300*time.Millisecond, ttl + 600*time.Millisecond} {
 		key := "{user1000}.pause" + strconv.Itoa(step)
 		p := c.primaryOf(t, 0, 3443)
 		if p < 0 {
@@ -206,7 +208,7 @@ func TestEtcdPausedPrimary(t *testing.T) {
 		pcl := c.Nodes[p].client(t, 2)
 		confirmed := 0
 		for range 3 {
-			do(t, pcl, "CL.TOKENBUCKET", key, "100", "1", "1h")
+			do(t, pcl, "CL.TOKENBUCKET", key, "1000000", "1", "1h")
 			do(t, pcl, "WAIT", "1", "10000").equal(1)
 			confirmed++
 		}
@@ -219,19 +221,43 @@ func TestEtcdPausedPrimary(t *testing.T) {
 		if err := proc.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		raw.cmd("CL.TOKENBUCKET", key, "100", "1", "1h")
-		raw.cmd("WAIT", "1", "2000")
-		decided := raw.reply()
-		waited := raw.reply()
-		if strings.HasPrefix(decided, "*") && waited == ":1" {
-			confirmed++
+		// From the moment it resumes, for a second and a half: the window
+		// in which a node back from a lapsed lease could serve on its old
+		// topology while the coordinator fails it over.
+		resumed := time.Now()
+		answers := map[string]int{}
+		// down, then admitted, then moved: it served on its old topology
+		// after its lease lapsed, while being failed over.
+		fenced, servedAfter := false, false
+		for time.Since(resumed) < 1500*time.Millisecond {
+			raw.cmd("CL.TOKENBUCKET", key, "1000000", "1", "1h")
+			raw.cmd("WAIT", "1", "100")
+			decided, waited := raw.reply(), raw.reply()
+			if strings.HasPrefix(decided, "*5 :0 ") {
+				decided = "denial"
+			} else if strings.HasPrefix(decided, "*5 :1 ") {
+				decided = "admission"
+				if waited != ":0" {
+					confirmed++
+					decided = "confirmed admission"
+				}
+			}
+			answers[decided]++
+			switch {
+			case strings.HasPrefix(decided, "-CLUSTERDOWN"):
+				fenced = true
+			case fenced && strings.HasSuffix(decided, "admission"):
+				servedAfter = true
+			case servedAfter && strings.HasPrefix(decided, "-MOVED"):
+				t.Fatalf("step %d: back from a lapsed lease, it made decisions on its old topology while being failed over: %v", step, answers)
+			}
 		}
-		t.Logf("step %d: paused %v; on resume it answered %q then WAIT %q", step, pause, decided, waited)
+		t.Logf("step %d: paused %v; answers after it resumed: %v", step, pause, answers)
 		c.waitServing(t, key)
 		cc := c.clusterClient(t)
 		var left int64
 		eventually(t, "the slot to be served", func() bool {
-			res, err := cc.Do(ctx, "CL.TOKENBUCKET", key, "100", "1", "1h").Slice()
+			res, err := cc.Do(ctx, "CL.TOKENBUCKET", key, "1000000", "1", "1h").Slice()
 			if err != nil {
 				cc.ReloadState(ctx)
 				return false
@@ -240,7 +266,7 @@ func TestEtcdPausedPrimary(t *testing.T) {
 			return true
 		})
 		// Every confirmed decision, and the one just made, are known.
-		if max := int64(100 - confirmed - 1); left > max {
+		if max := int64(1000000 - confirmed - 1); left > max {
 			t.Fatalf("step %d: %d tokens left, want at most %d: a confirmed decision was lost", step, left, max)
 		}
 		c.waitSynced(t)
@@ -349,5 +375,88 @@ func TestEtcdStall(t *testing.T) {
 		if err != nil || r[0] != int64(0) {
 			t.Fatalf("%s after the stall: %v %v, want denied", k, r, err)
 		}
+	}
+}
+
+// TestEtcdFailoverContinuesHistory: in a shard of a primary and two
+// replicas, the replica promoted after the primary's kill continues its
+// primary's history: the sibling replica, and the old primary restarted on
+// its directory (flushed by SAVE before more decisions it never flushed),
+// catch up from the stream instead of a full copy, and end with exactly
+// the promoted node's keys.
+func TestEtcdFailoverContinuesHistory(t *testing.T) {
+	// Not parallel: a busy machine would starve the 3 s leases.
+	etcd := startEtcd(t)
+	c := &rlCluster{Ports: freePorts(t, 3), args: []string{"--cluster-etcd", etcd, "--cluster-name", "it",
+		"--cluster-replicas", "2", "--save-interval", "1h"}}
+	dir := t.TempDir()
+	for i := range 3 {
+		c.Dirs = append(c.Dirs, filepath.Join(dir, "node"+strconv.Itoa(i)))
+	}
+	c.Nodes = make([]*server, 3)
+	for i := range 3 {
+		c.Nodes[i] = c.startNode(t, i)
+	}
+	p := -1
+	eventually(t, "a primary with two connected replicas", func() bool {
+		for i := range 3 {
+			role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
+			if err == nil && role[0] == "master" && len(role[2].([]any)) == 2 {
+				p = i
+				return true
+			}
+		}
+		return false
+	})
+	pc := c.Nodes[p].client(t, 2)
+	exhaust(t, pc, "hi", 500)
+	do(t, pc, "WAIT", "2", "10000").equal(2)
+	do(t, pc, "SAVE").equal("OK")
+	exhaust(t, pc, "hj", 200) // flushed by no one but the replicas' memory
+	do(t, pc, "WAIT", "2", "10000").equal(2)
+	fulls := func(i int) int { return strings.Count(c.Nodes[i].logs.String(), "full copy from primary") }
+	var before [3]int
+	for i := range 3 {
+		before[i] = fulls(i)
+	}
+	c.Nodes[p].kill()
+	np := -1
+	eventually(t, "a replica to be promoted", func() bool {
+		for i := range 3 {
+			if i == p {
+				continue
+			}
+			if role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice(); err == nil && role[0] == "master" {
+				np = i
+				return true
+			}
+		}
+		return false
+	})
+	sib := 3 - p - np
+	npc := c.Nodes[np].client(t, 2)
+	connected := func(i int) bool {
+		role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) == 5 && role[0] == "slave" && role[3] == "connected"
+	}
+	eventually(t, "the sibling replica to follow the promoted node", func() bool { return connected(sib) })
+	c.Nodes[p] = c.startNode(t, p)
+	eventually(t, "the old primary to follow the promoted node", func() bool { return connected(p) })
+	for _, i := range []int{sib, p} {
+		if n := fulls(i) - before[i]; n != 0 {
+			t.Fatalf("node %d took %d full copies after the failover, want it to continue the stream:\n%s", i, n, c.Nodes[i].logs)
+		}
+	}
+	if n := strings.Count(c.Nodes[np].logs.String(), "continues history"); n != 2 {
+		t.Fatalf("the promoted node let %d replicas continue its history, want 2:\n%s", n, c.Nodes[np].logs)
+	}
+	denied(t, npc, "hi", 500, 1)
+	denied(t, npc, "hj", 200, 1)
+	want := npc.ClusterCountKeysInSlot(ctx, 3443).Val()
+	for _, i := range []int{sib, p} {
+		cl := c.Nodes[i].client(t, 2)
+		eventually(t, fmt.Sprintf("node %d to hold the promoted node's %d keys of slot 3443", i, want), func() bool {
+			return cl.ClusterCountKeysInSlot(ctx, 3443).Val() == want
+		})
 	}
 }

@@ -155,8 +155,9 @@ func (l *link) session() error {
 	}
 	have, _ := v.([]any)
 	var feed *shard.Feed
-	if len(have) == 1+ns && have[0] == l.n.replid {
-		pos := make([]uint64, ns)
+	var cont []uint64 // where a replica continues the history this node continues
+	if len(have) == 1+ns || len(have) == 1+2*ns {
+		pos := make([]uint64, len(have)-1)
 		for i := range pos {
 			s, _ := have[1+i].(string)
 			p, err := strconv.ParseUint(s, 10, 64)
@@ -165,13 +166,28 @@ func (l *link) session() error {
 			}
 			pos[i] = p
 		}
-		if feed = store.SubscribeAt(pos); feed != nil {
-			for i, p := range pos {
-				l.acked[i].Store(p)
+		replid, _ := have[0].(string)
+		upto := pos[:ns]
+		if len(pos) == 2*ns {
+			upto = pos[ns:]
+		}
+		if replid == l.n.replid {
+			if feed = store.SubscribeAt(pos[:ns]); feed != nil {
+				for i, p := range pos[:ns] {
+					l.acked[i].Store(p)
+				}
+				l.online.Store(true)
+				l.n.notify()
+				l.n.cfg.Logf("replication: replica %s (%s) resumes from offset %d", l.node.ID, l.node.Addr(), sum(pos[:ns]))
 			}
-			l.online.Store(true)
-			l.n.notify()
-			l.n.cfg.Logf("replication: replica %s (%s) resumes from offset %d", l.node.ID, l.node.Addr(), sum(pos))
+		} else if at := l.n.continueAt(replid, pos[:ns], upto); at != nil {
+			if feed = store.SubscribeAt(at); feed != nil {
+				cont = at
+				for i, p := range at {
+					l.acked[i].Store(p)
+				}
+				l.n.cfg.Logf("replication: replica %s (%s) continues history %s from this node's offset %d", l.node.ID, l.node.Addr(), replid, sum(at))
+			}
 		}
 	}
 	nc.SetDeadline(time.Time{})
@@ -191,6 +207,16 @@ func (l *link) session() error {
 		return nil
 	}
 	var buf []byte
+	if cont != nil {
+		args := [][]byte{[]byte("RLREPL"), []byte("CONTINUE"), []byte(l.n.replid)}
+		for _, p := range cont {
+			args = append(args, []byte(strconv.FormatUint(p, 10)))
+		}
+		if err := send(pending{shard: -1, synced: true}, args...); err != nil {
+			feed.Close()
+			return err
+		}
+	}
 	if feed == nil {
 		feed = store.Subscribe()
 		began := time.Now()

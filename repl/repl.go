@@ -70,7 +70,8 @@ type Node struct {
 	acked     atomic.Pointer[chan struct{}] // closed and replaced when an acknowledgement arrives
 	streaming atomic.Int32                  // links in session with their replica
 
-	rep replicaState
+	rep  replicaState
+	hist atomic.Pointer[history] // the stream continued since a promotion (history.go)
 }
 
 // New returns the replication of a node and starts its part: links to
@@ -102,15 +103,19 @@ func (n *Node) follow(v *cluster.View) {
 	// primary without any pays nothing for the feed. Feeds are opened and
 	// closed without n.mu held: that takes every shard's lock, and
 	// commands run inside EXEC, which holds those, take n.mu (ROLE, WAIT).
-	var open, drop *shard.Feed
-	if len(want) > 0 {
+	// A replica records what it applies in its own stream too, to
+	// continue its primary's history if it is promoted (history.go); once
+	// open, the stream stays, so that the history it continues is whole.
+	if v.Serves() {
+		n.promoted()
+	}
+	var open *shard.Feed
+	if len(want) > 0 || v.Self.Replica {
 		open = n.cfg.Store.Subscribe()
 	}
 	defer func() {
-		for _, f := range []*shard.Feed{open, drop} {
-			if f != nil {
-				f.Close()
-			}
+		if open != nil {
+			open.Close()
 		}
 	}()
 	n.mu.Lock()
@@ -118,10 +123,8 @@ func (n *Node) follow(v *cluster.View) {
 	if n.closed {
 		return
 	}
-	if len(want) > 0 && n.anchor == nil {
+	if open != nil && n.anchor == nil {
 		n.anchor, open = open, nil
-	} else if len(want) == 0 && n.anchor != nil {
-		n.anchor, drop = nil, n.anchor
 	}
 	for id, l := range n.links {
 		if r, ok := want[id]; !ok || r != l.node {

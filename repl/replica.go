@@ -27,6 +27,7 @@ type replicaState struct {
 	// lock, take mu (ROLE, INFO, CLUSTER SLOTS).
 	apply   sync.Mutex
 	entries []shard.Entry
+	cps     [][]checkpoint // per primary shard (history.go; nil: none noted)
 
 	// staged holds a full copy's pieces per primary shard until it is
 	// complete (nil: no copy under way): the keys it replaces stay until
@@ -45,12 +46,16 @@ type replicaState struct {
 	// holds a complete copy of (a full copy completed, or a kept position
 	// resumed): what makes the replica eligible for promotion ("" none).
 	copyOf  string
-	resumed bool // Hello offered a position: the primary's next APPLY accepts it
+	resumed bool    // Hello offered a position: the primary's next APPLY accepts it
+	upto    []int64 // kept with the position: the store holds no change past it (nil: pos)
 }
 
+// savedOffsets is a position in a stream (replid) that the store in Dir
+// reflects: every change up to Offsets, none past Upto.
 type savedOffsets struct {
 	ReplID  string   `json:"replid"`
 	Offsets []uint64 `json:"offsets"`
+	Upto    []uint64 `json:"upto,omitempty"`
 }
 
 // init reads the position a replica kept (a missing or damaged file means
@@ -73,6 +78,11 @@ func (r *replicaState) init(n *Node) {
 	for _, o := range s.Offsets {
 		r.pos = append(r.pos, int64(o))
 	}
+	if len(s.Upto) == len(s.Offsets) {
+		for _, o := range s.Upto {
+			r.upto = append(r.upto, int64(o))
+		}
+	}
 }
 
 func (r *replicaState) offset() int64 {
@@ -89,10 +99,29 @@ func (r *replicaState) offset() int64 {
 // the function it returns, called once that flush is durable, keeps it in
 // Dir: every change applied before the capture is then on disk, so a
 // restart resumes at or before the position its store reflects (applying
-// resulting states again changes nothing).
+// resulting states again changes nothing). A primary streaming to
+// replicas keeps its own position the same way, with the position once
+// the flush is durable as an upper bound of what the store holds: back
+// as a replica of the replica promoted meanwhile, it continues from the
+// stream (history.go) when that replica had everything it flushed.
 func (n *Node) Mark() func() {
-	if n.cfg.Dir == "" || !n.isReplica() {
+	if n.cfg.Dir == "" {
 		return nil
+	}
+	if !n.isReplica() {
+		n.mu.Lock()
+		streaming := n.anchor != nil
+		n.mu.Unlock()
+		if !streaming {
+			return nil
+		}
+		s := savedOffsets{ReplID: n.replid, Offsets: n.cfg.Store.Heads(nil)}
+		return func() {
+			s.Upto = n.cfg.Store.Heads(nil)
+			if err := writeFileSync(filepath.Join(n.cfg.Dir, offsetsFile), s); err != nil {
+				n.cfg.Logf("replication: keeping the position: %v", err)
+			}
+		}
 	}
 	r := &n.rep
 	r.mu.Lock()
@@ -170,13 +199,23 @@ func (n *Node) Hello(primaryID, replid string, shards int, inc string) ([]string
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.linked, r.lastIO, r.from, r.fromID = true, time.Now(), inc, p.ID+"/"+p.Boot
-	r.resumed = false
-	if !r.synced || r.replid != replid || len(r.pos) != shards {
+	// The position is offered in whatever stream it is: the primary's own
+	// (it resumes), or the one the primary continues since its promotion
+	// (RLREPL CONTINUE follows), else a full copy.
+	if !r.synced || len(r.pos) != shards {
+		r.resumed = false
 		return nil, nil
 	}
-	r.resumed = true
+	r.resumed = r.replid == replid
 	out := []string{r.replid}
 	for _, p := range r.pos {
+		out = append(out, strconv.FormatInt(p, 10))
+	}
+	upto := r.upto
+	if upto == nil {
+		upto = r.pos
+	}
+	for _, p := range upto {
 		out = append(out, strconv.FormatInt(p, 10))
 	}
 	return out, nil
@@ -207,9 +246,10 @@ func (n *Node) Full(replid string, shards int) error {
 		pos[i] = -1
 	}
 	// Nothing to keep (Mark) until the copy is complete.
-	r.replid, r.synced, r.lastIO, r.pos, r.copyOf, r.resumed = replid, false, time.Now(), pos, "", false
+	r.replid, r.synced, r.lastIO, r.pos, r.copyOf, r.resumed, r.upto = replid, false, time.Now(), pos, "", false, nil
 	r.mu.Unlock()
 	r.staged = make([][]byte, shards)
+	n.resetCheckpoints(shards)
 	n.cfg.Logf("replication: full copy from primary (replication id %s) begins", replid)
 	return nil
 }
@@ -234,8 +274,18 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 		r.copyOf, r.resumed = r.fromID, false // the primary took the position offered
 	}
 	r.mu.Unlock()
-	if took && n.cfg.CopyChanged != nil {
-		n.cfg.CopyChanged()
+	if took {
+		if r.cps == nil { // the position was kept on disk: note from here
+			n.resetCheckpoints(primaries)
+			r.mu.Lock()
+			for k, p := range r.pos {
+				r.note(k, uint64(max(p, 0)), n.cfg.Store.Head(k), true)
+			}
+			r.mu.Unlock()
+		}
+		if n.cfg.CopyChanged != nil {
+			n.cfg.CopyChanged()
+		}
 	}
 	if !agreed {
 		return errors.New("no replication stream agreed (RLREPL HELLO/FULL first)")
@@ -261,9 +311,13 @@ func (n *Node) Apply(i int, pos int64, raw []byte) error {
 	r.mu.Lock()
 	if pos >= 0 {
 		r.pos[i] = pos
+		r.upto = nil
 	}
 	r.lastIO = time.Now()
 	r.mu.Unlock()
+	if pos >= 0 {
+		r.note(i, uint64(pos), n.cfg.Store.Head(i), false)
+	}
 	return nil
 }
 
@@ -341,6 +395,9 @@ func (n *Node) Synced() error {
 		}
 	}
 	r.mu.Lock()
+	for i, p := range r.pos {
+		r.note(i, uint64(p), n.cfg.Store.Head(i), true)
+	}
 	r.synced, r.lastIO, r.copyOf = true, time.Now(), r.fromID
 	r.mu.Unlock()
 	if n.cfg.CopyChanged != nil {

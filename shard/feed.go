@@ -216,7 +216,11 @@ func (s *Store) Subscribe() *Feed {
 		sh := &s.shards[i]
 		sh.Lock()
 		if sh.feed.subs == 0 {
+			// The changes made while nobody subscribed are in no ring:
+			// a position from before is not resumable (SubscribeAt), not
+			// even the last one, so the stream skips a byte.
 			sh.feed.buf = make([]byte, s.FeedBytes())
+			sh.feed.head++
 			sh.feed.tail = sh.feed.head
 		}
 		sh.feed.subs++

@@ -89,6 +89,9 @@ func (s *Store) Heads(dst []uint64) []uint64 {
 	return dst
 }
 
+// Head returns shard i's stream position, as Heads does.
+func (s *Store) Head(i int) uint64 { return s.shards[i].head.Load() }
+
 // ParseEntries appends the entries of raw stream bytes to dst, checking
 // their framing (they come from the network): a torn or malformed entry
 // is an error.
