@@ -32,7 +32,12 @@ type kindInfo struct {
 	fresh func() State
 }
 
-var kinds [16]kindInfo
+// MaxKinds bounds the kinds: every Kind is below it, so arrays indexed by
+// kind (the keyspace's spare states, a restore's) have this length. The
+// keyspace keeps a record's kind in the low four bits of its header byte.
+const MaxKinds = 16
+
+var kinds [MaxKinds]kindInfo
 
 // register records kind k's name and fresh-state constructor. Each
 // algorithm's file calls it from init; a kind registered twice is a bug.

@@ -195,7 +195,7 @@ type restoreBatch struct {
 	recs  []shard.Restored
 	keys  []byte
 	hs    [restorePiece]uint64
-	spare [16][]engine.State // by kind
+	spare [engine.MaxKinds][]engine.State // by kind
 }
 
 // decode is decodeState, into a spare state of the record's kind if there

@@ -80,17 +80,17 @@ type Shard struct {
 	// HotKeys others are, cool stores the least recently written of them
 	// inline again. Keys taking turns in one shard (CL.ALL's rules, a few
 	// busy tenants) stay hot together.
-	lastRef ref               // the record the last write wrote
-	recent  [HotKeys]ref      // the records the last writes wrote (a ring)
-	nrecent uint8             // the writes recorded in recent (where the next goes)
-	hot     [HotKeys]ref      // the hot keys' records, most recently written first; 0s last
-	spare   [16]engine.State  // per kind: a cooled key's object, reused by the next hot key
-	feed    ring              // the change stream, while someone subscribes (feed.go)
-	sc      engine.Scratch    // states to decode records into (see update)
-	more    []*engine.Scratch // further ones, for UpdateAll rules sharing the shard
-	rnd     uint64            // eviction's sampling state (xorshift)
-	ahead   evictAhead        // the next eviction, chosen early (evictSome)
-	noEvict bool              // UpdateAll is storing several rules: evict after the last
+	lastRef ref                           // the record the last write wrote
+	recent  [HotKeys]ref                  // the records the last writes wrote (a ring)
+	nrecent uint8                         // the writes recorded in recent (where the next goes)
+	hot     [HotKeys]ref                  // the hot keys' records, most recently written first; 0s last
+	spare   [engine.MaxKinds]engine.State // per kind: a cooled key's object, reused by the next hot key
+	feed    ring                          // the change stream, while someone subscribes (feed.go)
+	sc      engine.Scratch                // states to decode records into (see update)
+	more    []*engine.Scratch             // further ones, for UpdateAll rules sharing the shard
+	rnd     uint64                        // eviction's sampling state (xorshift)
+	ahead   evictAhead                    // the next eviction, chosen early (evictSome)
+	noEvict bool                          // UpdateAll is storing several rules: evict after the last
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
 	changes atomic.Int64 // writes since the last save

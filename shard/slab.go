@@ -3,6 +3,8 @@ package shard
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/rlserver/rlserver/engine"
 )
 
 // Records. Every key is one record of bytes kept in a shard's slabs, never a
@@ -18,11 +20,14 @@ import (
 //	payload  the state's compact encoding (engine.State.AppendCompact) relative to the expiry,
 //	         or (flagBoxed) a uvarint index into the shard's boxes
 const (
-	flagBoxed = 0x10 // payload names a box: the state lives as a Go object
-	flagDirty = 0x20 // in the shard's dirty list, not yet drained
-	kindMask  = 0x0f
-	recFixed  = 9 // header and expiry
+	flagBoxed = 0x10                // payload names a box: the state lives as a Go object
+	flagDirty = 0x20                // in the shard's dirty list, not yet drained
+	kindMask  = engine.MaxKinds - 1 // engine.MaxKinds is a power of two, at most flagBoxed
+	recFixed  = 9                   // header and expiry
 )
+
+// The kind must fit below flagBoxed (a larger engine.MaxKinds fails here).
+const _ = uint8(flagBoxed - engine.MaxKinds)
 
 // recordLen is the size of a record holding key and payload.
 func recordLen(key, payload int) int {
