@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"time"
 	"unsafe"
 )
@@ -263,4 +264,177 @@ func (s *Concurrency) Held(now int64) int64 {
 // inside the leases.
 func (s *Concurrency) Size() int {
 	return int(unsafe.Sizeof(*s)) + cap(s.leases)*int(unsafe.Sizeof(lease{}))
+}
+
+// The compact codec of a Concurrency (see compact.go for the shared format).
+
+var _ State = (*Concurrency)(nil)
+
+// Compact encoding of a Concurrency. The fresh state (the zero value: no
+// parameters, no last change, no lease) is no bytes at all; any other is
+//
+//	header  one byte: bits 0-1 and 2-3 the scale classes of limit and
+//	        lease, bit 4 set when some id is not MaxLeaseIDLen bytes long
+//	        (each lease then stores its id's length), bits 5-7 zero
+//	limit   scaled
+//	lease   scaled, ns
+//	last    zigzag varint: last − (ref − lease), wrapping: a key expires
+//	        when its last lease does, and the lease taken last is usually
+//	        that one (leases of one key tend to be of one length)
+//	count   varint: the number of leases
+//	leases  latest expiry first (the reverse of the slice), each
+//	        dt      the latest: zigzag varint expiry − ref, wrapping; the
+//	                others: varint t' − expiry, t' that of the lease after
+//	                it (expiries never decrease)
+//	        du      varint: units − 1 (a lease holds at least one)
+//	        idLen   varint, only with header bit 4: the id's length
+//	        id      the id's bytes
+//
+// For a key whose ref is its expiry, the lease that expires last costs one
+// byte of expiry, and leases of one length taken in a burst cost little
+// more. The ids, random and server-made, cannot be shortened: a key with
+// one lease of one unit costs 7 bytes plus its id.
+
+// concIDLens is bit 4 of the header: ids are not all MaxLeaseIDLen long.
+const concIDLens = 1 << 4
+
+// AppendCompact appends the compact encoding of s (see State and the
+// concurrency layout above) to b.
+func (s *Concurrency) AppendCompact(b []byte, ref int64) []byte {
+	if s.limit == 0 && s.lease == 0 && s.last == 0 && len(s.leases) == 0 {
+		return b
+	}
+	ml, cl := scaleDown(uint64(s.limit))
+	md, cd := scaleDown(uint64(s.lease))
+	h := cl | cd<<2
+	for i := range s.leases {
+		if s.leases[i].idLen != MaxLeaseIDLen {
+			h |= concIDLens
+			break
+		}
+	}
+	b = append(b, h)
+	b = binary.AppendUvarint(b, ml)
+	b = binary.AppendUvarint(b, md)
+	b = appendDelta(b, s.last, int64(uint64(ref)-uint64(s.lease)))
+	b = binary.AppendUvarint(b, uint64(len(s.leases)))
+	for i := len(s.leases) - 1; i >= 0; i-- {
+		l := &s.leases[i]
+		if i == len(s.leases)-1 {
+			b = appendDelta(b, l.expiry, ref)
+		} else {
+			b = binary.AppendUvarint(b, uint64(s.leases[i+1].expiry)-uint64(l.expiry))
+		}
+		b = binary.AppendUvarint(b, uint64(l.units)-1)
+		if h&concIDLens != 0 {
+			b = append(b, l.idLen) // a varint: at most 16
+		}
+		b = append(b, l.idBytes()...)
+	}
+	return b
+}
+
+// DecodeCompact replaces s with the state AppendCompact encoded in b with
+// the same ref. It accepts the states decodeConcurrency does. It reuses s's
+// lease slice whenever its capacity holds the leases, so it allocates only
+// when the slice must grow (then leaving room for one more lease, as the
+// Acquire that usually follows takes). On error s is left fresh, its lease
+// slice kept.
+func (s *Concurrency) DecodeCompact(b []byte, ref int64) error {
+	if err := s.decodeCompact(b, ref); err != nil {
+		s.Reset()
+		return err
+	}
+	return nil
+}
+
+func (s *Concurrency) decodeCompact(b []byte, ref int64) error {
+	leases := s.leases[:0]
+	*s = Concurrency{leases: leases}
+	if len(b) == 0 {
+		return nil
+	}
+	h := b[0]
+	if h>>5 != 0 {
+		return errCompactHeader
+	}
+	r := compactReader{b: b[1:]}
+	s.limit = r.scaled(h & 3)
+	s.lease = r.scaled(h >> 2 & 3)
+	s.last = r.delta(int64(uint64(ref) - uint64(s.lease)))
+	count := r.uvarint()
+	if r.err != nil {
+		return r.err
+	}
+	if s.last < 0 {
+		return errCompactState
+	}
+	if count == 0 {
+		if h&concIDLens != 0 {
+			return errCompactHeader // no id, so none of another length
+		}
+		if err := r.end(); err != nil {
+			return err
+		}
+		if s.limit == 0 && s.lease == 0 && s.last == 0 {
+			return errCompactFresh
+		}
+		return nil
+	}
+	// Each lease takes at least three bytes (dt, du, idLen), or
+	// MaxLeaseIDLen+2 when the ids are all that long: this bounds what a
+	// bad count allocates.
+	least := uint64(MaxLeaseIDLen + 2)
+	if h&concIDLens != 0 {
+		least = 3
+	}
+	if count > uint64(len(r.b))/least {
+		return errCompactLeases
+	}
+	n := int(count)
+	if cap(leases) >= n {
+		leases = leases[:n]
+	} else {
+		leases = make([]lease, n, n+1)
+	}
+	// Leases come latest first: fill the slice backwards.
+	next, held, short := int64(0), int64(0), false
+	for i := n - 1; i >= 0; i-- {
+		var expiry int64
+		if i == n-1 {
+			expiry = r.delta(ref)
+		} else if dt := r.uvarint(); dt <= uint64(next) {
+			expiry = next - int64(dt)
+		} else {
+			r.fail(errCompactLeases) // an expiry before 0
+		}
+		du := r.uvarint()
+		idLen := uint64(MaxLeaseIDLen)
+		if h&concIDLens != 0 {
+			idLen = r.uvarint()
+		}
+		if idLen > MaxLeaseIDLen {
+			r.fail(errCompactLeases)
+		}
+		id := r.bytes(idLen)
+		if r.err != nil {
+			return r.err
+		}
+		// Expiries stay >= 0 and the units within maxInt64, as
+		// decodeConcurrency requires.
+		if expiry < 0 || du >= uint64(maxInt64-held) {
+			return errCompactLeases
+		}
+		l := lease{expiry: expiry, units: int64(du) + 1, idLen: uint8(idLen)}
+		copy(l.id[:], id)
+		leases[i] = l
+		held += l.units
+		short = short || idLen != MaxLeaseIDLen
+		next = expiry
+	}
+	s.leases, s.held = leases, held
+	if h&concIDLens != 0 && !short {
+		return errCompactHeader // the lengths were all MaxLeaseIDLen
+	}
+	return r.end()
 }

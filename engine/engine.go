@@ -64,6 +64,17 @@ func (k Kind) New() State {
 	return nil
 }
 
+// Kinds returns every registered kind, in increasing order.
+func Kinds() []Kind {
+	var ks []Kind
+	for k, info := range kinds {
+		if info.fresh != nil {
+			ks = append(ks, Kind(k))
+		}
+	}
+	return ks
+}
+
 // ParseKind maps a TYPE name back to its kind.
 func ParseKind(name string) (Kind, bool) {
 	for k, info := range kinds {

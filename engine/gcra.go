@@ -149,3 +149,29 @@ func (s *GCRA) CopyTo(dst State) bool {
 
 // Size returns the bytes a GCRA state holds (no pointers: just the struct).
 func (s *GCRA) Size() int { return int(unsafe.Sizeof(*s)) }
+
+// The compact codec of a GCRA (see compact.go for the shared format).
+
+var _ State = (*GCRA)(nil)
+
+// AppendCompact appends the compact encoding of s (see State and the
+// bucket layout above) to b.
+func (s *GCRA) AppendCompact(b []byte, ref int64) []byte {
+	return appendBucketCompact(b, ref, s.p.MaxBurst, s.p.Count, int64(s.p.Period), s.b)
+}
+
+// DecodeCompact replaces s with the state AppendCompact encoded in b with
+// the same ref. It accepts the states decodeGCRA does and allocates nothing;
+// on error s is left unchanged.
+func (s *GCRA) DecodeCompact(b []byte, ref int64) error {
+	a, rate, period, bk, err := decodeBucketCompact(b, ref)
+	if err != nil {
+		return err
+	}
+	p := GCRAParams{MaxBurst: a, Count: rate, Period: time.Duration(period)}
+	if (p != GCRAParams{} || !bk.s.isZero()) && p.Validate() != nil {
+		return errCompactParams
+	}
+	s.p, s.b = p, bk
+	return nil
+}

@@ -202,6 +202,35 @@ func TestGoldenCompact(t *testing.T) {
 	}
 }
 
+// TestGoldenEveryKind fails for a registered kind without a golden
+// compact encoding: a new kind's codec is on disk from its first release,
+// so it needs its golden entry (a state in goldenStates, its ref in
+// goldenRef, its next answer in goldenNext and its line in the v2 file,
+// written with ENGINE_WRITE_GOLDEN_V2=1) before it ships.
+func TestGoldenEveryKind(t *testing.T) {
+	has := map[Kind]bool{}
+	for _, line := range goldenLines(t, goldenV2File) {
+		var name string
+		var kind int
+		if _, err := fmt.Sscan(line, &name, &kind); err != nil {
+			t.Fatalf("golden line %q: %v", line, err)
+		}
+		if _, ok := goldenNext[name]; !ok {
+			t.Errorf("golden line %q: no goldenNext entry", line)
+		}
+		has[Kind(kind)] = true
+	}
+	ks := Kinds()
+	if len(ks) == 0 {
+		t.Fatal("no kind registered")
+	}
+	for _, k := range ks {
+		if !has[k] {
+			t.Errorf("kind %d (%v) has no line in %s", k, k, goldenV2File)
+		}
+	}
+}
+
 // goldenLines returns the lines of a golden file but its comments and
 // blank lines.
 func goldenLines(t *testing.T, file string) []string {

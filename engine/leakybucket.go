@@ -139,3 +139,29 @@ func (s *LeakyBucket) CopyTo(dst State) bool {
 
 // Size returns the bytes a LeakyBucket state holds (no pointers: just the struct).
 func (s *LeakyBucket) Size() int { return int(unsafe.Sizeof(*s)) }
+
+// The compact codec of a LeakyBucket (see compact.go for the shared format).
+
+var _ State = (*LeakyBucket)(nil)
+
+// AppendCompact appends the compact encoding of s (see State and the
+// bucket layout above) to b.
+func (s *LeakyBucket) AppendCompact(b []byte, ref int64) []byte {
+	return appendBucketCompact(b, ref, s.p.Capacity, s.p.Rate, int64(s.p.Period), s.b)
+}
+
+// DecodeCompact replaces s with the state AppendCompact encoded in b with
+// the same ref. It accepts the states decodeLeakyBucket does and allocates
+// nothing; on error s is left unchanged.
+func (s *LeakyBucket) DecodeCompact(b []byte, ref int64) error {
+	a, rate, period, bk, err := decodeBucketCompact(b, ref)
+	if err != nil {
+		return err
+	}
+	p := LeakyBucketParams{Capacity: a, Rate: rate, Period: time.Duration(period)}
+	if (p != LeakyBucketParams{} || !bk.s.isZero()) && p.Validate() != nil {
+		return errCompactParams
+	}
+	s.p, s.b = p, bk
+	return nil
+}

@@ -165,3 +165,29 @@ func (s *TokenBucket) CopyTo(dst State) bool {
 
 // Size returns the bytes a TokenBucket state holds (no pointers: just the struct).
 func (s *TokenBucket) Size() int { return int(unsafe.Sizeof(*s)) }
+
+// The compact codec of a TokenBucket (see compact.go for the shared format).
+
+var _ State = (*TokenBucket)(nil)
+
+// AppendCompact appends the compact encoding of s (see State and the
+// bucket layout above) to b.
+func (s *TokenBucket) AppendCompact(b []byte, ref int64) []byte {
+	return appendBucketCompact(b, ref, s.p.Capacity, s.p.Rate, int64(s.p.Period), s.b)
+}
+
+// DecodeCompact replaces s with the state AppendCompact encoded in b with
+// the same ref. It accepts the states decodeTokenBucket does and allocates
+// nothing; on error s is left unchanged.
+func (s *TokenBucket) DecodeCompact(b []byte, ref int64) error {
+	a, rate, period, bk, err := decodeBucketCompact(b, ref)
+	if err != nil {
+		return err
+	}
+	p := TokenBucketParams{Capacity: a, Rate: rate, Period: time.Duration(period)}
+	if (p != TokenBucketParams{} || !bk.s.isZero()) && p.Validate() != nil {
+		return errCompactParams
+	}
+	s.p, s.b = p, bk
+	return nil
+}

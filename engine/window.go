@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -564,4 +566,212 @@ func (s *Window) Size() int {
 		n += int(unsafe.Sizeof(*l)) + cap(l.blocks)*int(unsafe.Sizeof(l)) + len(l.blocks)*int(unsafe.Sizeof(winBlock{}))
 	}
 	return n
+}
+
+// The compact codec of a Window (see compact.go for the shared format).
+
+var _ State = (*Window)(nil)
+
+// Compact encoding of a Window. The fresh window (mode 0, whatever else it
+// holds: the engine ignores the rest) is no bytes at all; any other is
+//
+//	header  one byte: bits 0-1 the mode (1-3), bits 2-3 and 4-5 the scale
+//	        classes of limit and window, bits 6-7 zero
+//	limit   scaled
+//	window  scaled, ns
+//	FIXED, SLIDING:
+//	start   zigzag varint, wrapping: start − (ref − window) for FIXED,
+//	        start − (ref − 2·window) for SLIDING: a stored window holds
+//	        units (cur > 0), so it resets one window after its start, or
+//	        two for SLIDING (once cur has left as prev too)
+//	last    varint: last − start (never negative)
+//	cur     varint
+//	prev    varint, SLIDING only (FIXED's is always 0)
+//	LOG:
+//	last    zigzag varint: last − (ref − window), wrapping: a log empties
+//	        one window after its newest entry, which is at last
+//	base    varint: the cumulative count before the oldest entry
+//	count   varint: the number of entries, each at least two bytes
+//	entries newest first, each a varint pair:
+//	        dt: last − t for the newest, then t' − t − 1 where t' is the
+//	            instant of the entry after it (instants strictly increase)
+//	        du: the entry's units − 1 (an entry holds at least one)
+//
+// In FIXED and SLIDING, last falls anywhere within the window, so last −
+// start is the one field that costs several bytes (five or six for windows
+// of seconds to minutes): the engine needs it exactly, to clamp time going
+// backwards and to move the counters when the window length changes. In LOG,
+// newest first puts the entry at last first, so a 1-entry log costs three
+// bytes; older entries cost the gaps between them.
+
+// AppendCompact appends the compact encoding of s (see State and the
+// window layout above) to b.
+func (s *Window) AppendCompact(b []byte, ref int64) []byte {
+	if s.mode == 0 {
+		return b
+	}
+	ml, cl := scaleDown(uint64(s.limit))
+	mw, cw := scaleDown(uint64(s.window))
+	b = append(b, byte(s.mode)&3|cl<<2|cw<<4)
+	b = binary.AppendUvarint(b, ml)
+	b = binary.AppendUvarint(b, mw)
+	if s.mode != WindowLog {
+		b = appendDelta(b, s.start, winStartRef(ref, s.window, s.mode))
+		b = binary.AppendUvarint(b, uint64(s.last)-uint64(s.start))
+		b = binary.AppendUvarint(b, uint64(s.cur))
+		if s.mode == WindowSliding {
+			b = binary.AppendUvarint(b, uint64(s.prev))
+		}
+		return b
+	}
+	b = appendDelta(b, s.last, int64(uint64(ref)-uint64(s.window)))
+	l := s.log
+	if l == nil {
+		return append(b, 0, 0) // base 0, no entries
+	}
+	b = binary.AppendUvarint(b, l.base)
+	b = binary.AppendUvarint(b, uint64(l.n))
+	next := s.last
+	for i := l.n - 1; i >= 0; i-- {
+		e := l.at(i)
+		b = binary.AppendUvarint(b, uint64(next)-uint64(e.t))
+		b = binary.AppendUvarint(b, e.cum-l.cumBefore(i)-1)
+		next = e.t - 1
+	}
+	return b
+}
+
+// winStartRef is where a FIXED or SLIDING window's start is expected to be,
+// given its expiry ref.
+func winStartRef(ref, window int64, mode WindowMode) int64 {
+	w := uint64(window)
+	if mode == WindowSliding {
+		w *= 2
+	}
+	return int64(uint64(ref) - w)
+}
+
+// DecodeCompact replaces s with the window AppendCompact encoded in b with
+// the same ref. It accepts the states decodeWindow does. FIXED and SLIDING
+// windows allocate nothing and drop any log s held, as Take does. A LOG
+// window reuses s's log and its ring whenever the ring's capacity holds the
+// entries, resliced when the capacity allows to leave room for the next
+// Take's entry (so that Take neither grows nor shrinks it); it allocates
+// only when the ring must grow. On error s is left fresh.
+func (s *Window) DecodeCompact(b []byte, ref int64) error {
+	l := s.log
+	if err := s.decodeCompact(b, ref, l); err != nil {
+		*s = Window{}
+		return err
+	}
+	return nil
+}
+
+func (s *Window) decodeCompact(b []byte, ref int64, l *winLog) error {
+	if len(b) == 0 {
+		*s = Window{}
+		return nil
+	}
+	h := b[0]
+	mode := WindowMode(h & 3)
+	if mode == 0 || h>>6 != 0 {
+		return errCompactHeader
+	}
+	r := compactReader{b: b[1:]}
+	w := Window{mode: mode, limit: r.scaled(h >> 2 & 3), window: r.scaled(h >> 4 & 3)}
+	if r.err == nil && (w.limit <= 0 || w.window <= 0) {
+		return errCompactParams
+	}
+	if mode != WindowLog {
+		w.start = r.delta(winStartRef(ref, w.window, mode))
+		dl := r.uvarint()
+		w.cur = r.int64()
+		if mode == WindowSliding {
+			w.prev = r.int64()
+		}
+		if err := r.end(); err != nil {
+			return err
+		}
+		if w.start < 0 || dl > uint64(maxInt64-w.start) {
+			return errCompactState
+		}
+		w.last = w.start + int64(dl)
+		*s = w
+		return nil
+	}
+	w.last = r.delta(int64(uint64(ref) - uint64(w.window)))
+	base := r.uvarint()
+	count := r.uvarint()
+	if r.err != nil {
+		return r.err
+	}
+	if w.last < 0 {
+		return errCompactState
+	}
+	if count > uint64(len(r.b)/2) {
+		return errCompactLog
+	}
+	n := int(count)
+	switch {
+	case n == 0 && l == nil && base == 0:
+		// An empty log with base 0 encodes like none at all.
+	case l == nil:
+		l = new(winLog)
+		fallthrough
+	default:
+		l.reset(n)
+		l.base = base
+	}
+	// Entries come newest first: fill the ring backwards, with each entry's
+	// units in cum, then turn the units into cumulative counts.
+	next, total := w.last, uint64(0)
+	for i := n - 1; i >= 0; i-- {
+		dt, du := r.uvarint(), r.uvarint()
+		if r.err != nil {
+			return r.err
+		}
+		// Instants stay >= 0 and the units alive within maxInt64, as
+		// decodeWindow requires.
+		if next < 0 || dt > uint64(next) || du >= uint64(maxInt64)-total {
+			return errCompactLog
+		}
+		t := next - int64(dt)
+		total += du + 1
+		*l.at(i) = winEntry{t: t, cum: du + 1}
+		next = t - 1
+	}
+	if err := r.end(); err != nil {
+		return err
+	}
+	cum := base
+	for i := range n {
+		e := l.at(i)
+		cum += e.cum
+		e.cum = cum
+	}
+	w.log = l
+	*s = w
+	return nil
+}
+
+// reset empties l and readies it for n entries written at indices 0 to
+// n−1, with room to push one more without taking a block (so the Take that
+// follows a decode takes none): it keeps as many of its blocks as that
+// needs, takes the others from the pool and gives back those beyond. An
+// empty log keeps its first block.
+func (l *winLog) reset(n int) {
+	l.head, l.n, l.base = 0, 0, 0
+	need := min(len(l.blocks), 1)
+	if n > 0 {
+		need = n>>logBlockShift + 1
+	}
+	if len(l.blocks) >= need {
+		l.truncate(need)
+	}
+	l.blocks = slices.Grow(l.blocks, need-len(l.blocks))
+	for len(l.blocks) < need {
+		l.blocks = append(l.blocks, blockPool.Get().(*winBlock))
+	}
+	l.ends()
+	l.n = n
 }
