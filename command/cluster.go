@@ -543,7 +543,11 @@ func cmdClusterShards(c *Ctx, args [][]byte) {
 			c.W.BulkString("health")
 			c.W.BulkString(health)
 		}
-		node(s.Primary, "master", "online")
+		if s.Down {
+			node(s.Primary, "master", "fail")
+		} else {
+			node(s.Primary, "master", "online")
+		}
 		for _, r := range s.Replicas {
 			health := "online"
 			if !c.online(v, i, r) {
@@ -564,15 +568,17 @@ func clusterNodes(v *cluster.View) string {
 	var b strings.Builder
 	epoch := strconv.FormatInt(v.Topo.Version, 10)
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	line := func(n cluster.Node, primary string, slots []cluster.Range) {
-		flags, pong := "master", now
+	line := func(n cluster.Node, primary string, slots []cluster.Range, down bool) {
+		flags, pong, link := "master", now, " connected"
 		if primary != "-" {
 			flags = "slave"
+		} else if down {
+			flags, link = "master,fail", " disconnected"
 		}
 		if n.ID == v.Self.Node.ID {
 			flags, pong = "myself,"+flags, "0"
 		}
-		b.WriteString(n.ID + " " + n.Addr() + "@0 " + flags + " " + primary + " 0 " + pong + " " + epoch + " connected")
+		b.WriteString(n.ID + " " + n.Addr() + "@0 " + flags + " " + primary + " 0 " + pong + " " + epoch + link)
 		for _, r := range slots {
 			b.WriteString(" " + strconv.Itoa(r[0]))
 			if r[1] != r[0] {
@@ -582,9 +588,9 @@ func clusterNodes(v *cluster.View) string {
 		b.WriteString("\n")
 	}
 	for i, s := range v.Topo.Shards {
-		line(s.Primary, "-", ranges(v.Topo, i))
+		line(s.Primary, "-", ranges(v.Topo, i), s.Down)
 		for _, r := range s.Replicas {
-			line(r, s.Primary.ID, nil)
+			line(r, s.Primary.ID, nil, false)
 		}
 	}
 	return b.String()
@@ -608,23 +614,28 @@ func cmdClusterInfo(c *Ctx, args [][]byte) {
 
 func clusterInfo(v *cluster.View) [][2]string {
 	state := "ok"
-	if !v.Topo.Complete() {
-		state = "fail"
-	}
-	size := 0
-	for i := range v.Topo.Shards {
-		if len(ranges(v.Topo, i)) > 0 {
+	size, failed := 0, 0
+	for i, s := range v.Topo.Shards {
+		if rs := ranges(v.Topo, i); len(rs) > 0 {
 			size++
+			if s.Down { // its primary is gone and no replica may replace it
+				for _, r := range rs {
+					failed += r[1] - r[0] + 1
+				}
+			}
 		}
+	}
+	if !v.Topo.Complete() || failed > 0 {
+		state = "fail"
 	}
 	itoa := strconv.Itoa
 	epoch := strconv.FormatInt(v.Topo.Version, 10)
 	return [][2]string{
 		{"cluster_state", state},
 		{"cluster_slots_assigned", itoa(v.Topo.Assigned())},
-		{"cluster_slots_ok", itoa(v.Topo.Assigned())},
+		{"cluster_slots_ok", itoa(v.Topo.Assigned() - failed)},
 		{"cluster_slots_pfail", "0"},
-		{"cluster_slots_fail", "0"},
+		{"cluster_slots_fail", itoa(failed)},
 		{"cluster_known_nodes", itoa(v.Topo.Nodes())},
 		{"cluster_size", itoa(size)},
 		{"cluster_current_epoch", epoch},

@@ -460,3 +460,65 @@ func TestEtcdFailoverContinuesHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestEtcdFailoverForce: a shard whose primary is gone and whose only
+// replica never completed a copy is down (CLUSTERDOWN, CLUSTER INFO
+// cluster_state:fail, the primary flagged fail); CLUSTER FAILOVER without
+// FORCE is refused; CLUSTER FAILOVER FORCE on the replica has the
+// coordinator promote it, and the shard serves again.
+func TestEtcdFailoverForce(t *testing.T) {
+	// Not parallel: a busy machine would starve the 3 s leases.
+	etcd := startEtcd(t)
+	c := &rlCluster{Ports: freePorts(t, 2), args: []string{"--cluster-etcd", etcd, "--cluster-name", "it"}}
+	dir := t.TempDir()
+	c.Dirs = []string{filepath.Join(dir, "node0"), filepath.Join(dir, "node1")}
+	c.Nodes = []*server{c.startNode(t, 0), c.startNode(t, 1)}
+	p := -1
+	eventually(t, "a primary with a connected replica", func() bool {
+		for i := range 2 {
+			role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
+			if err == nil && role[0] == "master" && len(role[2].([]any)) == 1 {
+				p = i
+				return true
+			}
+		}
+		return false
+	})
+	r := 1 - p
+	// The replica comes back empty (a new node) while the primary is
+	// frozen: it is placed as the replica of a primary that never
+	// streams to it, and the primary's lease expires.
+	c.Nodes[r].kill()
+	frozen := c.Nodes[p].cmd.Process
+	if err := frozen.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer frozen.Kill()
+	c.Dirs[r] = filepath.Join(dir, "empty")
+	c.Nodes[r] = c.startNode(t, r)
+	rc := c.Nodes[r].client(t, 2)
+	eventually(t, "the new node to be the replica of a shard that is down", func() bool {
+		err := rc.Do(ctx, "CL.TOKENBUCKET", "{user1000}.probe", "1", "1", "1h").Err()
+		return err != nil && err.Error() == "CLUSTERDOWN The cluster is down"
+	})
+	info, err := rc.ClusterInfo(ctx).Result()
+	if err != nil || !strings.Contains(info, "cluster_state:fail") || !strings.Contains(info, "cluster_slots_fail:16384") {
+		t.Fatalf("CLUSTER INFO of a down shard: %q %v", info, err)
+	}
+	if nodes := rc.ClusterNodes(ctx).Val(); !strings.Contains(nodes, " master,fail - ") {
+		t.Fatalf("CLUSTER NODES does not flag the gone primary: %q", nodes)
+	}
+	do(t, rc, "CLUSTER", "FAILOVER").errIs("ERR only CLUSTER FAILOVER FORCE is supported: the coordinator fails primaries over by itself")
+	do(t, rc, "CLUSTER", "FAILOVER", "FORCE").equal("OK")
+	eventually(t, "the forced replica to serve", func() bool {
+		return rc.Do(ctx, "CL.TOKENBUCKET", "{user1000}.probe", "1", "1", "1h").Err() == nil
+	})
+	do(t, rc, "CLUSTER", "FAILOVER", "FORCE").errIs("ERR this node is not a replica")
+	coordinated := false
+	for _, n := range c.Nodes {
+		coordinated = coordinated || strings.Contains(n.logs.String(), "promoted by an operator's CLUSTER FAILOVER FORCE")
+	}
+	if !coordinated {
+		t.Fatal("no coordinator logged the forced failover")
+	}
+}
