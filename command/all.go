@@ -185,8 +185,8 @@ func parseRules(c *Ctx, args [][]byte) string {
 			return resp.ErrSyntax
 		}
 		key := rest[1]
-		op, err := f.parse(c, &a.ops[i], rest[2:2+f.params])
-		if err != "" {
+		op := a.ops[i].of(f.kind)
+		if err := f.parse(c, op, rest[2:2+f.params]); err != "" {
 			return err
 		}
 		for j := range a.rules {

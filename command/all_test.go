@@ -381,8 +381,8 @@ func TestLimiterRegistry(t *testing.T) {
 		for j := range lk.rules {
 			f := &lk.rules[j]
 			var o ops
-			op, err := f.parse(c, &o, argsOf(params[f.params]...))
-			if err != "" || op == nil {
+			op := o.of(f.kind)
+			if err := f.parse(c, op, argsOf(params[f.params]...)); err != "" {
 				t.Fatalf("%s %v: %q", f.name, params[f.params], err)
 			}
 			if op.Kind() != lk.kind {
@@ -393,8 +393,8 @@ func TestLimiterRegistry(t *testing.T) {
 			}
 		}
 	}
-	for k := engine.Kind(1); k < 16; k++ {
-		if k.New() != nil && !seen[k] {
+	for _, k := range engine.Kinds() {
+		if !seen[k] {
 			t.Errorf("engine kind %v has no registry entry", k)
 		}
 	}

@@ -16,12 +16,17 @@ import (
 // and constructor are its file in engine/; here are its op (the engine
 // call the keyspace runs under the key's shard lock, see shard.Op), the
 // parsing of its parameters, and its CL.ALL rule forms. Adding a kind is
-// one engine file and one entry in limiterKinds (with an op of its own
-// only when takeOp does not fit, as for CL.ACQUIRE's lease ids).
+// one engine file and one entry in limiterKinds: takeOp fits a kind whose
+// state has Take and Check; one that needs more (CL.ACQUIRE's lease ids)
+// brings an op type of its own. TestLimiterRegistry fails for an engine
+// kind without an entry.
 
 // limiterKind is one registry entry.
 type limiterKind struct {
-	kind  engine.Kind
+	kind engine.Kind
+	// newOp makes the op a connection fills in for this kind, for its
+	// command and for each CL.ALL rule; it is made once and reused.
+	newOp func() ruleOp
 	rules []ruleForm // its CL.ALL rule forms
 }
 
@@ -30,43 +35,65 @@ type limiterKind struct {
 type ruleForm struct {
 	name   string // upper case
 	params int    // positional parameters after the key
-	// parse reads the parameters into the kind's op in o and returns it,
-	// or the error reply.
-	parse func(c *Ctx, o *ops, p [][]byte) (ruleOp, string)
+	// parse reads the parameters into op, made by its entry's newOp, and
+	// returns the error reply, or "".
+	parse func(c *Ctx, op ruleOp, p [][]byte) string
+	kind  engine.Kind // its entry's kind (set from the entry)
 }
+
+// The ops of the kinds whose state has Take and Check.
+type (
+	gcraOp        = takeOp[engine.GCRAParams, *engine.GCRA]
+	tokenBucketOp = takeOp[engine.TokenBucketParams, *engine.TokenBucket]
+	leakyBucketOp = takeOp[engine.LeakyBucketParams, *engine.LeakyBucket]
+)
 
 var limiterKinds = []limiterKind{
-	{engine.KindTokenBucket, []ruleForm{{"TOKENBUCKET", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-		err := parseBucket(p, &o.tb.p.Capacity, &o.tb.p.Rate, &o.tb.p.Period)
-		o.tb.p.MaxWait = 0
-		return &o.tb, err
+	{engine.KindTokenBucket, func() ruleOp { return new(tokenBucketOp) }, []ruleForm{{name: "TOKENBUCKET", params: 3, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
+		o := op.(*tokenBucketOp)
+		err := parseBucket(p, &o.p.Capacity, &o.p.Rate, &o.p.Period)
+		o.p.MaxWait = 0
+		return err
 	}}}},
-	{engine.KindThrottle, []ruleForm{{"THROTTLE", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-		err := parseGCRA(p, &o.gcra.p, parseDuration, func([]byte) string { return resp.ErrNotInt })
-		return &o.gcra, err
+	{engine.KindThrottle, func() ruleOp { return new(gcraOp) }, []ruleForm{{name: "THROTTLE", params: 3, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
+		return parseGCRA(p, &op.(*gcraOp).p, parseDuration, func([]byte) string { return resp.ErrNotInt })
 	}}}},
-	{engine.KindLeakyBucket, []ruleForm{{"LEAKYBUCKET", 3, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-		return &o.lb, parseBucket(p, &o.lb.p.Capacity, &o.lb.p.Rate, &o.lb.p.Period)
+	{engine.KindLeakyBucket, func() ruleOp { return new(leakyBucketOp) }, []ruleForm{{name: "LEAKYBUCKET", params: 3, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
+		o := op.(*leakyBucketOp)
+		return parseBucket(p, &o.p.Capacity, &o.p.Rate, &o.p.Period)
 	}}}},
-	{engine.KindWindow, []ruleForm{
-		{"FIXED", 2, windowRule(engine.WindowFixed)},
-		{"SLIDING", 2, windowRule(engine.WindowSliding)},
-		{"LOG", 2, windowRule(engine.WindowLog)},
+	{engine.KindWindow, func() ruleOp { return new(windowOp) }, []ruleForm{
+		{name: "FIXED", params: 2, parse: windowRule(engine.WindowFixed)},
+		{name: "SLIDING", params: 2, parse: windowRule(engine.WindowSliding)},
+		{name: "LOG", params: 2, parse: windowRule(engine.WindowLog)},
 	}},
-	{engine.KindConcurrency, []ruleForm{{"ACQUIRE", 2, func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-		if err := parseAcquire(p, &o.acq); err != "" {
-			return nil, err
+	{engine.KindConcurrency, func() ruleOp { return new(acquireOp) }, []ruleForm{{name: "ACQUIRE", params: 2, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
+		o := op.(*acquireOp)
+		if err := parseAcquire(p, o); err != "" {
+			return err
 		}
-		c.newLeaseID(&o.acq.id)
-		return &o.acq, ""
+		c.newLeaseID(&o.id)
+		return ""
 	}}}},
 }
 
-func windowRule(mode engine.WindowMode) func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-	return func(c *Ctx, o *ops, p [][]byte) (ruleOp, string) {
-		return &o.win, parseWindow(c, p, mode, &o.win.p)
+func windowRule(mode engine.WindowMode) func(c *Ctx, op ruleOp, p [][]byte) string {
+	return func(c *Ctx, op ruleOp, p [][]byte) string {
+		return parseWindow(c, p, mode, &op.(*windowOp).p)
 	}
 }
+
+// limiterOf is the registry by kind.
+var limiterOf = func() (by [engine.MaxKinds]*limiterKind) {
+	for i := range limiterKinds {
+		lk := &limiterKinds[i]
+		if by[lk.kind] != nil {
+			panic("command: two registry entries for one kind")
+		}
+		by[lk.kind] = lk
+	}
+	return by
+}()
 
 // ruleFormOf finds the CL.ALL rule form called name. It runs for every
 // rule of a CL.ALL that is parsed, not repeated (in the key spec, then in
@@ -91,7 +118,9 @@ var ruleForms = func() []*ruleForm {
 	var all []*ruleForm
 	for i := range limiterKinds {
 		for j := range limiterKinds[i].rules {
-			all = append(all, &limiterKinds[i].rules[j])
+			f := &limiterKinds[i].rules[j]
+			f.kind = limiterKinds[i].kind
+			all = append(all, f)
 		}
 	}
 	return all
@@ -107,16 +136,22 @@ type ruleOp interface {
 	appendRule(b []byte, proto int, d engine.Decision, taken bool) []byte
 }
 
-// ops are a connection's reusable ops, one per kind: a command fills one
-// in and hands it to the keyspace, so that nothing is allocated per
-// command.
+// ops are a connection's reusable ops, one per kind, each made by its
+// registry entry on first use: a command fills one in and hands it to the
+// keyspace, so that nothing is allocated per command.
 type ops struct {
-	gcra  takeOp[engine.GCRAParams, *engine.GCRA]
-	tb    takeOp[engine.TokenBucketParams, *engine.TokenBucket]
-	lb    takeOp[engine.LeakyBucketParams, *engine.LeakyBucket]
-	win   windowOp
-	acq   acquireOp
-	lease leaseOp
+	byKind [engine.MaxKinds]ruleOp
+	lease  leaseOp // CL.RELEASE's and CL.RENEW's
+}
+
+// of returns the op of kind k (a kind with a registry entry).
+func (o *ops) of(k engine.Kind) ruleOp {
+	if op := o.byKind[k]; op != nil {
+		return op
+	}
+	op := limiterOf[k].newOp()
+	o.byKind[k] = op
+	return op
 }
 
 // limiter is what a kind's state offers its op: a take and a check of n
@@ -374,8 +409,9 @@ func parseAcquire(p [][]byte, o *acquireOp) string {
 
 // throttle runs a GCRA request and answers in redis-cell's form.
 func (c *Ctx) throttle(key []byte, n int64) {
-	c.ops.gcra.n = n
-	d, st := c.keys().Update(key, c.Now(), &c.ops.gcra)
+	o := c.ops.of(engine.KindThrottle).(*gcraOp)
+	o.n = n
+	d, st := c.keys().Update(key, c.Now(), o)
 	c.reply(d, st, appendThrottle)
 }
 
@@ -384,7 +420,7 @@ func (c *Ctx) throttle(key []byte, n int64) {
 // As in redis-cell, every bad number, the period included, answers "not an
 // integer".
 func cmdThrottle(c *Ctx, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseDuration, func([]byte) string { return resp.ErrNotInt }); err != "" {
+	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseDuration, func([]byte) string { return resp.ErrNotInt }); err != "" {
 		c.err(err)
 		return
 	}
@@ -401,7 +437,7 @@ func cmdThrottle(c *Ctx, args [][]byte) {
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
 func cmdGCRA(c *Ctx, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.gcra.p, parseSeconds, resp.ErrInvalidDuration); err != "" {
+	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseSeconds, resp.ErrInvalidDuration); err != "" {
 		c.err(err)
 		return
 	}
@@ -423,7 +459,7 @@ func cmdGCRA(c *Ctx, args [][]byte) {
 
 // CL.TOKENBUCKET key capacity rate period [n] [RESERVE max_wait]
 func cmdTokenBucket(c *Ctx, args [][]byte) {
-	o := &c.ops.tb
+	o := c.ops.of(engine.KindTokenBucket).(*tokenBucketOp)
 	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
 		c.err(err)
 		return
@@ -455,7 +491,7 @@ func cmdTokenBucket(c *Ctx, args [][]byte) {
 
 // CL.LEAKYBUCKET key capacity rate period [n]
 func cmdLeakyBucket(c *Ctx, args [][]byte) {
-	o := &c.ops.lb
+	o := c.ops.of(engine.KindLeakyBucket).(*leakyBucketOp)
 	if err := parseBucket(args[2:5], &o.p.Capacity, &o.p.Rate, &o.p.Period); err != "" {
 		c.err(err)
 		return
@@ -497,7 +533,7 @@ func cmdWindow(c *Ctx, args [][]byte) {
 		c.err(resp.ErrSyntax)
 		return
 	}
-	o := &c.ops.win
+	o := c.ops.of(engine.KindWindow).(*windowOp)
 	if err := parseWindow(c, args[2:4], mode, &o.p); err != "" {
 		c.err(err)
 		return
@@ -524,7 +560,7 @@ func (c *Ctx) newLeaseID(id *[engine.MaxLeaseIDLen]byte) {
 
 // CL.ACQUIRE key limit lease [n]
 func cmdAcquire(c *Ctx, args [][]byte) {
-	o := &c.ops.acq
+	o := c.ops.of(engine.KindConcurrency).(*acquireOp)
 	if err := parseAcquire(args[2:4], o); err != "" {
 		c.err(err)
 		return
