@@ -191,7 +191,8 @@ export class Concurrency extends Base {
       return { lease: new Lease("", key, n, this.client, this.spec, local), decision: d };
     }
     const d = parseDecision(v);
-    if (!d.allowed) return { lease: null, decision: d };
+    // Denied, or a peek (n = 0), which holds nothing.
+    if (!d.allowed || n === 0) return { lease: null, decision: d };
     return { lease: new Lease(leaseId(v), key, n, this.client, this.spec), decision: d };
   }
   /** Acquires and forgets the lease (it expires by itself). */
