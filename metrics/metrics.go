@@ -32,6 +32,7 @@ import (
 type Server struct {
 	ln       net.Listener
 	hs       *http.Server
+	reg      *prometheus.Registry
 	src      atomic.Pointer[source]
 	restored atomic.Bool
 }
@@ -48,8 +49,8 @@ func Listen(addr string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{ln: ln}
 	reg := prometheus.NewRegistry()
+	s := &Server{ln: ln, reg: reg}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collector{s})
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -67,6 +68,10 @@ func Listen(addr string) (*Server, error) {
 	go s.hs.Serve(ln)
 	return s, nil
 }
+
+// Register adds collectors of other front ends (the Envoy rate limit
+// service's) to /metrics.
+func (s *Server) Register(c prometheus.Collector) error { return s.reg.Register(c) }
 
 // Addr returns the address served.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

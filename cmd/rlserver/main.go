@@ -76,6 +76,7 @@ type options struct {
 
 	cli cliFlags // --version, --healthcheck, --help (cli.go)
 	obs obsFlags // the slow log, the latency monitor, --metrics-addr (observe.go)
+	rls rlsFlags // Envoy's rate limit service (rls.go)
 }
 
 func main() {
@@ -126,6 +127,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.masterAuth, "masterauth", "", "in cluster mode, the password a primary authenticates with to its replicas (default --requirepass)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile to this file until shutdown (for benchmarking)")
 	o.obs.register(fs)
+	o.rls.register(fs)
 	// The environment first, so that the command line overrides it.
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -289,6 +291,10 @@ func run(args []string) int {
 		log.Printf("error: --client-query-buffer-limit must not be below --proto-max-bulk-len")
 		return 2
 	}
+	if err := o.rls.load(); err != nil {
+		log.Printf("error: %v", err)
+		return 2
+	}
 	runtime.GOMAXPROCS(o.threads)
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -432,6 +438,15 @@ func run(args []string) int {
 		}
 		return 1
 	}
+	stopRLS, err := o.rls.start(o, commands, clock, mserver)
+	if err != nil {
+		log.Printf("error: %v", err)
+		srv.Close(time.Second)
+		if p != nil {
+			p.Shutdown(false)
+		}
+		return 2
+	}
 	var replication *repl.Node
 	var stopCluster func()
 	if o.clusterConfig != "" || o.clusterEtcd != "" {
@@ -501,6 +516,7 @@ func run(args []string) int {
 		}
 		stopCluster()
 	}
+	stopRLS()
 	if replication != nil {
 		replication.Close()
 	}
