@@ -131,6 +131,14 @@ if [ ! -d "$node_dir/node_modules" ]; then
   fi
 fi
 
+# The Node.js SDK's (sdk/node) TypeScript, ioredis, express, fastify and
+# the two rate-limit libraries its stores plug into, from its lockfile.
+node_sdk=sdk/node
+if [ ! -d "$node_sdk/node_modules" ]; then
+  echo "setup: installing $node_sdk's npm packages" >&2
+  (cd "$node_sdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
 # redis_exporter, built from the Go module proxy, for the test that has it
 # scrape rlserver.
 ./scripts/redis-exporter.sh

@@ -20,3 +20,5 @@ go test -race -count=1 -timeout 12m ./...
 (cd sdk/php && phpunit)
 # The Java SDK: javac, then junit5's console launcher against a server it builds.
 (cd sdk/java && ./build.sh test)
+# The Node.js SDK: tsc, then node:test against a server it builds.
+(cd sdk/node && npm test)
