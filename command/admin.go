@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/resp"
-	"github.com/rlserver/rlserver/shard"
 )
 
 // configParam is one CONFIG GET/SET parameter. A settable one has parse,
@@ -269,17 +268,12 @@ func cmdMemoryUsage(c *Ctx, args [][]byte) {
 			return
 		}
 	}
-	n := int64(-1)
-	withKey(c, args[2], func(sh *shard.Shard, f shard.Found, _ int64) {
-		if f.OK {
-			n = int64(sh.Usage(f))
-		}
-	})
-	if n < 0 {
+	n, ok := c.keys().Usage(args[2], c.Now())
+	if !ok {
 		c.W.Null()
 		return
 	}
-	c.W.Int(n)
+	c.W.Int(int64(n))
 }
 
 // CONFIG RESETSTAT zeroes the counters INFO stats reports.

@@ -58,8 +58,8 @@ func (c *Ctx) Now() int64 {
 	return c.now
 }
 
-// Store returns the keyspace. A handler locks the shards it uses with Lock
-// and Unlock, never the shards' own methods.
+// Store returns the keyspace. A handler reads and changes keys through
+// keys(), the view that knows whether EXEC holds every lock.
 func (c *Ctx) Store() *shard.Store { return c.h.store }
 
 // keys returns the keyspace as the running command sees it: inside EXEC,
@@ -73,11 +73,6 @@ func (c *Ctx) keys() shard.View {
 	}
 	return c.h.store.View()
 }
-
-// Lock and Unlock take a shard's lock unless EXEC already holds them all.
-func (c *Ctx) Lock(sh *shard.Shard) { c.keys().Lock(sh) }
-
-func (c *Ctx) Unlock(sh *shard.Shard) { c.keys().Unlock(sh) }
 
 // err answers an error (a text of resp/errors.go).
 func (c *Ctx) err(msg string) { c.W.Err(msg) }

@@ -9,75 +9,45 @@ import (
 	"github.com/rlserver/rlserver/shard"
 )
 
-// withKey runs fn on what Live finds for key under its shard lock: f.OK
-// only for a live key.
-func withKey(c *Ctx, key []byte, fn func(sh *shard.Shard, f shard.Found, now int64)) {
-	now := c.Now()
-	store := c.Store()
-	h := store.Hash(key)
-	sh := store.ShardOf(h)
-	c.Lock(sh)
-	fn(sh, sh.Live(key, h, now), now)
-	c.Unlock(sh)
-}
-
 // EXISTS key [key ...]
 func cmdExists(c *Ctx, args [][]byte) {
 	var n int64
+	keys, now := c.keys(), c.Now()
 	for _, k := range args[1:] {
-		withKey(c, k, func(_ *shard.Shard, f shard.Found, _ int64) {
-			if f.OK {
-				n++
-			}
-		})
+		if _, ok := keys.Lookup(k, now); ok {
+			n++
+		}
 	}
 	c.W.Int(n)
 }
 
 // DEL key [key ...] and UNLINK key [key ...]
 func cmdDel(c *Ctx, args [][]byte) {
-	var n int64
-	moving := false
-	for _, k := range args[1:] {
-		withKey(c, k, func(sh *shard.Shard, f shard.Found, _ int64) {
-			if moving = moving || sh.Frozen(k); moving {
-				return
-			}
-			if f.OK {
-				sh.Remove(f)
-				n++
-			}
-		})
-	}
-	if moving {
-		// Keys of one slot (cluster mode): none was removed.
-		c.notDone(shard.Moving)
+	n, st := c.keys().Delete(args[1:], c.Now())
+	if st != shard.Done {
+		c.notDone(st) // keys of one slot (cluster mode): none was removed
 		return
 	}
-	c.W.Int(n)
+	c.W.Int(int64(n))
 }
 
 // TYPE key
 func cmdType(c *Ctx, args [][]byte) {
 	name := "none"
-	withKey(c, args[1], func(_ *shard.Shard, f shard.Found, _ int64) {
-		if f.OK {
-			name = f.Kind.String()
-		}
-	})
+	if ki, ok := c.keys().Lookup(args[1], c.Now()); ok {
+		name = ki.Kind.String()
+	}
 	c.W.Status(name)
 }
 
 // pttl returns the key's time to live in ms rounded up (equal to the
 // decision's reset_after_ms), or -2 when it does not exist.
 func pttl(c *Ctx, key []byte) int64 {
-	ms := int64(-2)
-	withKey(c, key, func(_ *shard.Shard, f shard.Found, now int64) {
-		if f.OK {
-			ms = (f.Exp - now + 999_999) / 1_000_000
-		}
-	})
-	return ms
+	now := c.Now()
+	if ki, ok := c.keys().Lookup(key, now); ok {
+		return (ki.Exp - now + 999_999) / 1_000_000
+	}
+	return -2
 }
 
 func cmdPTTL(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, pttl(c, args[1])) }
@@ -147,40 +117,18 @@ func cmdScan(c *Ctx, args [][]byte) {
 
 // KEYS pattern
 func cmdKeys(c *Ctx, args [][]byte) {
-	now := c.Now()
-	var keys []string
-	store := c.Store()
-	for i := 0; i < store.NumShards(); i++ {
-		sh := store.Shard(i)
-		c.Lock(sh)
-		sh.Each(now, func(it shard.Item) bool {
-			if k := unsafe.String(unsafe.SliceData(it.Key), len(it.Key)); globMatch(args[1], k) {
-				keys = append(keys, string(it.Key))
-			}
-			return true
-		})
-		c.Unlock(sh)
-	}
+	keys := c.keys().Keys(c.Now(), func(it shard.Item) bool {
+		return globMatch(args[1], unsafe.String(unsafe.SliceData(it.Key), len(it.Key)))
+	})
 	c.W.Array(len(keys))
 	for _, k := range keys {
 		c.W.BulkString(k)
 	}
 }
 
-// dbsize counts keys in O(shards), as Redis's DBSIZE does: like Redis, it
-// includes keys whose state became fresh but that neither an access nor
-// the active sweep has removed yet.
-func (c *Ctx) dbsize() int64 {
-	var n int64
-	store := c.Store()
-	for i := 0; i < store.NumShards(); i++ {
-		sh := store.Shard(i)
-		c.Lock(sh)
-		n += int64(sh.Len())
-		c.Unlock(sh)
-	}
-	return n
-}
+// dbsize counts keys in O(shards), as Redis's DBSIZE does (see
+// shard.View.Len).
+func (c *Ctx) dbsize() int64 { return int64(c.keys().Len()) }
 
 func cmdDBSize(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, c.dbsize()) }
 
@@ -190,12 +138,6 @@ func cmdFlush(c *Ctx, args [][]byte) {
 		c.err(resp.ErrSyntax)
 		return
 	}
-	store := c.Store()
-	for i := 0; i < store.NumShards(); i++ {
-		sh := store.Shard(i)
-		c.Lock(sh)
-		sh.Clear()
-		c.Unlock(sh)
-	}
+	c.keys().Flush()
 	c.W.OK()
 }

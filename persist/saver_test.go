@@ -197,16 +197,11 @@ func TestSaverFlushWritesPutsAndDeletes(t *testing.T) {
 	f.save()
 	wantStored(t, f.mem, saverT0+int64(time.Minute), map[string]int64{"b": 75, "c": 70})
 
-	// FLUSHDB (Clear) deletes every key on the next flush.
-	for i := 0; i < f.keys.NumShards(); i++ {
-		sh := f.keys.Shard(i)
-		sh.Lock()
-		sh.Clear()
-		sh.Unlock()
-	}
+	// FLUSHDB (View.Flush) deletes every key on the next flush.
+	f.keys.View().Flush()
 	f.save()
 	if n := f.mem.Len(); n != 0 {
-		t.Fatalf("after Clear and Save the store holds %d records, want 0", n)
+		t.Fatalf("after Flush and Save the store holds %d records, want 0", n)
 	}
 }
 

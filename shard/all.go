@@ -107,7 +107,7 @@ func (s *Store) updateAll(rules []Rule, now int64) (all bool, status Status) {
 	for i := range rules {
 		r := &rules[i]
 		sh := &s.shards[r.shard]
-		if sh.frozen != nil && sh.Frozen(r.Key) {
+		if sh.frozen != nil && sh.frozenKey(r.Key) {
 			undo(rules[:i])
 			return false, Moving
 		}
@@ -188,7 +188,7 @@ func (sh *Shard) find(r *Rule, now int64) bool {
 			r.st, r.revived = sh.fresh(sh.multiScratch(r.slot), f), true
 			return true
 		}
-		sh.Expire(f)
+		sh.expire(f)
 		r.f, r.boxed, r.refind = Found{}, false, true
 	}
 	if !r.f.OK {
@@ -232,7 +232,7 @@ func (sh *Shard) storeRule(r *Rule, now int64) {
 		if r.D.ResetAfter > 0 {
 			kept = sh.revive(f, r.Key, r.h, r.st, expireAt(now, r.D.ResetAfter))
 		} else {
-			sh.Expire(f)
+			sh.expire(f)
 		}
 	default:
 		kept = sh.store(f, r.Key, r.h, r.st, now, r.D.ResetAfter, r.changed)

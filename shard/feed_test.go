@@ -30,7 +30,7 @@ func TestFeedStream(t *testing.T) {
 	sh.Delete([]byte("b"), 1e18)
 	sh.Sweep(1e18+4*sec, 100) // a expires
 	sh.Insert([]byte("c"), engine.KindWindow.New(), 1e18+9*sec)
-	sh.Clear()
+	sh.clear()
 	sh.Unlock()
 	got, _, err := f.Read(0, nil, nil)
 	if err != nil {
@@ -130,7 +130,7 @@ func TestFeedReplicaConverges(t *testing.T) {
 		default:
 			sh := s.Shard(rng.IntN(2))
 			sh.Lock()
-			sh.Clear()
+			sh.clear()
 			sh.Unlock()
 		}
 		if rng.IntN(40) != 0 {

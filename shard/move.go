@@ -59,8 +59,8 @@ func (s *Store) Thaw(slots *cluster.SlotSet) {
 	}
 }
 
-// Frozen reports whether key's slot is frozen. The caller holds the lock.
-func (sh *Shard) Frozen(key []byte) bool {
+// frozenKey reports whether key's slot is frozen. The caller holds the lock.
+func (sh *Shard) frozenKey(key []byte) bool {
 	return sh.frozen != nil && sh.frozen.Has(cluster.Slot(key))
 }
 

@@ -147,7 +147,7 @@ func TestCountKeysInSlot(t *testing.T) {
 			}
 		}
 		check("after inserts and deletes")
-		s.Shard(0).Clear()
+		s.Shard(0).clear()
 		for slot := range want {
 			if s.SlotShard(slot) == s.Shard(0) {
 				want[slot] = 0

@@ -173,7 +173,7 @@ func (s *Store) ApplyFlush(i, n int) {
 		sh.Lock()
 		if n == len(s.shards) {
 			if j == i {
-				sh.Clear()
+				sh.clear()
 			}
 			sh.Unlock()
 			continue
@@ -200,7 +200,7 @@ func (s *Store) ClearAll() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.Lock()
-		sh.Clear()
+		sh.clear()
 		sh.Unlock()
 	}
 }

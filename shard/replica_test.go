@@ -67,7 +67,7 @@ func TestReplicaCopiesPrimary(t *testing.T) {
 		sh.Unlock()
 		cleared := primary.ShardFor([]byte("kca"))
 		cleared.Lock()
-		cleared.Clear()
+		cleared.clear()
 		cleared.Unlock()
 		for i := range pos {
 			raw, at, err := f.ReadRaw(i, nil)

@@ -167,12 +167,12 @@ func (sh *Shard) Find(key []byte, h uint64) Found {
 	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay}
 }
 
-// Live is Find for a key that must be live at now: an expired record is
+// live is Find for a key that must be live at now: an expired record is
 // removed (lazy expiry) and reported as absent.
-func (sh *Shard) Live(key []byte, h uint64, now int64) Found {
+func (sh *Shard) live(key []byte, h uint64, now int64) Found {
 	f := sh.Find(key, h)
 	if f.OK && f.Exp <= now {
-		sh.Expire(f)
+		sh.expire(f)
 		return Found{pos: -1}
 	}
 	return f
@@ -228,11 +228,11 @@ func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int6
 	return kept
 }
 
-// Remove deletes the record f found (DEL).
-func (sh *Shard) Remove(f Found) { sh.removeAt(f.pos, f.ref, EventDelete) }
+// remove deletes the record f found (DEL).
+func (sh *Shard) remove(f Found) { sh.removeAt(f.pos, f.ref, EventDelete) }
 
-// Expire removes the record f found because its state became fresh.
-func (sh *Shard) Expire(f Found) {
+// expire removes the record f found because its state became fresh.
+func (sh *Shard) expire(f Found) {
 	sh.removeAt(f.pos, f.ref, EventExpire)
 	sh.expired.Add(1)
 }
@@ -512,9 +512,9 @@ func (sh *Shard) markDirty(r ref) {
 	}
 }
 
-// Usage returns the bytes the key f found takes, as the memory bound counts
+// usage returns the bytes the key f found takes, as the memory bound counts
 // them: its record's slot, its share of the index and a boxed state.
-func (sh *Shard) Usage(f Found) int {
+func (sh *Shard) usage(f Found) int {
 	n := sh.slabs.slotBytes(f.ref) + indexBytes
 	if f.boxed {
 		n += int(sh.boxSize[boxIndex(f.pay)])
@@ -573,8 +573,8 @@ func (sh *Shard) stateAt(r ref, into engine.State) engine.State {
 	return into
 }
 
-// Clear removes every key (FLUSHDB) and returns how many there were.
-func (sh *Shard) Clear() int {
+// clear removes every key (FLUSHDB) and returns how many there were.
+func (sh *Shard) clear() int {
 	n := sh.idx.n
 	sh.recordFlush()
 	sh.idx.reset()
@@ -808,7 +808,7 @@ func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
 // Get returns key's live state, as decodeCopy does, and its expiry (tests and
 // tools).
 func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
-	f := sh.Live(key, sh.hash.bytes(key), now)
+	f := sh.live(key, sh.hash.bytes(key), now)
 	if !f.OK {
 		return nil, 0, false
 	}
@@ -818,9 +818,9 @@ func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
 // Delete removes key if it is live and reports whether it was (tests and
 // tools).
 func (sh *Shard) Delete(key []byte, now int64) bool {
-	f := sh.Live(key, sh.hash.bytes(key), now)
+	f := sh.live(key, sh.hash.bytes(key), now)
 	if f.OK {
-		sh.Remove(f)
+		sh.remove(f)
 	}
 	return f.OK
 }

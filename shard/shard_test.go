@@ -692,7 +692,7 @@ func TestPending(t *testing.T) {
 	}
 	call(s, []byte("log"), now, op)
 	sh.Lock()
-	sh.Clear()
+	sh.clear()
 	sh.Unlock()
 	if got := s.Pending(); got != 1 {
 		t.Fatalf("Pending = %d after a flush, want 1 (the removed key)", got)
@@ -745,7 +745,7 @@ func TestDrainReleasesBurstLists(t *testing.T) {
 	if c := len(sh.dirty.chunks); c != 0 {
 		t.Fatalf("dirty list keeps %d chunks after draining %d", c, n)
 	}
-	sh.Clear()
+	sh.clear()
 	if c := len(sh.deleted.chunks); c < 2 {
 		t.Fatalf("deleted list in %d chunks after clearing %d keys", c, n)
 	}

@@ -12,8 +12,8 @@ func (s *Store) SlotShard(slot int) *Shard { return &s.shards[uint64(slot)&s.mas
 // the view holds every lock (EXEC).
 func (v View) CountKeysInSlot(slot int) int {
 	sh := v.s.SlotShard(slot)
-	v.Lock(sh)
-	defer v.Unlock(sh)
+	v.lock(sh)
+	defer v.unlock(sh)
 	if sh.slotKeys == nil {
 		return 0
 	}
@@ -29,8 +29,8 @@ func (sh *Shard) slotCount(slot int) *uint32 { return &sh.slotKeys[slot>>sh.slot
 // the view holds every lock (EXEC).
 func (v View) KeysInSlot(slot, count int, now int64) []string {
 	sh := v.s.SlotShard(slot)
-	v.Lock(sh)
-	defer v.Unlock(sh)
+	v.lock(sh)
+	defer v.unlock(sh)
 	if sh.slotKeys == nil || *sh.slotCount(slot) == 0 || count <= 0 {
 		return nil
 	}

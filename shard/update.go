@@ -85,15 +85,15 @@ func (v View) UnlockAll() {
 // Store returns the keyspace the view is of.
 func (v View) Store() *Store { return v.s }
 
-// Lock locks sh unless the view holds every lock.
-func (v View) Lock(sh *Shard) {
+// lock locks sh unless the view holds every lock.
+func (v View) lock(sh *Shard) {
 	if !v.held {
 		sh.Lock()
 	}
 }
 
-// Unlock unlocks sh unless the view holds every lock.
-func (v View) Unlock(sh *Shard) {
+// unlock unlocks sh unless the view holds every lock.
+func (v View) unlock(sh *Shard) {
 	if !v.held {
 		sh.Unlock()
 	}
@@ -121,15 +121,15 @@ func (v View) update(key []byte, now int64, op Op, live bool) (engine.Decision, 
 		h = v.s.Hash(key)
 	}
 	sh := v.s.ShardOf(h)
-	v.Lock(sh)
+	v.lock(sh)
 	d, st := sh.update(key, h, now, op, live)
-	v.Unlock(sh)
+	v.unlock(sh)
 	return d, st
 }
 
 // update is Update's body under the shard lock (no defer on the hot path).
 func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d engine.Decision, status Status) {
-	if sh.frozen != nil && sh.Frozen(key) {
+	if sh.frozen != nil && sh.frozenKey(key) {
 		return d, Moving
 	}
 	kind := op.Kind()
@@ -144,11 +144,11 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 			if d.ResetAfter > 0 {
 				sh.keep(st, sh.revive(f, key, h, st, expireAt(now, d.ResetAfter)))
 			} else {
-				sh.Expire(f)
+				sh.expire(f)
 			}
 			return d, Done
 		}
-		sh.Expire(f)
+		sh.expire(f)
 		f = sh.Find(key, h)
 	}
 	if !f.OK {
@@ -219,7 +219,7 @@ func (sh *Shard) store(f Found, key []byte, h uint64, st engine.State, now int64
 		exp = max(exp, f.Exp)
 	}
 	if exp <= now {
-		sh.Remove(f)
+		sh.remove(f)
 		return false
 	}
 	return sh.write(f, key, h, st, exp, changed)
