@@ -52,6 +52,12 @@ php -m 2>/dev/null | grep -x apcu >/dev/null || need+=(php-apcu)
 # The Java SDK (sdk/java) builds with javac and tests with junit5's console launcher.
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 [ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)
+# The Python SDK (sdk/python) tests with Debian's pytest, limits,
+# Flask-Limiter (with Flask), Starlette and httpx.
+for m in pytest:python3-pytest limits:python3-limits flask_limiter:python3-flask-limiter \
+         starlette:python3-starlette httpx:python3-httpx; do
+  /usr/bin/python3 -c "import ${m%%:*}" >/dev/null 2>&1 || need+=("${m#*:}")
+done
 # Node.js may come from elsewhere than Debian (with its own npm): Debian's
 # packages are taken only when there is no node at all.
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)

@@ -22,3 +22,5 @@ go test -race -count=1 -timeout 12m ./...
 (cd sdk/java && ./build.sh test)
 # The Node.js SDK: tsc, then node:test against a server it builds.
 (cd sdk/node && npm test)
+# The Python SDK: Debian's pytest, against a server its conftest builds.
+(cd sdk/python && /usr/bin/python3 -m pytest -q -p no:cacheprovider)

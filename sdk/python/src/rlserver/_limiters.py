@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+
+import redis
 import logging
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 

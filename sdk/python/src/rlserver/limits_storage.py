@@ -12,18 +12,6 @@ from limits.limits import TIME_TYPES
 from limits.storage import Storage
 from limits.storage.base import MovingWindowSupport
 
-# Atomically: the count in the log, and (when not empty) the ms until its
-# oldest entry leaves, found by asking for one more than fits (denied, so
-# nothing is consumed).
-_OLDEST = """
-local d = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], 0, 'LOG')
-local used = tonumber(ARGV[1]) - d[3]
-if used == 0 then return {0, 0} end
-local p = redis.call('CL.WINDOW', KEYS[1], ARGV[1], ARGV[2], d[3] + 1, 'LOG')
-return {used, p[4]}
-"""
-
-
 def _parse(key: str) -> Tuple[int, int]:
     """(limit, window in ms) from a limits key."""
     parts = key.split("/")
@@ -78,7 +66,11 @@ class RlserverStorage(Storage, MovingWindowSupport):
         return d[0] == 1
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[int, int]:
-        used, oldest_leaves_ms = self.redis.eval(_OLDEST, 1, self.prefix + key, limit, f"{expiry * 1000}ms")
+        """(start, count): a peek gives the count and when the newest entry
+        leaves, so the reset limits derives is when the whole log has left
+        (conservative: a slot may free earlier)."""
+        d = self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", 0, "LOG")
+        used = limit - d[2]
         if used == 0:
             return int(time.time()), 0
-        return int(time.time() + oldest_leaves_ms / 1000 - expiry), used
+        return int(time.time() + d[4] / 1000 - expiry), used
