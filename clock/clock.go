@@ -1,4 +1,7 @@
-package shard
+// Package clock is the server's clock: Unix-epoch nanoseconds that advance
+// monotonically from start, which every limiter decision, expiry and
+// persisted instant is measured in. Tests move it through DEBUG CLOCK.
+package clock
 
 import (
 	"sync/atomic"
@@ -22,8 +25,8 @@ type Clock struct {
 	at       atomic.Int64 // the frozen instant
 }
 
-// NewClock returns a clock running in real time.
-func NewClock() *Clock {
+// New returns a clock running in real time.
+func New() *Clock {
 	now := time.Now()
 	return &Clock{anchor: now, anchorNs: now.UnixNano()}
 }

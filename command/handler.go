@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -115,7 +116,7 @@ type Persistence interface {
 // the server.
 type Handler struct {
 	store   *shard.Store
-	clock   *shard.Clock
+	clock   *clock.Clock
 	table   *Table
 	cfg     Config
 	started time.Time
@@ -134,7 +135,7 @@ type Handler struct {
 }
 
 // New returns the commands over store, reading time from clock.
-func New(cfg Config, store *shard.Store, clock *shard.Clock) *Handler {
+func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 	if cfg.LogMaxLimit <= 0 {
 		cfg.LogMaxLimit = 10000
 	}

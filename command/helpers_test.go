@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -13,12 +14,12 @@ import (
 // socket, to a server over a fresh store of the given number of shards (0:
 // the default), and the server's clock, set to 2026-01-01. Tests drive it
 // with exec (and EndBatch) and read its replies in c.W.Buf.
-func testConn(shards int) (*Ctx, *shard.Clock) { return seededConn(shards, 0) }
+func testConn(shards int) (*Ctx, *clock.Clock) { return seededConn(shards, 0) }
 
 // seededConn is testConn over a store whose key hash has the given seed
 // (0: a random one).
-func seededConn(shards int, seed uint64) (*Ctx, *shard.Clock) {
-	clock := shard.NewClock()
+func seededConn(shards int, seed uint64) (*Ctx, *clock.Clock) {
+	clock := clock.New()
 	clock.Set(1_767_225_600_000_000_000)
 	h := New(Config{}, shard.New(shard.Options{Shards: shards, Seed: seed}), clock)
 	return newTestCtx(h), clock

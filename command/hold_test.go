@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -26,7 +27,7 @@ type holdServer struct {
 
 func newHoldServer(t *testing.T, loops int, hold time.Duration) *holdServer {
 	t.Helper()
-	clock := shard.NewClock()
+	clock := clock.New()
 	clock.Set(1_767_225_600_000_000_000)
 	store := shard.New(shard.Options{})
 	h := New(Config{MoveHold: hold}, store, clock)

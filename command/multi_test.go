@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -19,7 +20,7 @@ import (
 func TestEveryCommandInExec(t *testing.T) {
 	for _, mode := range []string{"persistence", "cluster"} {
 		t.Run(mode, func(t *testing.T) {
-			clock := shard.NewClock()
+			clock := clock.New()
 			clock.Set(1_767_225_600_000_000_000)
 			store := shard.New(shard.Options{Shards: 4, Seed: 1, TrackChanges: mode == "persistence", Cluster: mode == "cluster"})
 			cfg := Config{EnableDebug: true, BackupDir: t.TempDir()}

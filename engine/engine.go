@@ -3,7 +3,7 @@
 // Every algorithm is a small state struct whose methods are pure functions of
 // (state, parameters, now): no clock, lock, log, metric or I/O happens here.
 // Time is integer nanoseconds on the server's clock (Unix-epoch based, see
-// shard.Clock); durations are time.Duration at the edges. The zero value of
+// clock.Clock); durations are time.Duration at the edges. The zero value of
 // every state is a fresh key.
 //
 // Callers (the shard layer) own locking: a state is not safe for concurrent

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -31,7 +32,7 @@ import (
 type Saver struct {
 	store    Store
 	keys     *shard.Store
-	clock    *shard.Clock
+	clock    *clock.Clock
 	logf     func(string, ...any)
 	interval time.Duration
 
@@ -97,7 +98,7 @@ type SaverOptions struct {
 // NewSaver restores every record of store that has not expired into keys
 // (which must be empty and track changes), then starts flushing every
 // interval. The caller must call Shutdown, which also closes store.
-func NewSaver(store Store, keys *shard.Store, clock *shard.Clock, opts SaverOptions) (*Saver, error) {
+func NewSaver(store Store, keys *shard.Store, clock *clock.Clock, opts SaverOptions) (*Saver, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -21,7 +22,7 @@ func BenchmarkSaver1M(b *testing.B) {
 	const keys = 1_000_000
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
-		clock := shard.NewClock()
+		clock := clock.New()
 		ks := shard.New(shard.Options{TrackChanges: true})
 		now := clock.Now()
 		p := engine.TokenBucketParams{Capacity: 100, Rate: 1, Period: time.Hour}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -33,7 +34,7 @@ type saverFixture struct {
 	store Store
 	mem   *MemStore
 	keys  *shard.Store
-	clock *shard.Clock
+	clock *clock.Clock
 	s     *Saver
 	logs  *lockedLines
 }
@@ -65,7 +66,7 @@ func newSaverFixture(t *testing.T, store Store) *saverFixture {
 		f.store = f.mem
 	}
 	f.keys = shard.New(shard.Options{Shards: 4, TrackChanges: true})
-	f.clock = shard.NewClock()
+	f.clock = clock.New()
 	f.clock.Set(saverT0)
 	s, err := NewSaver(f.store, f.keys, f.clock, SaverOptions{Interval: time.Hour, Logger: f.logs.logf})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -72,14 +73,14 @@ var v1Keys = []struct {
 
 // openV1Keyspace opens the Pebble store in dir the normal way (Open, then
 // NewSaver into a change-tracking keyspace, the clock frozen at v1Now).
-func openV1Keyspace(t *testing.T, dir string) (*Saver, *shard.Store, *shard.Clock) {
+func openV1Keyspace(t *testing.T, dir string) (*Saver, *shard.Store, *clock.Clock) {
 	t.Helper()
 	store, err := Open(&Options{Dir: dir, Logger: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := shard.New(shard.Options{Shards: 4, TrackChanges: true})
-	clock := shard.NewClock()
+	clock := clock.New()
 	clock.Set(v1Now)
 	s, err := NewSaver(store, keys, clock, SaverOptions{Interval: time.Hour, Logger: t.Logf})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -30,7 +31,7 @@ import (
 // Config configures a Node.
 type Config struct {
 	Store   *shard.Store
-	Clock   *shard.Clock
+	Clock   *clock.Clock
 	Cluster *cluster.State
 	// User and Password authenticate the primary to its replicas ("" no
 	// AUTH; User "" is the default user).

@@ -9,6 +9,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -54,7 +55,7 @@ func benchBatch(key func(i int) string) []byte {
 // in-memory store, whose logger discards.
 func newServer(cfg resp.Config) *resp.Server {
 	cfg.Logger = log.New(io.Discard, "", 0)
-	return resp.New(cfg, command.New(command.Config{}, shard.New(shard.Options{}), shard.NewClock()))
+	return resp.New(cfg, command.New(command.Config{}, shard.New(shard.Options{}), clock.New()))
 }
 
 // benchServer starts such a server and serves one end of a conn pair.

@@ -385,22 +385,6 @@ func TestDefaultShardsIsPowerOfTwo(t *testing.T) {
 	}
 }
 
-func TestClock(t *testing.T) {
-	c := NewClock()
-	if d := c.Now() - time.Now().UnixNano(); d > int64(time.Second) || d < -int64(time.Second) {
-		t.Fatalf("real clock off by %v", time.Duration(d))
-	}
-	c.Set(1000)
-	c.Advance(500)
-	if c.Now() != 1500 {
-		t.Fatalf("frozen clock = %d, want 1500", c.Now())
-	}
-	c.Real()
-	if d := c.Now() - time.Now().UnixNano(); d > int64(time.Second) || d < -int64(time.Second) {
-		t.Fatalf("clock after Real off by %v", time.Duration(d))
-	}
-}
-
 // TestBoxedStateInPlace: a LOG window (not hot: HotKeys other keys are
 // written between its calls) starts inline, is boxed once its
 // encoding outgrows maxInline (the caller's scratch is kept then, and only

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/coord"
@@ -23,7 +24,7 @@ import (
 // (--cluster-etcd: the node registers with the id kept in --dir and
 // follows the topology the elected coordinator writes). The commands get
 // the state before they serve; stop leaves etcd.
-func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *shard.Clock) (*repl.Node, func(), error) {
+func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *clock.Clock) (*repl.Node, func(), error) {
 	port := o.announcePort
 	if port == 0 {
 		port = srv.Addr().(*net.TCPAddr).Port

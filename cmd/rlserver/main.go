@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/repl"
@@ -305,7 +306,7 @@ func run(args []string) int {
 		pprof.StartCPUProfile(f)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	clock := shard.NewClock()
+	clock := clock.New()
 	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != "",
 		FeedBytes: int(backlog)})
 
@@ -536,7 +537,7 @@ func run(args []string) int {
 // bounded amount of work per lock hold, so a sweep never holds a lock for
 // long, and more rounds while a quarter or more of it was removing expired
 // keys (as Redis's active expiry repeats while it finds many).
-func startSweeper(store *shard.Store, clock *shard.Clock, tune func()) (stop func()) {
+func startSweeper(store *shard.Store, clock *clock.Clock, tune func()) (stop func()) {
 	const perShard = 2000
 	quit := make(chan struct{})
 	finished := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -18,7 +19,7 @@ import (
 // less than its flush record says (unless --recover-damaged-store) is an
 // error: the server never starts silently empty. A store on a full or
 // read-only disk is restored read-only and written once the fault clears.
-func openPersistence(o *options, store *shard.Store, clock *shard.Clock) (*persist.Saver, error) {
+func openPersistence(o *options, store *shard.Store, clock *clock.Clock) (*persist.Saver, error) {
 	if o.dir == "" {
 		return nil, nil
 	}

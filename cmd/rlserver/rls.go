@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/rls"
-	"github.com/rlserver/rlserver/shard"
 )
 
 // rlsFlags are the Envoy rate limit service's flags (package rls).
@@ -60,7 +60,7 @@ func (f *rlsFlags) load() error {
 
 // start serves the rate limit service over the commands' keyspace, once
 // the server is ready; stop is its graceful stop.
-func (f *rlsFlags) start(o *options, commands *command.Handler, clock *shard.Clock, m *metrics.Server) (stop func(), err error) {
+func (f *rlsFlags) start(o *options, commands *command.Handler, clock *clock.Clock, m *metrics.Server) (stop func(), err error) {
 	if f.addr == "" && f.httpAddr == "" {
 		return func() {}, nil
 	}
