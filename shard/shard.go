@@ -13,10 +13,16 @@
 // than about 8 leases), and the state of a hot key, are kept as Go objects
 // ("boxes") the op runs on in place; that too is the keyspace's business.
 //
-// Locking: View's methods lock what they need (or run under EXEC's locks,
-// Store.LockAll); callers of a Shard's own methods lock it around every
-// use of them and of what they return; commands touching several shards
-// lock them in index order. Nothing here blocks on I/O.
+// Ownership and locking: the keyspace owns every record; callers hand it
+// ops and keys, never hold a record. Commands go through a View, whose
+// methods (Update, UpdateAll, Lookup, Delete, Usage, Keys, Len, Flush)
+// lock what they need, or run under EXEC's locks (Store.LockAll); shards
+// are locked in index order. Store's methods lock for themselves. The
+// *Shard methods still exported for persistence, the sweeper and tests
+// (Find, Each, State, Len, MarkAll, DrainChanges, Redirty, Sweep,
+// EvictOver, TrimSlabs, Insert, Get, Delete) need the caller to hold that
+// shard's lock around them and what they return. Nothing here blocks on
+// I/O.
 package shard
 
 import (
