@@ -256,3 +256,15 @@ func TestWildcardMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployConfig: the configuration shipped in deploy/envoy loads.
+func TestDeployConfig(t *testing.T) {
+	c, err := LoadConfig("../deploy/envoy/ratelimit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.Lookup("edge", entries("header_match", "login", "user", "u1"))
+	if !ok || m.Rule.Algorithm != SlidingWindow || m.Rule.WindowSeconds() != 30 {
+		t.Fatalf("login rule %+v %v", m.Rule, ok)
+	}
+}
