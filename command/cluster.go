@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +15,9 @@ type Replication interface {
 	// Offset returns the node's replication offset: the bytes of its
 	// shard's change stream it produced (a primary) or applied (a replica).
 	Offset() int64
-	// Info returns INFO replication's fields, in Redis's order.
-	Info() [][2]string
+	// Stats returns the node's replication statistics (INFO replication,
+	// metrics).
+	Stats() ReplicationStats
 	// Replicas returns, on a primary, each replica's announced host, port
 	// and acknowledged offset (ROLE).
 	Replicas() []ReplicaInfo
@@ -208,6 +210,70 @@ func (c *Ctx) okOrErr(err error) {
 		return
 	}
 	c.W.OK()
+}
+
+// ReplicationStats are a node's replication statistics: INFO replication
+// (Fields) and the replication metrics render from them.
+type ReplicationStats struct {
+	Replica bool
+	Offset  int64 // the bytes of the shard's change stream produced or applied
+	// A replica's view of its primary and link.
+	MasterHost string
+	MasterPort int
+	LinkUp     bool  // linked and synchronised
+	Syncing    bool  // linked, synchronising
+	LastIOAgo  int64 // seconds since the primary's last message; -1: none yet
+	ReplID     string
+	// A primary's replicas and change-stream backlog.
+	Replicas    []ReplicaStats
+	BacklogSize int
+}
+
+// ReplicaStats is one replica as its primary sees it.
+type ReplicaStats struct {
+	Host   string
+	Port   int
+	Offset int64 // acknowledged
+	Lag    int64 // seconds since its last acknowledgement
+}
+
+const noReplID = "0000000000000000000000000000000000000000"
+
+// Fields returns INFO replication's fields, in Redis's order.
+func (st ReplicationStats) Fields() [][2]string {
+	off := strconv.FormatInt(st.Offset, 10)
+	if st.Replica {
+		status, sync := "down", "0"
+		if st.LinkUp {
+			status = "up"
+		}
+		if st.Syncing {
+			sync = "1"
+		}
+		replid := st.ReplID
+		if replid == "" {
+			replid = noReplID
+		}
+		return [][2]string{
+			{"role", "slave"}, {"master_host", st.MasterHost}, {"master_port", strconv.Itoa(st.MasterPort)},
+			{"master_link_status", status}, {"master_last_io_seconds_ago", strconv.FormatInt(st.LastIOAgo, 10)}, {"master_sync_in_progress", sync},
+			{"slave_read_repl_offset", off}, {"slave_repl_offset", off}, {"slave_priority", "100"}, {"slave_read_only", "1"},
+			{"replica_announced", "1"}, {"connected_slaves", "0"}, {"master_failover_state", "no-failover"},
+			{"master_replid", replid}, {"master_replid2", noReplID},
+			{"master_repl_offset", off}, {"second_repl_offset", "-1"},
+		}
+	}
+	out := [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(len(st.Replicas))}}
+	for i, r := range st.Replicas {
+		out = append(out, [2]string{"slave" + strconv.Itoa(i),
+			fmt.Sprintf("ip=%s,port=%d,state=online,offset=%d,lag=%d", r.Host, r.Port, r.Offset, r.Lag)})
+	}
+	return append(out, [][2]string{
+		{"master_failover_state", "no-failover"}, {"master_replid", st.ReplID},
+		{"master_replid2", noReplID}, {"master_repl_offset", off},
+		{"second_repl_offset", "-1"}, {"repl_backlog_active", "1"},
+		{"repl_backlog_size", strconv.Itoa(st.BacklogSize)},
+	}...)
 }
 
 // ReplicaInfo is one replica as its primary sees it.
@@ -732,10 +798,25 @@ func cmdClusterFailover(c *Ctx, args [][]byte) {
 	c.okOrErr(c.h.cfg.Force())
 }
 
+// ReplicationStats returns the node's replication statistics. Without
+// replication, a standalone server or a cluster primary is a primary
+// without replicas, and a cluster replica one whose link is down (its
+// LastIOAgo 0, not -1, as the metrics have read it).
+func (h *Handler) ReplicationStats() ReplicationStats {
+	if r := h.cfg.Replication; r != nil {
+		return r.Stats()
+	}
+	if st := h.cfg.Cluster; st != nil && st.View().Self.Replica {
+		p := st.View().MyShard().Primary
+		return ReplicationStats{Replica: true, MasterHost: p.Host, MasterPort: p.Port}
+	}
+	return ReplicationStats{}
+}
+
 // replicationInfo returns INFO replication's fields.
 func (c *Ctx) replicationInfo() [][2]string {
 	if r := c.h.cfg.Replication; r != nil {
-		return r.Info()
+		return r.Stats().Fields()
 	}
 	if st := c.h.cfg.Cluster; st != nil && st.View().Self.Replica {
 		p := st.View().MyShard().Primary

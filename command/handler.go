@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -102,8 +103,8 @@ type Persistence interface {
 	BGSave() error
 	// LastSave returns the Unix time (s) of the last successful save.
 	LastSave() int64
-	// Info returns the fields of INFO's persistence section, in order.
-	Info() [][2]string
+	// Stats returns the flusher's statistics (INFO persistence, metrics).
+	Stats() persist.Stats
 	// Checkpoint flushes, then writes a consistent copy of the store to
 	// dir (which must not exist yet).
 	Checkpoint(dir string) error

@@ -131,7 +131,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	add("Persistence", true, func() [][2]string {
 		pers := [][2]string{{"loading", "0"}, {"async_loading", "0"}}
 		if h.cfg.Persistence != nil {
-			return append(pers, h.cfg.Persistence.Info()...)
+			return append(pers, h.cfg.Persistence.Stats().Fields()...)
 		}
 		return append(pers, [][2]string{
 			{"rdb_changes_since_last_save", i64(h.store.Stats().Changes)},
@@ -249,20 +249,10 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 // state --maxmemory bounds, used_memory_rss what the OS reports resident.
 func (c *Ctx) memoryInfo() [][2]string {
 	h := c.h
-	// runtime/metrics rather than ReadMemStats, which stops the world:
-	// INFO polled by monitoring must not pause every client.
-	ms := [2]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
-	metrics.Read(ms[:])
-	u64 := func(v metrics.Value) int64 {
-		if v.Kind() != metrics.KindUint64 {
-			return 0 // a runtime without the metric
-		}
-		return int64(v.Uint64())
-	}
-	used := u64(ms[0].Value) // ReadMemStats's HeapAlloc
+	used, sys := h.heapBytes()
 	rss := residentBytes()
 	if rss == 0 {
-		rss = u64(ms[1].Value) // its Sys
+		rss = sys
 	}
 	peak := h.obs.notePeak(used)
 	dataset := h.store.Stats().Memory
@@ -300,6 +290,21 @@ func (c *Ctx) memoryInfo() [][2]string {
 		{"mem_fragmentation_bytes", i64(rss - used)},
 		{"mem_allocator", "go-" + runtime.Version()},
 	}
+}
+
+// heapBytes returns the Go heap's live objects (ReadMemStats's HeapAlloc)
+// and the memory the runtime holds (its Sys). It reads runtime/metrics rather than ReadMemStats, which
+// stops the world: INFO polled by monitoring must not pause every client.
+func (h *Handler) heapBytes() (used, sys int64) {
+	ms := [2]metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(ms[:])
+	u64 := func(v metrics.Value) int64 {
+		if v.Kind() != metrics.KindUint64 {
+			return 0 // a runtime without the metric
+		}
+		return int64(v.Uint64())
+	}
+	return u64(ms[0].Value), u64(ms[1].Value)
 }
 
 // notePeak records used as a candidate peak and returns the peak.

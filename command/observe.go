@@ -1,7 +1,6 @@
 package command
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
 )
 
 // observability is the handler's side of the statistics (see stats.go):
@@ -364,17 +365,51 @@ func parsePercentiles(v []byte) ([]float64, bool) {
 	return ps, true
 }
 
-// InfoFields returns the fields of INFO's sections named (lower case), as
-// INFO would answer them: for the Prometheus exporter.
-func (h *Handler) InfoFields(srv *resp.Server, sections ...string) map[string]string {
-	c := &Ctx{h: h, srv: srv, sess: &Session{stats: newConnStats(len(h.table.all))}}
-	out := map[string]string{}
-	for _, sec := range c.infoSections(func(name string, _ bool) bool { return slices.Contains(sections, strings.ToLower(name)) }) {
-		for _, f := range sec.fields {
-			out[f[0]] = f[1]
-		}
+// Stats are the server's own statistics: its connections (resp.Server),
+// commands and keyspace. INFO's clients, memory, stats and keyspace
+// sections render the same typed sources; the metrics render these.
+type Stats struct {
+	Clients             int // connected
+	MaxClients          int64
+	ConnectionsReceived int64
+	RejectedConnections int64
+	CommandsProcessed   int64
+	OpsPerSec           int64 // INFO instantaneous_ops_per_sec
+	Keys                int64 // DBSIZE's count
+	UsedMemory          int64 // the Go heap's live objects (INFO used_memory)
+	MaxMemory           int64 // --maxmemory, 0: none
+	Keyspace            shard.Stats
+}
+
+// Stats returns the server's statistics now. Like INFO, it notes the
+// heap's size as a candidate peak and samples the command total for
+// OpsPerSec.
+func (h *Handler) Stats(srv *resp.Server) Stats {
+	ss := srv.Stats()
+	used, _ := h.heapBytes()
+	h.obs.notePeak(used)
+	total := h.totalCmds.Load()
+	return Stats{
+		Clients:             srv.NumConns(),
+		MaxClients:          srv.MaxClients(),
+		ConnectionsReceived: ss.ConnectionsReceived,
+		RejectedConnections: ss.RejectedConnections,
+		CommandsProcessed:   total,
+		OpsPerSec:           h.obs.opsPerSec(total),
+		Keys:                int64(h.store.View().Len()),
+		UsedMemory:          used,
+		MaxMemory:           h.maxMemory.Load(),
+		Keyspace:            h.store.Stats(),
 	}
-	return out
+}
+
+// PersistenceStats returns the flusher's statistics, and false when the
+// server runs in memory only.
+func (h *Handler) PersistenceStats() (persist.Stats, bool) {
+	if h.cfg.Persistence == nil {
+		return persist.Stats{}, false
+	}
+	return h.cfg.Persistence.Stats(), true
 }
 
 // SlowlogLen returns the number of entries in the slow log.

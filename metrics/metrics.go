@@ -1,8 +1,9 @@
 // Package metrics serves rlserver's Prometheus metrics (/metrics) and its
 // health checks (/healthz, /readyz) over HTTP (--metrics-addr).
 //
-// Every rlserver metric is computed when scraped, from the same counters
-// INFO reads (command.Handler.Snapshot, InfoFields): the command path
+// Every rlserver metric is computed when scraped, from the typed
+// statistics INFO renders too (command.Handler's Snapshot, Stats,
+// PersistenceStats and ReplicationStats): the command path
 // updates nothing of Prometheus's, so a scrape costs the server nothing
 // between scrapes.
 package metrics
@@ -14,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -108,11 +108,11 @@ func (s *Server) persistenceNote() string {
 	if src == nil {
 		return ""
 	}
-	f := src.h.InfoFields(src.srv, "persistence")
-	if f["rdb_last_bgsave_status"] != "err" || f["rl_persistence_error"] == "" {
+	st, ok := src.h.PersistenceStats()
+	if !ok || !st.Failing || st.Error == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (persistence failing since %s, deciding from memory, %s keys waiting: %s)", f["rl_persistence_error_since"], f["rl_keys_pending"], f["rl_persistence_error"])
+	return fmt.Sprintf(" (persistence failing since %d, deciding from memory, %d keys waiting: %s)", st.ErrorSince, st.KeysPending, st.Error)
 }
 
 // collector turns the server's statistics into metrics at each scrape.
@@ -215,75 +215,54 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	for code, n := range snap.Errors {
 		counter(dErrors, float64(n), code)
 	}
-	f := src.h.InfoFields(src.srv, "clients", "memory", "persistence", "stats", "replication", "keyspace")
-	num := func(name string) float64 {
-		v, _ := strconv.ParseFloat(f[name], 64)
-		return v
-	}
-	gauge(dClients, num("connected_clients"))
-	gauge(dMaxClients, num("maxclients"))
-	counter(dConnsReceived, num("total_connections_received"))
-	counter(dConnsRejected, num("rejected_connections"))
-	counter(dCommandsTotal, num("total_commands_processed"))
-	keys := 0.0
-	if db := f["db0"]; db != "" {
-		v, _, _ := strings.Cut(strings.TrimPrefix(db, "keys="), ",")
-		keys, _ = strconv.ParseFloat(v, 64)
-	}
-	gauge(dKeys, keys)
-	gauge(dDataset, num("used_memory_dataset"))
-	gauge(dMemUsed, num("used_memory"))
-	gauge(dMaxMemory, num("maxmemory"))
-	counter(dEvicted, num("evicted_keys"))
-	counter(dExpired, num("expired_keys"))
-	_, persisted := f["rl_last_flush_duration_us"]
-	if persisted {
+	st := src.h.Stats(src.srv)
+	gauge(dClients, float64(st.Clients))
+	gauge(dMaxClients, float64(st.MaxClients))
+	counter(dConnsReceived, float64(st.ConnectionsReceived))
+	counter(dConnsRejected, float64(st.RejectedConnections))
+	counter(dCommandsTotal, float64(st.CommandsProcessed))
+	gauge(dKeys, float64(st.Keys))
+	gauge(dDataset, float64(st.Keyspace.Memory))
+	gauge(dMemUsed, float64(st.UsedMemory))
+	gauge(dMaxMemory, float64(st.MaxMemory))
+	counter(dEvicted, float64(st.Keyspace.Evicted))
+	counter(dExpired, float64(st.Keyspace.Expired))
+	if ps, persisted := src.h.PersistenceStats(); persisted {
 		gauge(dPersistOn, 1)
 		ok := 0.0
-		if f["rdb_last_bgsave_status"] == "ok" {
+		if !ps.Failing {
 			ok = 1
 		}
 		gauge(dPersistOK, ok)
-		gauge(dLastFlush, num("rdb_last_save_time"))
-		gauge(dFlushDuration, num("rl_last_flush_duration_us")/1e6)
-		counter(dFlushFailures, num("rl_persistence_failures"))
-		gauge(dPending, num("rl_keys_pending"))
-		gauge(dLossWindow, num("rl_loss_window_ms")/1e3)
+		gauge(dLastFlush, float64(ps.LastSave))
+		// Whole µs and ms, as INFO shows them, in seconds.
+		gauge(dFlushDuration, float64(ps.LastFlush.Microseconds())/1e6)
+		counter(dFlushFailures, float64(ps.Failures))
+		gauge(dPending, float64(ps.KeysPending))
+		gauge(dLossWindow, float64(ps.LossWindow.Milliseconds())/1e3)
 	} else {
 		gauge(dPersistOn, 0)
 	}
-	replica := f["role"] == "slave"
-	gauge(dReplOffset, num("master_repl_offset"))
-	if replica {
+	rs := src.h.ReplicationStats()
+	gauge(dReplOffset, float64(rs.Offset))
+	if rs.Replica {
 		gauge(dReplica, 1)
 		gauge(dReplicas, 0)
 		up := 0.0
-		if f["master_link_status"] == "up" {
+		if rs.LinkUp {
 			up = 1
 		}
 		gauge(dLinkUp, up)
-		if ago := num("master_last_io_seconds_ago"); ago >= 0 {
-			gauge(dReplLagSeconds, ago, "self")
+		if rs.LastIOAgo >= 0 {
+			gauge(dReplLagSeconds, float64(rs.LastIOAgo), "self")
 		}
 	} else {
 		gauge(dReplica, 0)
-		gauge(dReplicas, num("connected_slaves"))
-		off := num("master_repl_offset")
-		for i := 0; ; i++ {
-			v, ok := f["slave"+strconv.Itoa(i)]
-			if !ok {
-				break
-			}
-			kv := map[string]string{}
-			for _, part := range strings.Split(v, ",") {
-				k, val, _ := strings.Cut(part, "=")
-				kv[k] = val
-			}
-			name := kv["ip"] + ":" + kv["port"]
-			lag, _ := strconv.ParseFloat(kv["lag"], 64)
-			roff, _ := strconv.ParseFloat(kv["offset"], 64)
-			gauge(dReplLagSeconds, lag, name)
-			gauge(dReplLagBytes, max(off-roff, 0), name)
+		gauge(dReplicas, float64(len(rs.Replicas)))
+		for _, r := range rs.Replicas {
+			name := r.Host + ":" + strconv.Itoa(r.Port)
+			gauge(dReplLagSeconds, float64(r.Lag), name)
+			gauge(dReplLagBytes, max(float64(rs.Offset)-float64(r.Offset), 0), name)
 		}
 	}
 	gauge(dSlowlog, float64(src.h.SlowlogLen()))

@@ -728,43 +728,88 @@ func (s *Saver) Checkpoint(dir string) error {
 // LastSave returns the Unix time (s) of the last successful flush.
 func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
 
-// Info returns INFO's persistence fields, Redis's names first.
-func (s *Saver) Info() [][2]string {
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	status := "ok"
-	if s.lastStatus.Load() {
-		status = "err"
-	}
+// Stats are the flusher's statistics: INFO persistence (Fields) and the
+// persistence metrics render from them.
+type Stats struct {
+	// What a crash now could lose, as Redis's rdb_changes_since_last_save:
+	// down to 0 once a flush is durable (not when it begins).
+	ChangesSinceSave int64
+	SaveInProgress   bool  // a BGSAVE runs
+	LastSave         int64 // Unix time (s) of the last successful flush
+	Failing          bool  // the last flush failed
+	KeysRestored     int
+	RestoreDuration  time.Duration
+	RecordsSkipped   int // restored records that could not be decoded
+	ExpiredAtStart   int // restored records already expired, dropped
+	LastFlush        time.Duration
+	SaveInterval     time.Duration
+	LossWindow       time.Duration // the longest of the last minute
+	LastLossWindow   time.Duration // the last flush's
+	Rewrites         int64
+	Error            string // the last failure, on one line; "" once a flush works
+	ErrorSince       int64  // when flushes began failing, Unix s
+	KeysPending      int    // changed keys waiting for a flush
+	Failures         int64  // flushes that failed
+}
+
+// Stats returns the flusher's statistics now.
+func (s *Saver) Stats() Stats {
 	failure := "" // INFO values are one line
 	if f := s.failure.Load(); f != nil {
 		failure = strings.ReplaceAll((*f).Error(), "\n", " ")
 	}
 	longest, last := s.window.get()
+	return Stats{
+		ChangesSinceSave: s.keys.Stats().Changes + s.inFlight.Load(),
+		SaveInProgress:   s.bgRunning.Load(),
+		LastSave:         s.lastSave.Load(),
+		Failing:          s.lastStatus.Load(),
+		KeysRestored:     s.restored,
+		RestoreDuration:  s.restoreDur,
+		RecordsSkipped:   s.skipped,
+		ExpiredAtStart:   s.expired,
+		LastFlush:        time.Duration(s.lastDurUs.Load()) * time.Microsecond,
+		SaveInterval:     s.interval,
+		LossWindow:       longest,
+		LastLossWindow:   last,
+		Rewrites:         s.rewrites.Load(),
+		Error:            failure,
+		ErrorSince:       s.failedAt.Load(),
+		KeysPending:      s.keys.Pending(),
+		Failures:         s.failures.Load(),
+	}
+}
+
+// Fields returns INFO's persistence fields, Redis's names first.
+func (st Stats) Fields() [][2]string {
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	status := "ok"
+	if st.Failing {
+		status = "err"
+	}
 	bg := "0"
-	if s.bgRunning.Load() {
+	if st.SaveInProgress {
 		bg = "1"
 	}
 	return [][2]string{
-		// As Redis's: what a crash now could lose, down to 0 once a flush
-		// is durable (not when it begins).
-		{"rdb_changes_since_last_save", i64(s.keys.Stats().Changes + s.inFlight.Load())},
+		{"rdb_changes_since_last_save", i64(st.ChangesSinceSave)},
 		{"rdb_bgsave_in_progress", bg},
-		{"rdb_last_save_time", i64(s.lastSave.Load())},
+		{"rdb_last_save_time", i64(st.LastSave)},
 		{"rdb_last_bgsave_status", status},
 		{"aof_enabled", "0"},
-		{"rl_keys_restored", strconv.Itoa(s.restored)},
-		{"rl_restore_duration_ms", i64(s.restoreDur.Milliseconds())},
-		{"rl_records_skipped", strconv.Itoa(s.skipped)},
-		{"rl_expired_dropped_at_start", strconv.Itoa(s.expired)},
-		{"rl_last_flush_duration_us", i64(s.lastDurUs.Load())},
-		{"rl_save_interval_ms", i64(s.interval.Milliseconds())},
-		{"rl_loss_window_ms", i64(longest.Milliseconds())},
-		{"rl_last_loss_window_ms", i64(last.Milliseconds())},
-		{"rl_rewrites", i64(s.rewrites.Load())},
-		{"rl_persistence_error", failure},
-		{"rl_persistence_error_since", i64(s.failedAt.Load())},
-		{"rl_keys_pending", strconv.Itoa(s.keys.Pending())},
-		{"rl_persistence_failures", i64(s.failures.Load())},
+		{"rl_keys_restored", strconv.Itoa(st.KeysRestored)},
+		{"rl_restore_duration_ms", i64(st.RestoreDuration.Milliseconds())},
+		{"rl_records_skipped", strconv.Itoa(st.RecordsSkipped)},
+		{"rl_expired_dropped_at_start", strconv.Itoa(st.ExpiredAtStart)},
+		{"rl_last_flush_duration_us", i64(st.LastFlush.Microseconds())},
+		{"rl_save_interval_ms", i64(st.SaveInterval.Milliseconds())},
+		{"rl_loss_window_ms", i64(st.LossWindow.Milliseconds())},
+		{"rl_last_loss_window_ms", i64(st.LastLossWindow.Milliseconds())},
+		{"rl_rewrites", i64(st.Rewrites)},
+		{"rl_persistence_error", st.Error},
+		{"rl_persistence_error_since", i64(st.ErrorSince)},
+		{"rl_keys_pending", strconv.Itoa(st.KeysPending)},
+		{"rl_persistence_failures", i64(st.Failures)},
 	}
 }
 

@@ -118,7 +118,7 @@ func (f *saverFixture) save() {
 // info returns one field of the Saver's INFO persistence.
 func (f *saverFixture) info(field string) string {
 	f.t.Helper()
-	for _, kv := range f.s.Info() {
+	for _, kv := range f.s.Stats().Fields() {
 		if kv[0] == field {
 			return kv[1]
 		}

@@ -472,41 +472,26 @@ func (l *link) offset() int64 {
 	return s
 }
 
-// Info returns INFO replication's fields.
-func (n *Node) Info() [][2]string {
+// Stats returns the node's replication statistics (INFO replication,
+// metrics).
+func (n *Node) Stats() command.ReplicationStats {
 	v := n.cfg.Cluster.View()
-	off := strconv.FormatInt(n.Offset(), 10)
+	st := command.ReplicationStats{Offset: n.Offset()}
 	if v.Self.Replica {
 		p := v.MyShard().Primary
+		st.Replica, st.MasterHost, st.MasterPort = true, p.Host, p.Port
 		r := &n.rep
 		r.mu.Lock()
-		status, sync, ago, replid := "down", "0", "-1", r.replid
-		if r.linked && r.synced {
-			status = "up"
-		}
-		if r.linked && !r.synced {
-			sync = "1"
-		}
+		st.LinkUp, st.Syncing, st.LastIOAgo, st.ReplID = r.linked && r.synced, r.linked && !r.synced, -1, r.replid
 		if !r.lastIO.IsZero() {
-			ago = strconv.FormatInt(int64(time.Since(r.lastIO)/time.Second), 10)
+			st.LastIOAgo = int64(time.Since(r.lastIO) / time.Second)
 		}
 		r.mu.Unlock()
-		if replid == "" {
-			replid = "0000000000000000000000000000000000000000"
-		}
-		return [][2]string{
-			{"role", "slave"}, {"master_host", p.Host}, {"master_port", strconv.Itoa(p.Port)},
-			{"master_link_status", status}, {"master_last_io_seconds_ago", ago}, {"master_sync_in_progress", sync},
-			{"slave_read_repl_offset", off}, {"slave_repl_offset", off}, {"slave_priority", "100"}, {"slave_read_only", "1"},
-			{"replica_announced", "1"}, {"connected_slaves", "0"}, {"master_failover_state", "no-failover"},
-			{"master_replid", replid}, {"master_replid2", "0000000000000000000000000000000000000000"},
-			{"master_repl_offset", off}, {"second_repl_offset", "-1"},
-		}
+		return st
 	}
-	reps := n.Replicas()
-	out := [][2]string{{"role", "master"}, {"connected_slaves", strconv.Itoa(len(reps))}}
+	st.ReplID = n.replid
 	now := time.Now()
-	for i, r := range reps {
+	for _, r := range n.Replicas() {
 		lag := int64(0)
 		n.mu.Lock()
 		for _, l := range n.links {
@@ -515,13 +500,8 @@ func (n *Node) Info() [][2]string {
 			}
 		}
 		n.mu.Unlock()
-		out = append(out, [2]string{"slave" + strconv.Itoa(i),
-			fmt.Sprintf("ip=%s,port=%d,state=online,offset=%d,lag=%d", r.Host, r.Port, r.Offset, lag)})
+		st.Replicas = append(st.Replicas, command.ReplicaStats{Host: r.Host, Port: r.Port, Offset: r.Offset, Lag: lag})
 	}
-	return append(out, [][2]string{
-		{"master_failover_state", "no-failover"}, {"master_replid", n.replid},
-		{"master_replid2", "0000000000000000000000000000000000000000"}, {"master_repl_offset", off},
-		{"second_repl_offset", "-1"}, {"repl_backlog_active", "1"},
-		{"repl_backlog_size", strconv.Itoa(n.cfg.Store.FeedBytes() * n.cfg.Store.NumShards())},
-	}...)
+	st.BacklogSize = n.cfg.Store.FeedBytes() * n.cfg.Store.NumShards()
+	return st
 }
