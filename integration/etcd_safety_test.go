@@ -387,27 +387,7 @@ func TestEtcdStall(t *testing.T) {
 func TestEtcdFailoverContinuesHistory(t *testing.T) {
 	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
-	c := &rlCluster{Ports: freePorts(t, 3), args: []string{"--cluster-etcd", etcd, "--cluster-name", "it",
-		"--cluster-replicas", "2", "--save-interval", "1h"}}
-	dir := t.TempDir()
-	for i := range 3 {
-		c.Dirs = append(c.Dirs, filepath.Join(dir, "node"+strconv.Itoa(i)))
-	}
-	c.Nodes = make([]*server, 3)
-	for i := range 3 {
-		c.Nodes[i] = c.startNode(t, i)
-	}
-	p := -1
-	eventually(t, "a primary with two connected replicas", func() bool {
-		for i := range 3 {
-			role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
-			if err == nil && role[0] == "master" && len(role[2].([]any)) == 2 {
-				p = i
-				return true
-			}
-		}
-		return false
-	})
+	c, p := oneShard(t, etcd, 3, "--save-interval", "1h")
 	pc := c.Nodes[p].client(t, 2)
 	exhaust(t, pc, "hi", 500)
 	do(t, pc, "WAIT", "2", "10000").equal(2)
@@ -471,21 +451,7 @@ func TestEtcdFailoverContinuesHistory(t *testing.T) {
 func TestEtcdFailoverForce(t *testing.T) {
 	// Not parallel: a busy machine would starve the 3 s leases.
 	etcd := startEtcd(t)
-	c := &rlCluster{Ports: freePorts(t, 2), args: []string{"--cluster-etcd", etcd, "--cluster-name", "it"}}
-	dir := t.TempDir()
-	c.Dirs = []string{filepath.Join(dir, "node0"), filepath.Join(dir, "node1")}
-	c.Nodes = []*server{c.startNode(t, 0), c.startNode(t, 1)}
-	p := -1
-	eventually(t, "a primary with a connected replica", func() bool {
-		for i := range 2 {
-			role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
-			if err == nil && role[0] == "master" && len(role[2].([]any)) == 1 {
-				p = i
-				return true
-			}
-		}
-		return false
-	})
+	c, p := oneShard(t, etcd, 2)
 	r := 1 - p
 	// The replica comes back empty (a new node) while the primary is
 	// frozen: it is placed as the replica of a primary that never
@@ -496,7 +462,7 @@ func TestEtcdFailoverForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer frozen.Kill()
-	c.Dirs[r] = filepath.Join(dir, "empty")
+	c.Dirs[r] = filepath.Join(t.TempDir(), "empty")
 	c.Nodes[r] = c.startNode(t, r)
 	rc := c.Nodes[r].client(t, 2)
 	eventually(t, "the new node to be the replica of a shard that is down", func() bool {
@@ -523,4 +489,31 @@ func TestEtcdFailoverForce(t *testing.T) {
 	if !coordinated {
 		t.Fatal("no coordinator logged the forced failover")
 	}
+}
+
+// oneShard starts n rlservers on etcd forming one shard (a primary and
+// n-1 replicas, with extra flags) and returns them with the index of the
+// primary, once it lists every replica.
+func oneShard(t *testing.T, etcd string, n int, extra ...string) (*rlCluster, int) {
+	t.Helper()
+	c := &rlCluster{Ports: freePorts(t, n), args: append([]string{"--cluster-etcd", etcd, "--cluster-name", "it",
+		"--cluster-replicas", strconv.Itoa(n - 1)}, extra...)}
+	dir := t.TempDir()
+	c.Nodes = make([]*server, n)
+	for i := range n {
+		c.Dirs = append(c.Dirs, filepath.Join(dir, "node"+strconv.Itoa(i)))
+		c.Nodes[i] = c.startNode(t, i)
+	}
+	p := -1
+	eventually(t, fmt.Sprintf("a primary with %d connected replicas", n-1), func() bool {
+		for i := range n {
+			role, err := c.Nodes[i].client(t, 2).Do(ctx, "ROLE").Slice()
+			if err == nil && role[0] == "master" && len(role[2].([]any)) == n-1 {
+				p = i
+				return true
+			}
+		}
+		return false
+	})
+	return c, p
 }
