@@ -1,0 +1,294 @@
+package values
+
+import (
+	"cmp"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// -seed replays a randomized run (0: a new seed, logged).
+var seed = flag.Uint64("seed", 0, "seed of the randomized tests (0: a new one)")
+
+func rng(t *testing.T) *rand.Rand {
+	t.Helper()
+	s := *seed
+	if s == 0 {
+		s = rand.Uint64()
+	}
+	t.Logf("seed %d (replay with -seed %d)", s, s)
+	return rand.New(rand.NewPCG(s, s))
+}
+
+// model is a sorted set as a plain sorted slice.
+type model []Member
+
+func (m model) sorted() model {
+	out := slices.Clone(m)
+	slices.SortFunc(out, func(a, b Member) int {
+		if c := cmp.Compare(a.Score, b.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Member, b.Member)
+	})
+	return out
+}
+
+func (m model) index(member string) int {
+	return slices.IndexFunc(m, func(x Member) bool { return x.Member == member })
+}
+
+// TestZSetAgainstModel: random adds, updates, removals and range removals
+// leave the skip list equal to a sorted slice, and every query (rank,
+// range, count, range by score both ways with offsets) answers as the
+// slice does.
+func TestZSetAgainstModel(t *testing.T) {
+	r := rng(t)
+	z := NewZSet()
+	var m model
+	score := func() float64 { return float64(r.IntN(40)) / 2 }
+	for step := range 20000 {
+		member := fmt.Sprintf("m%d", r.IntN(300))
+		switch op := r.IntN(10); {
+		case op < 5:
+			s := score()
+			i := m.index(member)
+			added := z.Add(member, s)
+			if added != (i < 0) {
+				t.Fatalf("step %d: Add(%s) added=%v, model has it at %d", step, member, added, i)
+			}
+			if i < 0 {
+				m = append(m, Member{member, s})
+			} else {
+				m[i].Score = s
+			}
+		case op < 7:
+			i := m.index(member)
+			if z.Remove(member) != (i >= 0) {
+				t.Fatalf("step %d: Remove(%s) disagrees", step, member)
+			}
+			if i >= 0 {
+				m = slices.Delete(m, i, i+1)
+			}
+		case op == 7:
+			lo := score()
+			sr := ScoreRange{Min: lo, Max: lo + 1, MinEx: r.IntN(2) == 0}
+			want := 0
+			m = slices.DeleteFunc(m, func(x Member) bool {
+				in := sr.aboveMin(x.Score) && sr.belowMax(x.Score)
+				if in {
+					want++
+				}
+				return in
+			})
+			if got := z.RemoveRangeByScore(sr); got != want {
+				t.Fatalf("step %d: RemoveRangeByScore(%+v) = %d, want %d", step, sr, got, want)
+			}
+		case op == 8 && len(m) > 0:
+			s := m.sorted()
+			a := r.IntN(len(s))
+			b := a + r.IntN(3)
+			want := min(b, len(s)-1) - a + 1
+			for _, x := range s[a:min(b+1, len(s))] {
+				m = slices.Delete(m, m.index(x.Member), m.index(x.Member)+1)
+			}
+			if got := z.RemoveRangeByRank(a, b); got != want {
+				t.Fatalf("step %d: RemoveRangeByRank(%d, %d) = %d, want %d", step, a, b, got, want)
+			}
+		}
+		if z.Len() != len(m) {
+			t.Fatalf("step %d: Len %d, model %d", step, z.Len(), len(m))
+		}
+		if step%97 == 0 {
+			check(t, step, z, m.sorted(), r)
+		}
+	}
+	check(t, -1, z, m.sorted(), r)
+}
+
+func check(t *testing.T, step int, z *ZSet, s model, r *rand.Rand) {
+	t.Helper()
+	if got := z.Range(0, len(s)-1, false); len(s) > 0 && !slices.Equal(got, s) {
+		t.Fatalf("step %d: Range = %v\nwant %v", step, got, s)
+	}
+	for i, x := range s {
+		if rank, ok := z.Rank(x.Member, false); !ok || rank != i {
+			t.Fatalf("step %d: Rank(%s) = %d %v, want %d", step, x.Member, rank, ok, i)
+		}
+		if rank, _ := z.Rank(x.Member, true); rank != len(s)-1-i {
+			t.Fatalf("step %d: reverse Rank(%s) = %d, want %d", step, x.Member, rank, len(s)-1-i)
+		}
+	}
+	lo := float64(r.IntN(40)) / 2
+	sr := ScoreRange{Min: lo, Max: lo + float64(r.IntN(8)), MinEx: r.IntN(2) == 0, MaxEx: r.IntN(2) == 0}
+	var in model
+	for _, x := range s {
+		if sr.aboveMin(x.Score) && sr.belowMax(x.Score) {
+			in = append(in, x)
+		}
+	}
+	if got := z.Count(sr); got != len(in) {
+		t.Fatalf("step %d: Count(%+v) = %d, want %d", step, sr, got, len(in))
+	}
+	off, cnt := r.IntN(3), r.IntN(5)-1
+	want := in[min(off, len(in)):]
+	if cnt >= 0 {
+		want = want[:min(cnt, len(want))]
+	}
+	if got := z.RangeByScore(sr, false, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+		t.Fatalf("step %d: RangeByScore(%+v, %d, %d) = %v, want %v", step, sr, off, cnt, got, want)
+	}
+	rev := slices.Clone(in)
+	slices.Reverse(rev)
+	want = rev[min(off, len(rev)):]
+	if cnt >= 0 {
+		want = want[:min(cnt, len(want))]
+	}
+	if got := z.RangeByScore(sr, true, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+		t.Fatalf("step %d: reverse RangeByScore(%+v, %d, %d) = %v, want %v", step, sr, off, cnt, got, want)
+	}
+}
+
+// TestZSetLexAndPop: members of one score ordered by bytes; lex ranges
+// with inclusive, exclusive and infinite ends; ZPOPMIN order.
+func TestZSetLexAndPop(t *testing.T) {
+	z := NewZSet()
+	for _, m := range []string{"d", "a", "c", "b", "e"} {
+		z.Add(m, 0)
+	}
+	names := func(ms []Member) string {
+		s := ""
+		for _, m := range ms {
+			s += m.Member
+		}
+		return s
+	}
+	cases := []struct {
+		r       LexRange
+		reverse bool
+		want    string
+	}{
+		{LexRange{MinInf: true, MaxInf: true}, false, "abcde"},
+		{LexRange{Min: []byte("b"), Max: []byte("d")}, false, "bcd"},
+		{LexRange{Min: []byte("b"), Max: []byte("d"), MinEx: true, MaxEx: true}, false, "c"},
+		{LexRange{Min: []byte("b"), MaxInf: true}, true, "edcb"},
+		{LexRange{MinInf: true, Max: []byte("c"), MaxEx: true}, true, "ba"},
+		{LexRange{Min: []byte("x"), MaxInf: true}, false, ""},
+	}
+	for _, c := range cases {
+		if got := names(z.RangeByLex(c.r, c.reverse, 0, -1)); got != c.want {
+			t.Errorf("RangeByLex(%+v, reverse %v) = %q, want %q", c.r, c.reverse, got, c.want)
+		}
+	}
+	if got := names(z.RangeByLex(LexRange{MinInf: true, MaxInf: true}, false, 1, 2)); got != "bc" {
+		t.Errorf("RangeByLex with LIMIT 1 2 = %q, want bc", got)
+	}
+	z.Add("a", 5)
+	if got := names(z.PopMin(2)); got != "bc" || z.Len() != 3 {
+		t.Errorf("PopMin(2) = %q (len %d), want bc (3)", got, z.Len())
+	}
+}
+
+// TestListAgainstModel: random pushes, pops, trims and removals leave the
+// ring equal to a slice, and indexes and ranges answer as the slice does.
+func TestListAgainstModel(t *testing.T) {
+	r := rng(t)
+	var l List
+	var m [][]byte
+	val := func() []byte { return []byte{byte('a' + r.IntN(4))} }
+	for step := range 20000 {
+		switch op := r.IntN(12); {
+		case op < 4:
+			v := val()
+			l.PushFront(v)
+			m = append([][]byte{v}, m...)
+		case op < 8:
+			v := val()
+			l.PushBack(v)
+			m = append(m, v)
+		case op == 8:
+			v, ok := l.PopFront()
+			if ok != (len(m) > 0) || ok && string(v) != string(m[0]) {
+				t.Fatalf("step %d: PopFront = %q %v", step, v, ok)
+			}
+			if ok {
+				m = m[1:]
+			}
+		case op == 9:
+			v, ok := l.PopBack()
+			if ok != (len(m) > 0) || ok && string(v) != string(m[len(m)-1]) {
+				t.Fatalf("step %d: PopBack = %q %v", step, v, ok)
+			}
+			if ok {
+				m = m[:len(m)-1]
+			}
+		case op == 10 && r.IntN(20) == 0:
+			a, b := r.IntN(len(m)+3)-2, r.IntN(len(m)+3)-2
+			if s, e, ok := Normalize(a, b, len(m)); ok {
+				m = m[s : e+1]
+			} else {
+				m = nil
+			}
+			l.Trim(a, b)
+		case op == 11 && r.IntN(10) == 0:
+			v, count := val(), r.IntN(5)-2
+			var kept [][]byte
+			removed := 0
+			idx := make([]int, len(m))
+			for i := range m {
+				idx[i] = i
+			}
+			if count < 0 {
+				slices.Reverse(idx)
+			}
+			drop := map[int]bool{}
+			for _, i := range idx {
+				if string(m[i]) == string(v) && (count == 0 || removed < max(count, -count)) {
+					drop[i] = true
+					removed++
+				}
+			}
+			for i, e := range m {
+				if !drop[i] {
+					kept = append(kept, e)
+				}
+			}
+			if got := l.Remove(count, v); got != removed {
+				t.Fatalf("step %d: Remove(%d, %q) = %d, want %d", step, count, v, got, removed)
+			}
+			m = kept
+		}
+		if l.Len() != len(m) {
+			t.Fatalf("step %d: Len %d, model %d", step, l.Len(), len(m))
+		}
+		if step%89 == 0 {
+			got := l.Range(0, -1)
+			if len(got) != len(m) {
+				t.Fatalf("step %d: Range(0, -1) has %d, want %d", step, len(got), len(m))
+			}
+			for i := range m {
+				if string(got[i]) != string(m[i]) {
+					t.Fatalf("step %d: element %d = %q, want %q", step, i, got[i], m[i])
+				}
+				if v, _ := l.Index(i - len(m)); string(v) != string(m[i]) {
+					t.Fatalf("step %d: Index(%d) = %q, want %q", step, i-len(m), v, m[i])
+				}
+			}
+		}
+	}
+}
+
+// TestListTrimFreesMemory: a list of 100,000 trimmed to 10 gives back its
+// ring.
+func TestListTrimFreesMemory(t *testing.T) {
+	var l List
+	for i := range 100000 {
+		l.PushBack([]byte{byte(i)})
+	}
+	l.Trim(-10, -1)
+	if l.Len() != 10 || len(l.buf) > 64 {
+		t.Fatalf("after trimming: %d elements in a ring of %d", l.Len(), len(l.buf))
+	}
+}
