@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import socket
 
 ROOT = Path(__file__).resolve().parents[3]
 EPOCH_MS = 1_800_000_000_000
@@ -74,3 +75,12 @@ def admin(server):
     r.execute_command("DEBUG", "CLOCK", "SET", EPOCH_MS)
     yield r
     r.close()
+
+
+def closed_port():
+    """A 127.0.0.1 port nothing listens on."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
