@@ -203,13 +203,13 @@ func stateOf(c *Ctx, key string) string {
 	store := c.Store()
 	h := store.Hash([]byte(key))
 	sh := store.ShardOf(h)
-	sh.Lock()
+	lk := sh.Lock()
 	defer sh.Unlock()
-	f := sh.Find([]byte(key), h)
+	f := lk.Find([]byte(key), h)
 	if !f.OK || f.Exp <= c.h.clock.Now() {
 		return "nothing" // an expired record's content does not matter
 	}
-	st, exp, _ := sh.Get([]byte(key), c.h.clock.Now())
+	st, exp, _ := lk.Get([]byte(key), c.h.clock.Now())
 	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.AppendCompact(nil, exp))
 }
 

@@ -33,8 +33,11 @@ func TestExpiredKeyRevivedInPlace(t *testing.T) {
 	if got := run("CL.TOKENBUCKET", "k", "10", "10", "1s", "5"); got != want {
 		t.Fatalf("take after expiry = %q, want %q (as a new key)", got, want)
 	}
-	if f := sh.Find([]byte("k"), store.Hash([]byte("k"))); !f.OK || sh.Len() != 1+shard.HotKeys || store.Stats().Memory != before {
-		t.Fatalf("after revival: %+v, %d keys, memory %d (was %d)", f, sh.Len(), store.Stats().Memory, before)
+	lk := sh.Lock()
+	f, n := lk.Find([]byte("k"), store.Hash([]byte("k"))), lk.Len()
+	lk.Unlock()
+	if !f.OK || n != 1+shard.HotKeys || store.Stats().Memory != before {
+		t.Fatalf("after revival: %+v, %d keys, memory %d (was %d)", f, n, store.Stats().Memory, before)
 	}
 	if st := store.Stats(); st.Expired != 1 {
 		t.Fatalf("expired_keys = %d, want 1", st.Expired)

@@ -168,9 +168,9 @@ func (s *Saver) restore() error {
 	n := 0
 	for i := 0; i < s.keys.NumShards(); i++ {
 		sh := s.keys.Shard(i)
-		sh.Lock()
-		n += sh.Len()
-		sh.Unlock()
+		lk := sh.Lock()
+		n += lk.Len()
+		lk.Unlock()
 	}
 	s.restored, s.skipped, s.expired = n, st.Skipped, st.Expired
 	s.stale.Store(st.Expired > 0)
@@ -438,9 +438,9 @@ func (s *Saver) redirty(changes []shard.Change) {
 		byShard[sh] = append(byShard[sh], string(c.Key))
 	}
 	for sh, keys := range byShard {
-		sh.Lock()
-		sh.Redirty(keys)
-		sh.Unlock()
+		lk := sh.Lock()
+		lk.Redirty(keys)
+		lk.Unlock()
 	}
 }
 
@@ -544,9 +544,9 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		if i >= s.rwNext && i < markTo {
 			var cur shard.MarkCursor
 			for done := false; !done; {
-				sh.Lock()
-				done = sh.MarkAll(&cur, now, markPiece)
-				sh.Unlock()
+				lk := sh.Lock()
+				done = lk.MarkAll(&cur, now, markPiece)
+				lk.Unlock()
 				pause()
 			}
 		}
@@ -554,10 +554,10 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		// listed meanwhile may come along, but the drain ends).
 		for todo := math.MaxInt; todo > 0 && err == nil; {
 			var left int
-			sh.Lock()
+			lk := sh.Lock()
 			s.inFlight.Add(sh.Changes()) // counted until the flush is durable
-			changes, buf, left = sh.DrainChanges(changes, buf, drainPiece)
-			sh.Unlock()
+			changes, buf, left = lk.DrainChanges(changes, buf, drainPiece)
+			lk.Unlock()
 			todo = min(left, todo-drainPiece)
 			if len(buf) >= batchBytes {
 				err = write()

@@ -31,8 +31,8 @@ func BenchmarkSaver1M(b *testing.B) {
 			st := new(engine.TokenBucket)
 			d := st.Take(now, p, 1)
 			sh := ks.ShardFor(key)
-			sh.Lock()
-			sh.Insert(key, st, now+int64(d.ResetAfter))
+			lk := sh.Lock()
+			lk.Insert(key, st, now+int64(d.ResetAfter))
 			sh.Unlock()
 		}
 		db, err := Open(&Options{Dir: dir})
@@ -55,10 +55,10 @@ func BenchmarkSaver1M(b *testing.B) {
 		for _, k := range rand.New(rand.NewPCG(1, 2)).Perm(keys) {
 			key := []byte(fmt.Sprintf("user:%07d", k))
 			sh := ks.ShardFor(key)
-			sh.Lock()
-			st, _, _ := sh.Get(key, now)
+			lk := sh.Lock()
+			st, _, _ := lk.Get(key, now)
 			d := st.(*engine.TokenBucket).Take(now, p, 1)
-			sh.Insert(key, st, now+int64(d.ResetAfter))
+			lk.Insert(key, st, now+int64(d.ResetAfter))
 			sh.Unlock()
 		}
 		b.StartTimer()

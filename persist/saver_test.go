@@ -82,18 +82,18 @@ func newSaverFixture(t *testing.T, store Store) *saverFixture {
 func (f *saverFixture) take(key string, n int64) engine.Decision {
 	f.t.Helper()
 	sh := f.keys.ShardFor([]byte(key))
-	sh.Lock()
+	lk := sh.Lock()
 	defer sh.Unlock()
 	now := f.clock.Now()
 	st := &engine.TokenBucket{}
-	if got, _, ok := sh.Get([]byte(key), now); ok {
+	if got, _, ok := lk.Get([]byte(key), now); ok {
 		st = got.(*engine.TokenBucket)
 	}
 	d := st.Take(now, saverParams, n)
 	if !d.Allowed {
 		f.t.Fatalf("take(%q, %d) denied: %+v", key, n, d)
 	}
-	sh.Insert([]byte(key), st, now+int64(d.ResetAfter))
+	lk.Insert([]byte(key), st, now+int64(d.ResetAfter))
 	return d
 }
 
@@ -101,9 +101,9 @@ func (f *saverFixture) take(key string, n int64) engine.Decision {
 func (f *saverFixture) del(key string) {
 	f.t.Helper()
 	sh := f.keys.ShardFor([]byte(key))
-	sh.Lock()
+	lk := sh.Lock()
 	defer sh.Unlock()
-	if !sh.Delete([]byte(key), f.clock.Now()) {
+	if !lk.Delete([]byte(key), f.clock.Now()) {
 		f.t.Fatalf("del(%q): no such key", key)
 	}
 }
@@ -372,9 +372,9 @@ func restoredRemaining(f *saverFixture, now int64) map[string]int64 {
 	out := map[string]int64{}
 	for i := 0; i < f.keys.NumShards(); i++ {
 		sh := f.keys.Shard(i)
-		sh.Lock()
-		sh.Each(now, func(it shard.Item) bool {
-			st := sh.State(it)
+		lk := sh.Lock()
+		lk.Each(now, func(it shard.Item) bool {
+			st := lk.State(it)
 			tb, ok := st.(*engine.TokenBucket)
 			if !ok {
 				f.t.Errorf("key %q restored as %T", it.Key, st)
@@ -523,11 +523,11 @@ func (f *saverFixture) writeWhile(writers, perWriter, delEvery int, key func(w, 
 			for i := 0; i < perWriter; i++ {
 				k := []byte(key(w, i))
 				sh := f.keys.ShardFor(k)
-				sh.Lock()
+				lk := sh.Lock()
 				now := f.clock.Now()
-				got, _, ok := sh.Get(k, now)
+				got, _, ok := lk.Get(k, now)
 				if ok && i%delEvery == 0 {
-					sh.Delete(k, now)
+					lk.Delete(k, now)
 					sh.Unlock()
 					continue
 				}
@@ -536,7 +536,7 @@ func (f *saverFixture) writeWhile(writers, perWriter, delEvery int, key func(w, 
 					st = got.(*engine.TokenBucket)
 				}
 				if d := st.Take(now, saverParams, 1); d.Allowed {
-					sh.Insert(k, st, now+int64(d.ResetAfter))
+					lk.Insert(k, st, now+int64(d.ResetAfter))
 				}
 				sh.Unlock()
 			}
@@ -875,11 +875,11 @@ func TestSaverRestoreInBatches(t *testing.T) {
 	seen := 0
 	for i := 0; i < f.keys.NumShards(); i++ {
 		sh := f.keys.Shard(i)
-		sh.Lock()
-		sh.Each(now, func(it shard.Item) bool {
+		lk := sh.Lock()
+		lk.Each(now, func(it shard.Item) bool {
 			seen++
 			w, ok := want[string(it.Key)]
-			st := sh.State(it)
+			st := lk.State(it)
 			if !ok || uint8(st.Kind()) != w.Kind || it.ExpireAt != w.ExpireAt || string(st.AppendCompact(nil, it.ExpireAt)) != string(w.Payload) {
 				t.Errorf("key %q restored as kind %d expiring %d, %x; want %v", it.Key, st.Kind(), it.ExpireAt, st.AppendCompact(nil, it.ExpireAt), w)
 			}

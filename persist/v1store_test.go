@@ -94,9 +94,9 @@ func openV1Keyspace(t *testing.T, dir string) (*Saver, *shard.Store, *clock.Cloc
 func getKey(t *testing.T, keys *shard.Store, key string) (engine.State, int64) {
 	t.Helper()
 	sh := keys.ShardFor([]byte(key))
-	sh.Lock()
+	lk := sh.Lock()
 	defer sh.Unlock()
-	st, exp, ok := sh.Get([]byte(key), v1Now)
+	st, exp, ok := lk.Get([]byte(key), v1Now)
 	if !ok {
 		t.Fatalf("key %q was not restored", key)
 	}
@@ -196,8 +196,8 @@ func TestRestoreVersion1Store(t *testing.T) {
 	// A GCRA call on "gcra" changes it.
 	p := engine.GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}
 	sh := keys.ShardFor([]byte("gcra"))
-	sh.Lock()
-	st, _, _ := sh.Get([]byte("gcra"), clock.Now())
+	lk := sh.Lock()
+	st, _, _ := lk.Get([]byte("gcra"), clock.Now())
 	g := st.(*engine.GCRA)
 	d := g.Take(clock.Now(), p, 2)
 	if !d.Allowed {
@@ -205,7 +205,7 @@ func TestRestoreVersion1Store(t *testing.T) {
 		t.Fatalf("Take denied: %+v", d)
 	}
 	newExp := clock.Now() + int64(d.ResetAfter)
-	sh.Insert([]byte("gcra"), g, newExp)
+	lk.Insert([]byte("gcra"), g, newExp)
 	sh.Unlock()
 	askLater := func(st engine.State) engine.Decision {
 		return st.(*engine.GCRA).Check(v1Now+700e6, p, 1)

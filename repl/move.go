@@ -510,9 +510,9 @@ func (n *Node) ImportApply(from string, ns, i int, raw []byte) error {
 			return fmt.Errorf("key %q is not in a slot imported from %s", e.Key, from)
 		}
 		sh := store.ShardFor(e.Key)
-		sh.Lock()
-		err := sh.Apply(e)
-		sh.Unlock()
+		lk := sh.Lock()
+		err := lk.Apply(e)
+		lk.Unlock()
 		if err != nil {
 			return err
 		}

@@ -337,9 +337,10 @@ func (n *Node) applyRaw(i, primaries int, raw []byte) error {
 	// its shard again.
 	same := primaries == store.NumShards()
 	var held *shard.Shard
+	var lk shard.Locked // held's
 	release := func() {
 		if held != nil {
-			held.Unlock()
+			lk.Unlock()
 			held = nil
 		}
 	}
@@ -356,10 +357,9 @@ func (n *Node) applyRaw(i, primaries int, raw []byte) error {
 		}
 		if sh != held || k%applyRun == 0 {
 			release() // readers of the shard get a turn between runs
-			sh.Lock()
-			held = sh
+			lk, held = sh.Lock(), sh
 		}
-		if err := sh.Apply(e); err != nil {
+		if err := lk.Apply(e); err != nil {
 			return err
 		}
 	}
@@ -411,9 +411,9 @@ func (n *Node) keys() int {
 	k := 0
 	for i := 0; i < n.cfg.Store.NumShards(); i++ {
 		sh := n.cfg.Store.Shard(i)
-		sh.Lock()
-		k += sh.Len()
-		sh.Unlock()
+		lk := sh.Lock()
+		k += lk.Len()
+		lk.Unlock()
 	}
 	return k
 }

@@ -181,7 +181,7 @@ func undo(rules []Rule) {
 func (sh *Shard) find(r *Rule, now int64) bool {
 	kind := r.Op.Kind()
 	r.revived, r.added = false, false
-	f := sh.Find(r.Key, r.h)
+	f := sh.lookup(r.Key, r.h)
 	r.f, r.boxed = f, f.boxed
 	if f.OK && f.Exp <= now {
 		if f.Kind == kind {
@@ -220,7 +220,7 @@ func (sh *Shard) multiScratch(i int) *engine.Scratch {
 func (sh *Shard) storeRule(r *Rule, now int64) {
 	f := r.f
 	if r.refind || r.gen != sh.idx.gen {
-		f = sh.Find(r.Key, r.h)
+		f = sh.lookup(r.Key, r.h)
 	}
 	kept := false
 	switch {

@@ -187,7 +187,7 @@ func (sh *Shard) recordFlush() {
 	n := sh.idx.n
 	sh.changes.Add(int64(n))
 	if sh.track {
-		sh.Each(minInt64, func(it Item) bool {
+		sh.each(minInt64, func(it Item) bool {
 			sh.deleted.push(it.Key)
 			return true
 		})

@@ -74,7 +74,7 @@ func (v View) Keys(now int64, match func(Item) bool) []string {
 	for i := range v.s.shards {
 		sh := &v.s.shards[i]
 		v.lock(sh)
-		sh.Each(now, func(it Item) bool {
+		sh.each(now, func(it Item) bool {
 			if match(it) {
 				keys = append(keys, string(it.Key))
 			}

@@ -72,7 +72,7 @@ func (s *Store) DropSlots(slots *cluster.SlotSet) int {
 		sh := &s.shards[i]
 		sh.Lock()
 		var gone [][]byte
-		sh.Each(minInt64, func(it Item) bool {
+		sh.each(minInt64, func(it Item) bool {
 			if slots.Has(cluster.Slot(it.Key)) {
 				gone = append(gone, append([]byte(nil), it.Key...))
 			}
@@ -80,7 +80,7 @@ func (s *Store) DropSlots(slots *cluster.SlotSet) int {
 		})
 		for _, k := range gone {
 			h := sh.hash.bytes(k)
-			if f := sh.Find(k, h); f.OK {
+			if f := sh.lookup(k, h); f.OK {
 				sh.removeAt(f.pos, f.ref, EventDelete)
 				n++
 			}
@@ -95,7 +95,7 @@ func (f *Feed) SnapshotSlotsRaw(i int, now int64, slots *cluster.SlotSet, buf []
 	sh := &f.s.shards[i]
 	sh.Lock()
 	defer sh.Unlock()
-	sh.Each(now, func(it Item) bool {
+	sh.each(now, func(it Item) bool {
 		if !slots.Has(cluster.Slot(it.Key)) {
 			return true
 		}

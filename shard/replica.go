@@ -36,7 +36,7 @@ func (f *Feed) SnapshotRaw(i int, now int64, buf []byte) ([]byte, uint64) {
 	sh := &f.s.shards[i]
 	sh.Lock()
 	defer sh.Unlock()
-	sh.Each(now, func(it Item) bool {
+	sh.each(now, func(it Item) bool {
 		payload := sh.encoded(sh.slabs.get(it.ref), it.ExpireAt)
 		buf = append(entryHead(buf, EventPut, it.Kind, it.ExpireAt, len(it.Key), len(payload)), it.Key...)
 		buf = append(buf, payload...)
@@ -130,16 +130,16 @@ func ParseEntries(dst []Entry, b []byte) ([]Entry, error) {
 	return dst, nil
 }
 
-// Apply writes a change a replica received from its primary: a put
+// apply writes a change a replica received from its primary: a put
 // stores the state (its payload must decode, else nothing changes and the
 // error says why), any other event removes the key (a flush removes the
 // keys of the primary's shard, see ApplyFlush). The change is recorded as
 // the replica's own (persistence keeps it). The caller holds the lock of
 // the key's shard; a replica runs no limiter decision, so nothing else
 // writes its keys.
-func (sh *Shard) Apply(e Entry) error {
+func (sh *Shard) apply(e Entry) error {
 	h := sh.hash.bytes(e.Key)
-	f := sh.Find(e.Key, h)
+	f := sh.lookup(e.Key, h)
 	if e.Event != EventPut {
 		if f.OK {
 			sh.removeAt(f.pos, f.ref, EventDelete)
@@ -179,7 +179,7 @@ func (s *Store) ApplyFlush(i, n int) {
 			continue
 		}
 		var gone [][]byte
-		sh.Each(minInt64, func(it Item) bool {
+		sh.each(minInt64, func(it Item) bool {
 			if cluster.Slot(it.Key)&(n-1) == i {
 				gone = append(gone, append([]byte(nil), it.Key...))
 			}
@@ -187,7 +187,7 @@ func (s *Store) ApplyFlush(i, n int) {
 		})
 		for _, k := range gone {
 			h := sh.hash.bytes(k)
-			if f := sh.Find(k, h); f.OK {
+			if f := sh.lookup(k, h); f.OK {
 				sh.removeAt(f.pos, f.ref, EventDelete)
 			}
 		}

@@ -41,7 +41,7 @@ func (s *Store) RestoreBatch(recs []Restored, hs []uint64) {
 	for i := range recs {
 		r := &recs[i]
 		sh := s.ShardOf(hs[i])
-		f := sh.Find(r.Key, hs[i])
+		f := sh.lookup(r.Key, hs[i])
 		switch {
 		case r.State != nil:
 			r.Kept = sh.put(f, r.Key, hs[i], r.State, r.ExpireAt, false)

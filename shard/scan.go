@@ -38,7 +38,7 @@ func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match fun
 		if !locked {
 			sh.Lock()
 		}
-		sh.Each(now, func(it Item) bool {
+		sh.each(now, func(it Item) bool {
 			p := s.hash.bytes(it.Key) >> (64 - scanBits)
 			if p >= pos && match(it) {
 				found = append(found, item{p, string(it.Key)})

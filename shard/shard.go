@@ -17,12 +17,11 @@
 // ops and keys, never hold a record. Commands go through a View, whose
 // methods (Update, UpdateAll, Lookup, Delete, Usage, Keys, Len, Flush)
 // lock what they need, or run under EXEC's locks (Store.LockAll); shards
-// are locked in index order. Store's methods lock for themselves. The
-// *Shard methods still exported for persistence, the sweeper and tests
-// (Find, Each, State, Len, MarkAll, DrainChanges, Redirty, Sweep,
-// EvictOver, TrimSlabs, Insert, Get, Delete) need the caller to hold that
-// shard's lock around them and what they return. Nothing here blocks on
-// I/O.
+// are locked in index order. Store's methods lock for themselves. What
+// needs a shard's lock held (persistence's drain, the sweeper,
+// replication's apply, tests) is a method of Locked, the handle
+// Shard.Lock returns, so it cannot be called without the lock. Nothing
+// here blocks on I/O.
 package shard
 
 import (
@@ -115,8 +114,12 @@ type Shard struct {
 	_       [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// Lock locks the shard.
-func (sh *Shard) Lock() { sh.mu.Lock() }
+// Lock locks the shard and returns the handle that the methods needing
+// the lock hang on (see Locked).
+func (sh *Shard) Lock() Locked {
+	sh.mu.Lock()
+	return Locked{sh}
+}
 
 // Unlock unlocks the shard. It first publishes how many changes wait for
 // a drain and where its change stream ends, so that Pending and Heads
@@ -159,9 +162,9 @@ func (sh *Shard) PrefetchRecord(h uint64) bool {
 	return true
 }
 
-// Find looks key (whose Store.Hash is h) up. An expired record is still
+// lookup looks key (whose Store.Hash is h) up. An expired record is still
 // found: update may revive it, others Expire it.
-func (sh *Shard) Find(key []byte, h uint64) Found {
+func (sh *Shard) lookup(key []byte, h uint64) Found {
 	if sh.idx.size == 0 {
 		return Found{pos: -1}
 	}
@@ -176,7 +179,7 @@ func (sh *Shard) Find(key []byte, h uint64) Found {
 // live is Find for a key that must be live at now: an expired record is
 // removed (lazy expiry) and reported as absent.
 func (sh *Shard) live(key []byte, h uint64, now int64) Found {
-	f := sh.Find(key, h)
+	f := sh.lookup(key, h)
 	if f.OK && f.Exp <= now {
 		sh.expire(f)
 		return Found{pos: -1}
@@ -439,7 +442,7 @@ func (sh *Shard) cool(r ref) {
 	i := boxIndex(pay)
 	obj := sh.boxes[i]
 	h := sh.hash.bytes(key)
-	sh.put(sh.Find(key, h), key, h, obj, recExp(rec), false)
+	sh.put(sh.lookup(key, h), key, h, obj, recExp(rec), false)
 	if sh.boxes[i] != obj {
 		// Stored inline again: nothing refers to the object any more,
 		// so the next hot key of its kind takes it over.
@@ -528,9 +531,9 @@ func (sh *Shard) usage(f Found) int {
 	return n
 }
 
-// Len returns the number of keys, counting ones that expired but were not
+// count returns the number of keys, counting ones that expired but were not
 // yet removed.
-func (sh *Shard) Len() int { return sh.idx.n }
+func (sh *Shard) count() int { return sh.idx.n }
 
 // Item is a key seen by Each: a view valid only during the callback.
 type Item struct {
@@ -540,9 +543,9 @@ type Item struct {
 	ref      ref
 }
 
-// Each calls fn for every live key until fn returns false. fn must not
+// each calls fn for every live key until fn returns false. fn must not
 // change the shard.
-func (sh *Shard) Each(now int64, fn func(Item) bool) {
+func (sh *Shard) each(now int64, fn func(Item) bool) {
 	sh.idx.each(func(r ref) bool {
 		rec := sh.slabs.get(r)
 		if exp := recExp(rec); exp > now {
@@ -553,9 +556,9 @@ func (sh *Shard) Each(now int64, fn func(Item) bool) {
 	})
 }
 
-// State returns the state of the key it (from Each) names, as decodeCopy
+// state returns the state of the key it (from Each) names, as decodeCopy
 // does.
-func (sh *Shard) State(it Item) engine.State {
+func (sh *Shard) state(it Item) engine.State {
 	return sh.decodeCopy(it.ref)
 }
 
@@ -603,13 +606,13 @@ const minInt64 = -1 << 63
 // sweepAhead is how many slots ahead Sweep prefetches records.
 const sweepAhead = 8
 
-// Sweep does up to budget units of work (a slot visited or a key removed)
+// sweepExpired does up to budget units of work (a slot visited or a key removed)
 // from the index slot where the last sweep stopped, removing keys whose
 // state became fresh by now, and returns how many it removed. Slots are
 // visited in a cycle, never more than one whole pass per call, so every key
 // expired at the start of a pass is gone by its end; callers sweep again at
 // once while a good share of the work was removals.
-func (sh *Shard) Sweep(now int64, budget int) int {
+func (sh *Shard) sweepExpired(now int64, budget int) int {
 	if sh.idx.old != nil {
 		// Finish a growth under way (expired keys are swept from the
 		// new table): an idle server has no lookups to move it along.
@@ -668,7 +671,7 @@ type Change struct {
 // caller holds the lock.
 func (sh *Shard) Changes() int64 { return sh.changes.Load() }
 
-// DrainChanges appends to dst the changes since the previous call, up to
+// drainChanges appends to dst the changes since the previous call, up to
 // max entries of the lists (max <= 0: all), oldest first, and forgets
 // them; it returns how many entries the lists still hold. Deletions come
 // first: the records of the dirty list are drained only once every
@@ -681,7 +684,7 @@ func (sh *Shard) Changes() int64 { return sh.changes.Load() }
 // state is encoded. The caller holds the lock; no I/O happens here. A
 // caller draining large lists takes them in pieces, unlocking in between,
 // so that no command waits for the whole of them.
-func (sh *Shard) DrainChanges(dst []Change, buf []byte, max int) ([]Change, []byte, int) {
+func (sh *Shard) drainChanges(dst []Change, buf []byte, max int) ([]Change, []byte, int) {
 	sh.changes.Store(0)
 	if max <= 0 {
 		max = math.MaxInt
@@ -738,13 +741,13 @@ type MarkCursor struct {
 	slot  uint32
 }
 
-// MarkAll marks records live at now as changed, for a rewrite of the
+// markAll marks records live at now as changed, for a rewrite of the
 // store, visiting up to budget slots from cur on; it reports whether it
 // has visited them all. Called again and again from a zero cursor until
 // done (unlocking in between), it leaves every key live at the end either
 // marked or changed since (and so marked by its put): a record only moves
 // to another slot when it is written.
-func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
+func (sh *Shard) markAll(cur *MarkCursor, now int64, budget int) (done bool) {
 	mark := func(r ref, rec []byte) {
 		if rec[0] != 0 && rec[0]&flagDirty == 0 && recExp(rec) > now {
 			rec[0] |= flagDirty
@@ -775,13 +778,13 @@ func (sh *Shard) MarkAll(cur *MarkCursor, now int64, budget int) (done bool) {
 	return true
 }
 
-// Redirty records keys as changed again (a flush that failed to write
+// redirty records keys as changed again (a flush that failed to write
 // them): a live key's current state will be written by the next
 // DrainChanges, a key that is gone will be deleted. The caller holds the
 // lock.
-func (sh *Shard) Redirty(keys []string) {
+func (sh *Shard) redirty(keys []string) {
 	for _, k := range keys {
-		f := sh.Find([]byte(k), sh.hash.string(k))
+		f := sh.lookup([]byte(k), sh.hash.string(k))
 		if f.OK {
 			sh.markDirty(f.ref)
 		} else if sh.track {
@@ -804,16 +807,16 @@ func (s *Store) Reserve(n int) {
 	}
 }
 
-// Insert sets key's state, creating or replacing its record, as a change
+// insert sets key's state, creating or replacing its record, as a change
 // (tests and tools; commands go through View.Update).
-func (sh *Shard) Insert(key []byte, st engine.State, exp int64) {
+func (sh *Shard) insert(key []byte, st engine.State, exp int64) {
 	h := sh.hash.bytes(key)
-	sh.write(sh.Find(key, h), key, h, st, exp, true)
+	sh.write(sh.lookup(key, h), key, h, st, exp, true)
 }
 
-// Get returns key's live state, as decodeCopy does, and its expiry (tests and
+// get returns key's live state, as decodeCopy does, and its expiry (tests and
 // tools).
-func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
+func (sh *Shard) get(key []byte, now int64) (engine.State, int64, bool) {
 	f := sh.live(key, sh.hash.bytes(key), now)
 	if !f.OK {
 		return nil, 0, false
@@ -821,9 +824,9 @@ func (sh *Shard) Get(key []byte, now int64) (engine.State, int64, bool) {
 	return sh.decodeCopy(f.ref), f.Exp, true
 }
 
-// Delete removes key if it is live and reports whether it was (tests and
+// del removes key if it is live and reports whether it was (tests and
 // tools).
-func (sh *Shard) Delete(key []byte, now int64) bool {
+func (sh *Shard) del(key []byte, now int64) bool {
 	f := sh.live(key, sh.hash.bytes(key), now)
 	if f.OK {
 		sh.remove(f)
@@ -1073,14 +1076,14 @@ func (sh *Shard) randN(n int) int {
 	return int((x >> 32) * uint64(n) >> 32)
 }
 
-// TrimSlabs gives back the empty slab pages the shard kept as spares if
+// trimSlabs gives back the empty slab pages the shard kept as spares if
 // none was used since the last TrimSlabs (the sweep calls it every tick).
-func (sh *Shard) TrimSlabs() { sh.slabs.trim() }
+func (sh *Shard) trimSlabs() { sh.slabs.trim() }
 
-// EvictOver evicts up to max keys while the shard is over its memory bound
+// evictOver evicts up to max keys while the shard is over its memory bound
 // (the sweep calls it, so that an idle shard comes back under a lowered
 // bound); it returns how many it removed.
-func (sh *Shard) EvictOver(max int) int {
+func (sh *Shard) evictOver(max int) int {
 	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
 		return sh.evictSome(b, 0, max)
 	}

@@ -36,7 +36,7 @@ func (v View) KeysInSlot(slot, count int, now int64) []string {
 	}
 	var keys []string
 	left := int(*sh.slotCount(slot))
-	sh.Each(minInt64, func(it Item) bool {
+	sh.each(minInt64, func(it Item) bool {
 		if cluster.Slot(it.Key) != slot {
 			return true
 		}

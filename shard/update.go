@@ -88,7 +88,7 @@ func (v View) Store() *Store { return v.s }
 // lock locks sh unless the view holds every lock.
 func (v View) lock(sh *Shard) {
 	if !v.held {
-		sh.Lock()
+		sh.mu.Lock()
 	}
 }
 
@@ -133,7 +133,7 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 		return d, Moving
 	}
 	kind := op.Kind()
-	f := sh.Find(key, h)
+	f := sh.lookup(key, h)
 	if f.OK && f.Exp <= now {
 		if f.Kind == kind && !live {
 			// Its state is a fresh key's: reuse the record in place (keys
@@ -149,7 +149,7 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 			return d, Done
 		}
 		sh.expire(f)
-		f = sh.Find(key, h)
+		f = sh.lookup(key, h)
 	}
 	if !f.OK {
 		if live {

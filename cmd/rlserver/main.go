@@ -555,13 +555,13 @@ func startSweeper(store *shard.Store, clock *clock.Clock, tune func()) (stop fun
 				for i := 0; i < store.NumShards(); i++ {
 					sh := store.Shard(i)
 					for round := 0; round < 16; round++ {
-						sh.Lock()
+						lk := sh.Lock()
 						if round == 0 {
-							sh.TrimSlabs() // spare pages left unused since the last tick
+							lk.TrimSlabs() // spare pages left unused since the last tick
 						}
-						removed := sh.Sweep(now, perShard)
-						removed += sh.EvictOver(perShard / 8) // back under a lowered --maxmemory while idle
-						sh.Unlock()
+						removed := lk.Sweep(now, perShard)
+						removed += lk.EvictOver(perShard / 8) // back under a lowered --maxmemory while idle
+						lk.Unlock()
 						runtime.Gosched() // an event loop waiting for this P runs first
 						if removed < perShard/4 {
 							break
