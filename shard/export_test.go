@@ -1,6 +1,30 @@
 package shard
 
-import "github.com/rlserver/rlserver/engine"
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// testSeed returns the hash seed of a test's store, which decides its keys'
+// places in the index: the one SHARD_SEED names, to replay a failure, or
+// a random one. It logs the seed either way.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	seed := rand.Uint64() | 1
+	if v := os.Getenv("SHARD_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SHARD_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("hash seed %d (replay with SHARD_SEED=%d)", seed, seed)
+	return seed
+}
 
 // The shard's own tests call the lock-needing methods on the shard itself,
 // holding its lock (or not needing it, single-threaded).

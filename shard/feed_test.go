@@ -167,7 +167,7 @@ func TestFeedReplicaConverges(t *testing.T) {
 // TestFeedAllocatesNothing: with a subscriber, recording a change copies
 // into the ring without allocating.
 func TestFeedAllocatesNothing(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	f := s.Subscribe()
 	defer f.Close()
 	p := engine.TokenBucketParams{Capacity: 1e9, Rate: 1, Period: time.Hour}

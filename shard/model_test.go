@@ -268,7 +268,7 @@ func fillUntilGrowth(t *testing.T, sh *Shard) []string {
 // deleted while the move goes on (its old slot, left behind to keep the old
 // table's probe runs, must never match again).
 func TestGrowDeleteMovedKey(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	keys := fillUntilGrowth(t, sh)
 	sh.idx.migrate(&sh.slabs, sh.idx.oldSize/2) // half of the old table moved

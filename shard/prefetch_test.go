@@ -6,7 +6,7 @@ import "testing"
 // probe run is long; both prefetches are safe on an empty shard and while
 // the index grows (a key still in the old table is not fetched).
 func TestPrefetch(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	sh.PrefetchIndex(s.Hash([]byte("x")))
 	if sh.PrefetchRecord(s.Hash([]byte("x"))) {

@@ -79,7 +79,7 @@ func call[P engine.State](s *Store, key []byte, now int64, op *takeOp[P]) (f Fou
 }
 
 func TestLazyExpiry(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	sh.Insert([]byte("a"), &fake{}, 10*sec)
 	if _, _, ok := sh.Get([]byte("a"), 10*sec-1); !ok {
@@ -100,7 +100,7 @@ func TestLazyExpiry(t *testing.T) {
 // no more slots than its budget per call, and a pass over the table finds
 // every expired key, including one whose expiry moved earlier.
 func TestSweep(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	for i := 0; i < 100; i++ {
 		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{}, int64(i+1)*sec)
@@ -136,7 +136,7 @@ func TestSweep(t *testing.T) {
 }
 
 func TestDrainChanges(t *testing.T) {
-	s := New(Options{Shards: 1, TrackChanges: true})
+	s := New(Options{Seed: testSeed(t), Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	sh.Insert([]byte("a"), &fake{size: 1}, 10*sec)
 	sh.Insert([]byte("b"), &fake{size: 2}, 10*sec)
@@ -166,7 +166,7 @@ func TestDrainChanges(t *testing.T) {
 // A dirty list drained in pieces while writes go on, never empty at the
 // end of a drain, keeps to about the size of what is outstanding.
 func TestDrainInPiecesUnderWritesKeepsListBounded(t *testing.T) {
-	s := New(Options{Shards: 1, TrackChanges: true})
+	s := New(Options{Seed: testSeed(t), Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	const keys, piece = 1000, 100
 	for i := 0; i < keys; i++ {
@@ -194,7 +194,7 @@ func TestDrainInPiecesUnderWritesKeepsListBounded(t *testing.T) {
 }
 
 func TestMemoryBoundEvictsClosestToFresh(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	sh.Insert([]byte("k0"), &fake{size: 10}, 50*sec)
 	per := s.Stats().Memory
@@ -340,7 +340,7 @@ func TestEvictAheadStale(t *testing.T) {
 // whole iteration is returned exactly once, while keys are added and removed
 // between calls.
 func TestScanStableCursor(t *testing.T) {
-	s := New(Options{Shards: 8})
+	s := New(Options{Seed: testSeed(t), Shards: 8})
 	put := func(k string) {
 		sh := s.ShardFor([]byte(k))
 		sh.Insert([]byte(k), &fake{}, 100*sec)
@@ -391,7 +391,7 @@ func TestDefaultShardsIsPowerOfTwo(t *testing.T) {
 // then), is then handed out and stored in place without copies, and its
 // growth is accounted for.
 func TestBoxedStateInPlace(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	key := []byte("log")
 	p := engine.WindowParams{Limit: 100000, Window: time.Hour, Mode: engine.WindowLog}
@@ -443,7 +443,7 @@ func TestBoxedStateInPlace(t *testing.T) {
 // get hot beside it, and goes back inline, with its state, when HotKeys
 // others got hot after it; nothing is lost either way.
 func TestHotKey(t *testing.T) {
-	s := New(Options{Shards: 1, TrackChanges: true})
+	s := New(Options{Seed: testSeed(t), Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	p := engine.GCRAParams{MaxBurst: 99, Count: 10, Period: time.Second}
 	now := int64(1.8e18)
@@ -505,7 +505,7 @@ func TestHotKey(t *testing.T) {
 // more keys in turn than the shard looks back on never get hot.
 func TestHotKeysTakingTurns(t *testing.T) {
 	for _, n := range []int{2, HotKeys, HotKeys + 1} {
-		s := New(Options{Shards: 1})
+		s := New(Options{Seed: testSeed(t), Shards: 1})
 		sh := s.Shard(0)
 		p := engine.GCRAParams{MaxBurst: 999, Count: 10, Period: time.Second}
 		now := int64(1.8e18)
@@ -536,7 +536,7 @@ func TestHotKeysTakingTurns(t *testing.T) {
 // keeps hot, each hot in turn (A A B B C C ...), reuse the object a cooled
 // key gave back, so neither the shard nor the caller allocates.
 func TestHotKeysTakingTurnsAllocateNothing(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	p := engine.TokenBucketParams{Capacity: 1e9, Rate: 1, Period: time.Hour}
 	now := int64(1.8e18)
@@ -687,7 +687,7 @@ func TestPending(t *testing.T) {
 // lease set) is held to the bound like a new one: others are evicted, the
 // growing key is kept, and the shard ends within its budget.
 func TestMemoryBoundHoldsWhenKeysGrow(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	for i := range 20 {
 		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 10}, int64(100+i)*sec)
@@ -714,7 +714,7 @@ func TestMemoryBoundHoldsWhenKeysGrow(t *testing.T) {
 // TestDrainReleasesBurstLists: lists grown by a burst of changes (here a
 // flush of every key) give their chunks back once drained.
 func TestDrainReleasesBurstLists(t *testing.T) {
-	s := New(Options{Shards: 1, TrackChanges: true})
+	s := New(Options{Seed: testSeed(t), Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	n := 100 * chunkRefs
 	for i := range n {
@@ -756,7 +756,7 @@ func TestDrainReleasesBurstLists(t *testing.T) {
 // Deletions drained in pieces hold back the dirty list's records: a key
 // deleted and created again is drained as a deletion, then its new state.
 func TestDrainDeletionsInPieces(t *testing.T) {
-	s := New(Options{Shards: 1, TrackChanges: true})
+	s := New(Options{Seed: testSeed(t), Shards: 1, TrackChanges: true})
 	sh := s.Shard(0)
 	for i := range 10 {
 		sh.Insert([]byte(fmt.Sprint("k", i)), &fake{size: 1}, 10*sec)

@@ -147,7 +147,7 @@ func TestSlabModel(t *testing.T) {
 // through size classes until boxed leave no pages behind in the classes
 // they passed, once trimmed.
 func TestGrowingKeysLeaveNoPages(t *testing.T) {
-	s := New(Options{Shards: 1})
+	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
 	p := engine.WindowParams{Limit: 1000, Window: time.Hour, Mode: engine.WindowLog}
 	const keys = 2000
