@@ -1,13 +1,18 @@
-"""A `limits` storage on rlserver's native windows, registered under the
-scheme rlserver:// (import this module first), so Flask-Limiter and slowapi
-use it through storage_uri="rlserver://host:port". The limit and window are
-read from the key limits builds (".../<amount>/<multiples>/<granularity>")."""
+"""`limits` storages on rlserver's native windows, registered under the
+schemes rlserver:// (sync) and async+rlserver:// (limits.aio, on
+redis.asyncio) when this module is imported, so Flask-Limiter and slowapi use
+them through storage_uri="rlserver://host:port" (or "async+rlserver://...").
+The limit and window are read from the key limits builds
+(".../<amount>/<multiples>/<granularity>")."""
 from __future__ import annotations
 
 import time
 from typing import Any, Optional, Tuple
 
 import redis
+import redis.asyncio
+from limits.aio.storage import MovingWindowSupport as AsyncMovingWindowSupport
+from limits.aio.storage import Storage as AsyncStorage
 from limits.limits import TIME_TYPES
 from limits.storage import Storage
 from limits.storage.base import MovingWindowSupport
@@ -21,6 +26,26 @@ def _parse(key: str) -> Tuple[int, int]:
         raise ValueError(f"rlserver: {key!r} is not a key of the limits library (.../amount/multiples/granularity)")
 
 
+def _counted(limit: int, amount: int, d: Any) -> int:
+    """incr's count: used units after an admitted hit; past the limit after a denied one (not counted by the server)."""
+    return limit - d[2] if d[0] == 1 else limit + amount
+
+
+def _window(limit: int, expiry: int, d: Any) -> Tuple[int, int]:
+    """get_moving_window's (start, count) from a peek."""
+    used = limit - d[2]
+    if used == 0:
+        return int(time.time()), 0
+    return int(time.time() + d[4] / 1000 - expiry), used
+
+
+def _redis_url(uri: str) -> str:
+    for scheme in ("async+rlserver://", "rlserver://"):
+        if uri.startswith(scheme):
+            return "redis://" + uri[len(scheme):]
+    return uri
+
+
 class RlserverStorage(Storage, MovingWindowSupport):
     """Fixed window: CL.WINDOW FIXED (windows aligned to the epoch); moving window: CL.WINDOW LOG (exact)."""
 
@@ -29,12 +54,12 @@ class RlserverStorage(Storage, MovingWindowSupport):
     def __init__(self, uri: str, prefix: str = "rl:limits:", **options: Any) -> None:
         super().__init__(uri, **options)
         self.prefix = prefix
-        self.redis = redis.Redis.from_url(uri.replace("rlserver://", "redis://", 1), **options)
+        self.redis = redis.Redis.from_url(_redis_url(uri), **options)
 
     def incr(self, key: str, expiry: int, elastic_expiry: bool = False, amount: int = 1) -> int:
         limit, window = _parse(key)
         d = self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", amount, "FIXED")
-        return limit - d[2] if d[0] == 1 else limit + amount
+        return _counted(limit, amount, d)
 
     def get(self, key: str) -> int:
         limit, window = _parse(key)
@@ -70,7 +95,55 @@ class RlserverStorage(Storage, MovingWindowSupport):
         leaves, so the reset limits derives is when the whole log has left
         (conservative: a slot may free earlier)."""
         d = self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", 0, "LOG")
-        used = limit - d[2]
-        if used == 0:
-            return int(time.time()), 0
-        return int(time.time() + d[4] / 1000 - expiry), used
+        return _window(limit, expiry, d)
+
+
+class AsyncRlserverStorage(AsyncStorage, AsyncMovingWindowSupport):
+    """RlserverStorage for limits.aio (async+rlserver://), on redis.asyncio: the same commands and keys."""
+
+    STORAGE_SCHEME = ["async+rlserver"]
+
+    def __init__(self, uri: str, prefix: str = "rl:limits:", **options: Any) -> None:
+        super().__init__(uri, **options)
+        self.prefix = prefix
+        self.redis = redis.asyncio.Redis.from_url(_redis_url(uri), **options)
+
+    async def _peek(self, key: str) -> Tuple[int, Any]:
+        limit, window = _parse(key)
+        return limit, await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", 0, "FIXED")
+
+    async def incr(self, key: str, expiry: int, elastic_expiry: bool = False, amount: int = 1) -> int:
+        limit, window = _parse(key)
+        d = await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", amount, "FIXED")
+        return _counted(limit, amount, d)
+
+    async def get(self, key: str) -> int:
+        limit, d = await self._peek(key)
+        return limit - d[2]
+
+    async def get_expiry(self, key: str) -> int:
+        _, d = await self._peek(key)
+        return int(time.time() + d[4] / 1000)
+
+    async def check(self) -> bool:
+        try:
+            return bool(await self.redis.ping())
+        except redis.RedisError:
+            return False
+
+    async def reset(self) -> Optional[int]:
+        n = 0
+        async for k in self.redis.scan_iter(match=self.prefix + "*", count=1000):
+            n += await self.redis.delete(k)
+        return n
+
+    async def clear(self, key: str) -> None:
+        await self.redis.delete(self.prefix + key)
+
+    async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        d = await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", amount, "LOG")
+        return d[0] == 1
+
+    async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[int, int]:
+        d = await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", 0, "LOG")
+        return _window(limit, expiry, d)
