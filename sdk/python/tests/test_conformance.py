@@ -1,12 +1,17 @@
-"""The shared conformance cases through the typed API (sync), as sdk/go runs them."""
+"""The shared conformance cases through the typed API, sync (Client over
+redis.Redis) and async (AsyncClient over redis.asyncio.Redis), as sdk/go runs
+them: one step runner, whose calls are awaited when they return awaitables."""
+import asyncio
+import inspect
 import json
 import re
 from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio
 
-from rlserver import Client, header_fields
+from rlserver import AsyncClient, Client, header_fields
 from rlserver._limiters import Lease
 
 FILE = json.loads((Path(__file__).resolve().parents[2] / "conformance" / "cases.json").read_text())
@@ -35,23 +40,27 @@ def rule_of(c, w):
     return c.concurrency(int(w[2]), ms(w[3])).rule_for(w[1]), 4
 
 
-def run_step(c, r, cmd, st):
+async def res(x):
+    return await x if inspect.isawaitable(x) else x
+
+
+async def run_step(c, r, cmd, st):
     got = {}
     opt = lambda i, d: int(cmd[i]) if i < len(cmd) else d
     name = cmd[0].upper()
     try:
         if name == "CL.TOKENBUCKET":
             lim = c.token_bucket(int(cmd[2]), int(cmd[3]), ms(cmd[4]))
-            d = lim.reserve(cmd[1], int(cmd[5]), ms(cmd[7])) if len(cmd) > 7 and cmd[6].upper() == "RESERVE" else lim.allow(cmd[1], opt(5, 1))
+            d = await res(lim.reserve(cmd[1], int(cmd[5]), ms(cmd[7])) if len(cmd) > 7 and cmd[6].upper() == "RESERVE" else lim.allow(cmd[1], opt(5, 1)))
         elif name == "CL.LEAKYBUCKET":
             lim = c.leaky_bucket(int(cmd[2]), int(cmd[3]), ms(cmd[4]))
-            d = lim.allow(cmd[1], opt(5, 1))
+            d = await res(lim.allow(cmd[1], opt(5, 1)))
         elif name == "CL.WINDOW":
             lim = c.window(cmd[5].lower() if len(cmd) > 5 else "sliding", int(cmd[2]), ms(cmd[3]))
-            d = lim.allow(cmd[1], opt(4, 1))
+            d = await res(lim.allow(cmd[1], opt(4, 1)))
         elif name == "CL.ACQUIRE":
             lim = c.concurrency(int(cmd[2]), ms(cmd[3]))
-            lease, d = lim.acquire(cmd[1], opt(4, 1))
+            lease, d = await res(lim.acquire(cmd[1], opt(4, 1)))
             got["lease"] = lease is not None
             if lease:
                 st["lease"] = lease.id
@@ -62,17 +71,17 @@ def run_step(c, r, cmd, st):
                 rules.append(rl)
                 w = w[k:]
             cost = int(w[1]) if len(w) == 2 and w[0].upper() == "COST" else 1
-            ok, ds, leases = c.all(cost, rules)
+            ok, ds, leases = await res(c.all(cost, rules))
             for le in leases:
                 if le:
                     st["lease"] = le.id
             return {"all": {"allowed": 1 if ok else 0, "decisions": [ints(x) for x in ds]}}
         elif name in ("CL.RELEASE", "CL.RENEW"):
             le = Lease(c, st["lease"], cmd[1], 1, None)
-            ok = le.release() if name == "CL.RELEASE" else le.renew(ms(cmd[3]))
+            ok = await res(le.release() if name == "CL.RELEASE" else le.renew(ms(cmd[3])))
             return {"reply": 1 if ok else 0}
         else:
-            return {"reply": r.execute_command(*cmd)}
+            return {"reply": await res(r.execute_command(*cmd))}
     except redis.ResponseError as e:
         return {"error": str(e).split(" ")[0]}
     got["decision"] = ints(d)
@@ -81,18 +90,37 @@ def run_step(c, r, cmd, st):
     return got
 
 
-@pytest.mark.parametrize("case", FILE["cases"], ids=[c["name"] for c in FILE["cases"]])
-def test_conformance(server, case):
-    r = redis.Redis.from_url(server.url)
-    c = Client(r)
-    r.flushall()
-    r.execute_command("DEBUG", "CLOCK", "SET", FILE["start_unix_ms"])
+async def run_case(c, r, case):
+    await res(r.flushall())
+    await res(r.execute_command("DEBUG", "CLOCK", "SET", FILE["start_unix_ms"]))
     st = {"lease": ""}
     for i, step in enumerate(case["steps"]):
         if "advance_ms" in step:
-            r.execute_command("DEBUG", "CLOCK", "ADVANCE", step["advance_ms"])
+            await res(r.execute_command("DEBUG", "CLOCK", "ADVANCE", step["advance_ms"]))
             continue
         cmd = [a.replace("$lease", st["lease"]) for a in step["command"]]
         want = {k: v for k, v in step.items() if k != "command"}
-        assert run_step(c, r, cmd, st) == want, f"step {i}: {step['command']}"
-    r.close()
+        assert await run_step(c, r, cmd, st) == want, f"step {i}: {step['command']}"
+
+
+CASES = pytest.mark.parametrize("case", FILE["cases"], ids=[c["name"] for c in FILE["cases"]])
+
+
+@CASES
+def test_conformance(server, case):
+    r = redis.Redis.from_url(server.url)
+    try:
+        asyncio.run(run_case(Client(r), r, case))
+    finally:
+        r.close()
+
+
+@CASES
+def test_conformance_async(server, case):
+    async def main():
+        r = redis.asyncio.Redis.from_url(server.url)
+        try:
+            await run_case(AsyncClient(r, timeout=5), r, case)
+        finally:
+            await r.close()
+    asyncio.run(main())
