@@ -20,4 +20,4 @@ fi
 if [ "$1" = bench ]; then
 	exec java -cp build/classes:build/test-classes io.rlserver.Bench "${2:-50000}"
 fi
-java -jar $JUNIT --class-path build/classes:build/test-classes --select-package io.rlserver --disable-banner --details=summary --fail-if-no-tests
+java -jar $JUNIT --class-path build/classes:build/test-classes:build/example --select-package io.rlserver --disable-banner --details=summary --fail-if-no-tests

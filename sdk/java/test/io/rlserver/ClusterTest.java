@@ -68,6 +68,22 @@ class ClusterTest {
         }
     }
 
+    /** The README's Cluster block (example/ClusterExample.java's limit) on this cluster: both rules on one slot. */
+    @Test void readmeClusterExampleRuns() throws Exception {
+        var limit = Class.forName("ClusterExample").getDeclaredMethod("limit", List.class, String.class);
+        limit.setAccessible(true);
+        List<String> seeds = List.of("127.0.0.1:" + nodes.get(0).port);
+        for (long want = 9; want >= 8; want--) {
+            AllDecision d = (AllDecision) limit.invoke(null, seeds, PASSWORD);
+            assertTrue(d.allowed());
+            assertEquals(2, d.decisions().size());
+            assertEquals(want, d.decisions().get(0).remaining());
+            assertEquals(want + 990, d.decisions().get(1).remaining());
+            assertFalse(d.decisions().get(0).fallback());
+        }
+        assertEquals(cluster.call("CLUSTER", "KEYSLOT", "{user:42}:m"), cluster.call("CLUSTER", "KEYSLOT", "{user:42}:d"));
+    }
+
     @Test void slotsMatchTheServer() throws Exception {
         for (String k : new String[] {"foo", "bar", "{user1}:a", "x{user1}y", "{}a", "a{}b{c}", "{a", "héllo", ""}) {
             assertEquals(cluster.call("CLUSTER", "KEYSLOT", k), (long) Cluster.slot(k), k);

@@ -1,0 +1,67 @@
+package io.rlserver;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every fenced block of README.md is checked: the endpoint example by
+ * ConfigTest.readmeExampleIsCompiled, the Cluster set-up here (equal to
+ * example/ClusterExample.java, which build.sh compiles and ClusterTest runs),
+ * the build commands against scripts/test.sh.
+ */
+class ReadmeTest {
+    static final int ENDPOINT = 0, CLUSTER = 1, BUILD = 2;
+
+    /** The README's fenced blocks, each as "fence\nbody". */
+    static List<String[]> blocks() throws Exception {
+        String readme = Files.readString(Path.of("README.md"));
+        List<String[]> out = new ArrayList<>();
+        int i = 0;
+        while ((i = readme.indexOf("\n```", i)) >= 0) {
+            int eol = readme.indexOf('\n', i + 1);
+            int end = readme.indexOf("```", eol + 1);
+            out.add(new String[] {readme.substring(i + 1, eol), readme.substring(eol + 1, end)});
+            i = end + 3;
+        }
+        return out;
+    }
+
+    /** Asserts that block, each line indented by indent, is in file. */
+    static void assertIndentedIn(String block, String indent, String file) throws Exception {
+        StringBuilder indented = new StringBuilder();
+        for (String line : block.split("\n")) indented.append(line.isEmpty() ? "" : indent + line).append('\n');
+        assertTrue(Files.readString(Path.of(file)).contains(indented), "this README block is not in " + file + ":\n" + block);
+    }
+
+    @Test void everyBlockIsChecked() throws Exception {
+        List<String> got = new ArrayList<>();
+        for (String[] b : blocks()) got.add(b[0] + " " + b[1].split("\n")[0]);
+        assertEquals(List.of(
+            "```java Client rl = new Client(new Pool(\"127.0.0.1\", 6379),   // or new Cluster(\"10.0.0.1:6379\")",  // ConfigTest.readmeExampleIsCompiled
+            "```java Client rl = new Client(new Cluster(seeds, 0, null, password),   // seeds: any nodes; password null without one",  // clusterBlockIsTheExample
+            "``` ./build.sh        # javac into build/classes, build/example (only those are replaced)"),  // buildCommands
+            got);
+    }
+
+    @Test void clusterBlockIsTheExample() throws Exception {
+        assertIndentedIn(blocks().get(CLUSTER)[1], "        ", "example/ClusterExample.java");
+    }
+
+    /** ./build.sh builds what it says; "./build.sh test" is what scripts/test.sh runs. */
+    @Test void buildCommands() throws Exception {
+        String[] lines = blocks().get(BUILD)[1].split("\n");
+        assertEquals(2, lines.length);
+        assertTrue(lines[0].startsWith("./build.sh        # ") && lines[1].startsWith("./build.sh test   # "), String.join("\n", lines));
+        assertTrue(Files.readString(Path.of("../../scripts/test.sh")).contains("(cd sdk/java && ./build.sh test)\n"));
+        assertTrue(Files.readString(Path.of("build.sh")).contains("\nrm -rf build/classes build/test-classes build/example\n"));
+        assertTrue(Files.isRegularFile(Path.of("build/classes/io/rlserver/Client.class")));
+        assertTrue(Files.isRegularFile(Path.of("build/example/Example.class")));
+        assertTrue(Files.isRegularFile(Path.of("build/example/ClusterExample.class")));
+    }
+}
