@@ -52,6 +52,26 @@ final class ClusterTest extends TestCase
         $this->fail('could not start a two-node cluster');
     }
 
+    /** The README's Cluster block, run as written with this cluster's seed for its two. */
+    public function testReadmeClusterBlock(): void
+    {
+        $rc = $this->startCluster();
+        foreach ($this->nodes as $n) {
+            Server::setClock($n->redis(), Server::EPOCH_MS);
+        }
+        $block = ReadmeBlocksTest::blocks()[ReadmeBlocksTest::CLUSTER][1];
+        $seeds = "['10.0.0.1:6379', '10.0.0.2:6379']";
+        $this->assertStringContainsString($seeds, $block);
+        $password = null;
+        for ($want = 9; $want >= 8; $want--) {
+            eval('use Rlserver\Client; use Rlserver\WindowMode; ' . str_replace($seeds, "['127.0.0.1:" . $this->nodes[0]->port . "']", $block));
+            $this->assertTrue($ad->allowed);
+            $this->assertSame([$want, $want + 990], array_map(fn ($x) => $x->remaining, $ad->decisions));
+            $this->assertFalse($ad->decisions[0]->fallback);
+        }
+        $this->assertSame($rc->rawCommand('{user:42}', 'CLUSTER', 'KEYSLOT', '{user:42}:m'), $rc->rawCommand('{user:42}', 'CLUSTER', 'KEYSLOT', '{user:42}:d'));
+    }
+
     public function testCluster(): void
     {
         $rc = $this->startCluster();
