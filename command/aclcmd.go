@@ -112,7 +112,7 @@ func cmdACLWhoAmI(c *Ctx, args [][]byte) { c.W.BulkString(c.sess.user.name) }
 // ACL CAT [category]
 func cmdACLCat(c *Ctx, args [][]byte) {
 	if len(args) > 3 {
-		c.err(resp.ErrWrongArgs("acl|cat"))
+		c.err(errWrongArgs("acl|cat"))
 		return
 	}
 	if len(args) == 2 {
@@ -152,7 +152,7 @@ func cmdACLLoad(c *Ctx, args [][]byte) {
 func cmdACLGenPass(c *Ctx, args [][]byte) {
 	bits := int64(256)
 	if len(args) > 3 {
-		c.err(resp.ErrWrongArgs("acl|genpass"))
+		c.err(errWrongArgs("acl|genpass"))
 		return
 	}
 	if len(args) == 3 {

@@ -21,7 +21,7 @@ type configParam struct {
 	get   func(c *Ctx) string
 	parse func(v []byte) (int64, bool) // nil: immutable
 	set   func(c *Ctx, n int64, v []byte)
-	bad   func(name string) string // CONFIG SET's error for a bad value; default resp.ErrConfigValue
+	bad   func(name string) string // CONFIG SET's error for a bad value; default errConfigValue
 }
 
 // intParam is a settable integer parameter.
@@ -65,7 +65,7 @@ var configParams = map[string]configParam{
 		get:   func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
 		parse: parseYesNo,
 		set:   func(c *Ctx, n int64, _ []byte) { c.h.protected.Store(n == 1) },
-		bad:   resp.ErrConfigYesNo,
+		bad:   errConfigYesNo,
 	},
 	"requirepass": {
 		get:   func(c *Ctx) string { return *c.h.requirePass.Load() },
@@ -145,7 +145,7 @@ func cmdConfigGet(c *Ctx, args [][]byte) {
 // CONFIG SET parameter value [parameter value ...]: all or nothing.
 func cmdConfigSet(c *Ctx, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.err(resp.ErrWrongArgs("config|set"))
+		c.err(errWrongArgs("config|set"))
 		return
 	}
 	for i := 2; i < len(args); i += 2 {
@@ -153,21 +153,21 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 		p, ok := configParams[name]
 		if !ok {
 			if _, ro := c.h.cfg.Settings[name]; ro {
-				c.err(resp.ErrConfigImmutable(name))
+				c.err(errConfigImmutable(name))
 				return
 			}
-			c.err(resp.ErrConfigUnknown(args[i]))
+			c.err(errConfigUnknown(args[i]))
 			return
 		}
 		if p.parse == nil {
-			c.err(resp.ErrConfigImmutable(name))
+			c.err(errConfigImmutable(name))
 			return
 		}
 	}
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
 		if p := configParams[name]; !parsed(p.parse(args[i+1])) {
-			bad := resp.ErrConfigValue
+			bad := errConfigValue
 			if p.bad != nil {
 				bad = p.bad
 			}
@@ -210,7 +210,7 @@ func (c *Ctx) tlsFiles(args [][]byte) (apply func(), msg string) {
 	}
 	t := c.h.cfg.TLS
 	if t == nil {
-		return nil, resp.ErrConfigReason(touched, "TLS is not enabled: start the server with --tls-port")
+		return nil, errConfigReason(touched, "TLS is not enabled: start the server with --tls-port")
 	}
 	curCert, curKey := t.Files()
 	if cert == "" {
@@ -221,7 +221,7 @@ func (c *Ctx) tlsFiles(args [][]byte) (apply func(), msg string) {
 	}
 	apply, err := t.Load(cert, key)
 	if err != nil {
-		return nil, resp.ErrConfigReason(touched, "Unable to update TLS configuration: "+err.Error())
+		return nil, errConfigReason(touched, "Unable to update TLS configuration: "+err.Error())
 	}
 	return apply, ""
 }
@@ -259,12 +259,12 @@ func cmdMemoryPurge(c *Ctx, args [][]byte) {
 // rlserver's values are never sampled.
 func cmdMemoryUsage(c *Ctx, args [][]byte) {
 	if len(args) != 3 && (len(args) != 5 || !equalFold(args[3], "SAMPLES")) {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	if len(args) == 5 {
 		if _, ok := resp.ParseInt(args[4]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 	}
@@ -291,7 +291,7 @@ func (c *Ctx) totalCommands() int64 { return c.h.totalCmds.Load() }
 // DEBUG CLOCK SET unix_ms | ADVANCE ms | REAL | GET
 func cmdDebugClock(c *Ctx, args [][]byte) {
 	if !c.h.cfg.EnableDebug {
-		c.err(resp.ErrDebugOff)
+		c.err(errDebugOff)
 		return
 	}
 	op := args[2]
@@ -299,7 +299,7 @@ func cmdDebugClock(c *Ctx, args [][]byte) {
 	case equalFold(op, "SET") && len(args) == 4:
 		ms, ok := resp.ParseInt(args[3])
 		if !ok || ms < 0 || ms > (1<<63-1)/int64(1e6) {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 		c.h.clock.Set(ms * 1e6)
@@ -307,7 +307,7 @@ func cmdDebugClock(c *Ctx, args [][]byte) {
 	case equalFold(op, "ADVANCE") && len(args) == 4:
 		ms, ok := resp.ParseInt(args[3])
 		if !ok || ms > (1<<63-1)/int64(1e6) || ms < -((1<<63-1)/int64(1e6)) {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 		c.h.clock.Advance(time.Duration(ms) * time.Millisecond)
@@ -319,7 +319,7 @@ func cmdDebugClock(c *Ctx, args [][]byte) {
 		c.W.Int(c.h.clock.Now() / 1e6)
 		return
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	c.W.OK()
@@ -328,18 +328,18 @@ func cmdDebugClock(c *Ctx, args [][]byte) {
 // DEBUG DISKFAULT ENOSPC | EACCES | EROFS | ENOENT | OFF
 func cmdDebugDiskFault(c *Ctx, args [][]byte) {
 	if !c.h.cfg.EnableDebug {
-		c.err(resp.ErrDebugOff)
+		c.err(errDebugOff)
 		return
 	}
 	faults := map[string]error{"ENOSPC": syscall.ENOSPC, "EACCES": syscall.EACCES, "EROFS": syscall.EROFS, "ENOENT": syscall.ENOENT, "OFF": nil}
 	err, ok := faults[strings.ToUpper(string(args[2]))]
 	if !ok {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	p := c.h.cfg.Persistence
 	if p == nil {
-		c.err(resp.ErrPersistenceOff)
+		c.err(errPersistenceOff)
 		return
 	}
 	if err != nil {
@@ -352,7 +352,7 @@ func cmdDebugDiskFault(c *Ctx, args [][]byte) {
 func cmdSave(c *Ctx, args [][]byte) {
 	if p := c.h.cfg.Persistence; p != nil {
 		if err := p.Save(); err != nil {
-			c.err(resp.ErrFailed(err))
+			c.err(errFailed(err))
 			return
 		}
 	}
@@ -361,12 +361,12 @@ func cmdSave(c *Ctx, args [][]byte) {
 
 func cmdBGSave(c *Ctx, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "SCHEDULE") {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	if p := c.h.cfg.Persistence; p != nil {
 		if err := p.BGSave(); err != nil {
-			c.err(resp.ErrFailed(err))
+			c.err(errFailed(err))
 			return
 		}
 	}
@@ -391,13 +391,13 @@ func cmdShutdown(c *Ctx, args [][]byte) {
 			save = false
 		case equalFold(a, "SAVE"), equalFold(a, "NOW"), equalFold(a, "FORCE"):
 		default:
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	}
 	if p := c.h.cfg.Persistence; save && p != nil {
 		if err := p.Save(); err != nil {
-			c.err(resp.ErrShutdown)
+			c.err(errShutdown)
 			return
 		}
 	}
@@ -414,16 +414,16 @@ func cmdShutdown(c *Ctx, args [][]byte) {
 func cmdCheckpoint(c *Ctx, args [][]byte) {
 	p := c.h.cfg.Persistence
 	if p == nil {
-		c.err(resp.ErrPersistenceOff)
+		c.err(errPersistenceOff)
 		return
 	}
 	name := string(args[1])
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.ContainsRune(name, 0) {
-		c.err(resp.ErrCheckpointName)
+		c.err(errCheckpointName)
 		return
 	}
 	if err := p.Checkpoint(filepath.Join(c.h.cfg.BackupDir, name)); err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.OK()

@@ -148,7 +148,7 @@ func (a *allScratch) rekey(c *Ctx, args [][]byte) string {
 		key := args[at]
 		for j := range i { // by index: a Rule is large
 			if string(a.rules[j].Key) == string(key) {
-				return resp.ErrAllDistinctKeys
+				return errAllDistinctKeys
 			}
 		}
 		a.rules = a.rules[:i+1]
@@ -166,11 +166,11 @@ func parseRules(c *Ctx, args [][]byte) string {
 	a := &c.all
 	count, ok := parsePositive(args[1])
 	if !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	rest := args[2:]
 	if count > int64(len(rest)) {
-		return resp.ErrSyntax
+		return errSyntax
 	}
 	if int(count) > len(a.ops) {
 		a.ops = make([]ops, count) // before any op is handed out: ops point into it
@@ -178,11 +178,11 @@ func parseRules(c *Ctx, args [][]byte) string {
 	a.rules, a.forms = a.rules[:0], a.forms[:0]
 	for i := range int(count) {
 		if len(rest) == 0 {
-			return resp.ErrSyntax
+			return errSyntax
 		}
 		f := ruleFormOf(rest[0])
 		if f == nil || len(rest) < 2+f.params {
-			return resp.ErrSyntax
+			return errSyntax
 		}
 		key := rest[1]
 		op := a.ops[i].of(f.kind)
@@ -191,7 +191,7 @@ func parseRules(c *Ctx, args [][]byte) string {
 		}
 		for j := range a.rules {
 			if string(a.rules[j].Key) == string(key) {
-				return resp.ErrAllDistinctKeys
+				return errAllDistinctKeys
 			}
 		}
 		// Grown in place, not appended: a Rule is large, and UpdateAll
@@ -212,10 +212,10 @@ func parseRules(c *Ctx, args [][]byte) string {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "COST"):
 		if n, ok = parseCost(rest[1]); !ok {
-			return resp.ErrNotInt
+			return errNotInt
 		}
 	default:
-		return resp.ErrSyntax
+		return errSyntax
 	}
 	for _, op := range a.forms {
 		op.setCost(n)

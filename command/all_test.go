@@ -36,7 +36,7 @@ func cmdAllReference(c *Ctx, args [][]byte) {
 		_, st := keys.UpdateLive(r.Key, now, chk)
 		switch st {
 		case shard.WrongType:
-			c.err(resp.ErrWrongType)
+			c.err(errWrongType)
 			return
 		case shard.Absent:
 			chk.d, _, _ = r.Op.Run(r.Op.Kind().New(), now, false)
@@ -246,13 +246,13 @@ func TestAllAcquireRule(t *testing.T) {
 	if got := run("CL.RELEASE", "exports", id); got != ":1\r\n" {
 		t.Fatalf("CL.RELEASE of the CL.ALL lease = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "ip", "2", "30s"); got != "-"+resp.ErrWrongType+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "ip", "2", "30s"); got != "-"+errWrongType+"\r\n" {
 		t.Fatalf("ACQUIRE rule on a window key = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "x", "0", "30s"); got != "-"+resp.ErrNotInt+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "0", "30s"); got != "-"+errNotInt+"\r\n" {
 		t.Fatalf("ACQUIRE rule with limit 0 = %q", got)
 	}
-	if got := run("CL.ALL", "1", "ACQUIRE", "x", "1", "soon"); got != "-"+resp.ErrInvalidDuration([]byte("soon"))+"\r\n" {
+	if got := run("CL.ALL", "1", "ACQUIRE", "x", "1", "soon"); got != "-"+errInvalidDuration([]byte("soon"))+"\r\n" {
 		t.Fatalf("ACQUIRE rule with a bad lease = %q", got)
 	}
 }

@@ -21,7 +21,7 @@ func cmdClientID(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, c.se
 
 func cmdClientSetName(c *Ctx, args [][]byte) {
 	if !validClientName(args[2]) {
-		c.err(resp.ErrClientName)
+		c.err(errClientName)
 		return
 	}
 	c.sess.setName(string(args[2]))
@@ -43,11 +43,11 @@ func cmdClientGetName(c *Ctx, args [][]byte) {
 func cmdClientSetInfo(c *Ctx, args [][]byte) {
 	attr := strings.ToUpper(string(args[2]))
 	if attr != "LIB-NAME" && attr != "LIB-VER" {
-		c.err(resp.ErrUnrecognizedOption(args[2]))
+		c.err(errUnrecognizedOption(args[2]))
 		return
 	}
 	if !validClientName(args[3]) {
-		c.err(resp.ErrClientAttr(attr))
+		c.err(errClientAttr(attr))
 		return
 	}
 	c.sess.mu.Lock()
@@ -82,13 +82,13 @@ func cmdClientList(c *Ctx, args [][]byte) {
 			for i++; i < len(args); i++ {
 				id, ok := resp.ParseInt(args[i])
 				if !ok || id <= 0 {
-					c.err(resp.ErrClientID)
+					c.err(errClientID)
 					return
 				}
 				ids[id] = true
 			}
 		default:
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	}
@@ -115,7 +115,7 @@ func cmdClientTracking(c *Ctx, args [][]byte) {
 		on = true
 	case equalFold(args[2], "OFF"):
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	optin, other := false, false
@@ -133,17 +133,17 @@ func cmdClientTracking(c *Ctx, args [][]byte) {
 		case equalFold(args[i], "REDIRECT") && i+1 < len(args):
 			id, ok := resp.ParseInt(args[i+1])
 			if !ok {
-				c.err(resp.ErrNotInt)
+				c.err(errNotInt)
 				return
 			}
 			if !c.clientExists(id) {
-				c.err(resp.ErrRedirectNoClient)
+				c.err(errRedirectNoClient)
 				return
 			}
 			redirect = id
 			i++
 		default:
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	}
@@ -153,7 +153,7 @@ func cmdClientTracking(c *Ctx, args [][]byte) {
 		return
 	}
 	if !optin || other {
-		c.err(resp.ErrTrackingMode)
+		c.err(errTrackingMode)
 		return
 	}
 	c.sess.tracking, c.sess.redirect = true, redirect
@@ -164,14 +164,14 @@ func cmdClientTracking(c *Ctx, args [][]byte) {
 func cmdClientCaching(c *Ctx, args [][]byte) {
 	switch {
 	case !c.sess.tracking:
-		c.err(resp.ErrCachingMode)
+		c.err(errCachingMode)
 	case equalFold(args[2], "YES"):
 		c.sess.caching = true
 		c.W.OK()
 	case equalFold(args[2], "NO"):
-		c.err(resp.ErrCachingNo)
+		c.err(errCachingNo)
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 	}
 }
 

@@ -100,12 +100,12 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 	}
 	n, ok := resp.ParseInt(args[4])
 	if !ok {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	pos, err := r.Hello(string(args[2]), string(args[3]), int(n), string(args[5]))
 	if err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.Array(len(pos))
@@ -123,7 +123,7 @@ func cmdReplContinue(c *Ctx, args [][]byte) {
 	for _, a := range args[3:] {
 		p, ok := resp.ParseInt(a)
 		if !ok || p < 0 {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 		pos = append(pos, uint64(p))
@@ -138,11 +138,11 @@ func cmdReplFull(c *Ctx, args [][]byte) {
 	}
 	n, ok := resp.ParseInt(args[3])
 	if !ok {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if err := r.Full(string(args[2]), int(n)); err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.OK()
@@ -156,11 +156,11 @@ func cmdReplApply(c *Ctx, args [][]byte) {
 	i, ok1 := resp.ParseInt(args[2])
 	pos, ok2 := resp.ParseInt(args[3])
 	if !ok1 || !ok2 {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if err := r.Apply(int(i), pos, args[4]); err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.OK()
@@ -172,7 +172,7 @@ func cmdReplSynced(c *Ctx, args [][]byte) {
 		return
 	}
 	if err := r.Synced(); err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.OK()
@@ -192,7 +192,7 @@ func cmdReplMove(c *Ctx, args [][]byte) {
 	n, ok1 := resp.ParseInt(args[3])
 	i, ok2 := resp.ParseInt(args[4])
 	if !ok1 || !ok2 {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	c.okOrErr(r.ImportApply(string(args[2]), int(n), int(i), args[5]))
@@ -206,7 +206,7 @@ func cmdReplHandover(c *Ctx, args [][]byte) {
 
 func (c *Ctx) okOrErr(err error) {
 	if err != nil {
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 		return
 	}
 	c.W.OK()
@@ -310,7 +310,7 @@ func clusterContainer() *Command {
 		run := s.run
 		sc := sub("cluster|"+s.name, s.arity, s.summary, func(c *Ctx, args [][]byte) {
 			if c.h.cfg.Cluster == nil {
-				c.err(resp.ErrClusterDisabled)
+				c.err(errClusterDisabled)
 				return
 			}
 			run(c, args)
@@ -334,7 +334,7 @@ func clusterContainer() *Command {
 	run := help.Run
 	help.Run = func(ctx *Ctx, args [][]byte) {
 		if ctx.h.cfg.Cluster == nil {
-			ctx.err(resp.ErrClusterDisabled)
+			ctx.err(errClusterDisabled)
 			return
 		}
 		run(ctx, args)
@@ -349,7 +349,7 @@ func clusterContainer() *Command {
 func clusterOnly(name, summary string, run func(c *Ctx, args [][]byte)) *Command {
 	c := conn(name, 1, summary, func(c *Ctx, args [][]byte) {
 		if c.h.cfg.Cluster == nil {
-			c.err(resp.ErrClusterDisabled)
+			c.err(errClusterDisabled)
 			return
 		}
 		run(c, args)
@@ -386,10 +386,10 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 			case slot < 0:
 				slot = s
 				if v.Topo.Owner(s) < 0 {
-					return resp.ErrSlotUnbound
+					return errSlotUnbound
 				}
 			case s != slot:
-				return resp.ErrCrossSlot
+				return errCrossSlot
 			}
 		}
 		return ""
@@ -420,11 +420,11 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 // routeSlot is route's decision for a command on slot.
 func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 	if v.Topo.Owner(slot) < 0 {
-		return resp.ErrSlotUnbound
+		return errSlotUnbound
 	}
 	owner := v.Topo.Owner(slot)
 	if !v.Topo.Complete() || v.Topo.Shards[owner].Down || c.h.cfg.Cluster.Fenced() {
-		return resp.ErrClusterDown
+		return errClusterDown
 	}
 	if g := c.h.cfg.Cluster.Gate(); g != nil && !v.Self.Replica {
 		// A slot on the move: the source's primary sends what it handed
@@ -434,7 +434,7 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 		// must not be sent back to the source while this node is not yet
 		// (an exchange of MOVED that exhausts the client's redirects).
 		if owner == v.Self.Shard && g.Handed.Has(slot) {
-			return resp.ErrAsk(slot, g.To.Addr())
+			return errAsk(slot, g.To.Addr())
 		}
 		if g.Imported.Has(slot) {
 			return ""
@@ -444,7 +444,7 @@ func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
 		return ""
 	}
 	p, _ := v.Primary(slot)
-	return resp.ErrMoved(slot, p.Addr())
+	return errMoved(slot, p.Addr())
 }
 
 // holdMoving holds a command that found its key's slot frozen: the slot
@@ -489,7 +489,7 @@ func (c *Ctx) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
 	} else if c.run(cmd, args); c.moving {
 		c.moving = false
 		if held = !last; !held {
-			c.reject(resp.ErrTryAgain)
+			c.reject(errTryAgain)
 		}
 	}
 	c.endBatch()
@@ -717,11 +717,11 @@ func cmdClusterKeySlot(c *Ctx, args [][]byte) { c.W.Int(int64(cluster.Slot(args[
 func cmdClusterCountKeys(c *Ctx, args [][]byte) {
 	slot, ok := resp.ParseInt(args[2])
 	if !ok {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if slot < 0 || slot >= cluster.Slots {
-		c.err(resp.ErrInvalidSlot)
+		c.err(errInvalidSlot)
 		return
 	}
 	c.W.Int(int64(c.keys().CountKeysInSlot(int(slot))))
@@ -731,11 +731,11 @@ func cmdClusterGetKeys(c *Ctx, args [][]byte) {
 	n, ok1 := resp.ParseInt(args[3])
 	slot, ok2 := resp.ParseInt(args[2])
 	if !ok1 || !ok2 {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if n < 0 || slot < 0 || slot >= cluster.Slots {
-		c.err(resp.ErrInvalidSlotCount)
+		c.err(errInvalidSlotCount)
 		return
 	}
 	keys := c.keys().KeysInSlot(int(slot), int(min(n, 1<<30)), c.Now())
@@ -756,7 +756,7 @@ func cmdClusterReload(c *Ctx, args [][]byte) {
 	adopted, err := st.Reload()
 	switch {
 	case err != nil:
-		c.err(resp.ErrFailed(err))
+		c.err(errFailed(err))
 	case !adopted:
 		c.err("ERR the topology file's version is not newer than the current one (" + strconv.FormatInt(old, 10) + ")")
 	default:
@@ -865,16 +865,16 @@ func cmdWait(c *Ctx, args [][]byte) {
 	n, ok1 := resp.ParseInt(args[1])
 	ms, ok2 := resp.ParseInt(args[2])
 	if !ok1 || !ok2 {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if ms < 0 {
-		c.err(resp.ErrTimeoutNegative)
+		c.err(errTimeoutNegative)
 		return
 	}
 	st, r := c.h.cfg.Cluster, c.h.cfg.Replication
 	if st != nil && st.View().Self.Replica {
-		c.err(resp.ErrWaitOnReplica)
+		c.err(errWaitOnReplica)
 		return
 	}
 	if r == nil || n <= 0 || c.inExec {

@@ -15,7 +15,7 @@ func cmdPing(c *Ctx, args [][]byte) {
 	case 2:
 		c.W.Bulk(args[1])
 	default:
-		c.err(resp.ErrWrongArgs("ping"))
+		c.err(errWrongArgs("ping"))
 	}
 }
 
@@ -57,7 +57,7 @@ func (h *Handler) authFailed(addr string) {
 // AUTH [username] password
 func cmdAuth(c *Ctx, args [][]byte) {
 	if len(args) > 3 {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	var user []byte
@@ -66,11 +66,11 @@ func cmdAuth(c *Ctx, args [][]byte) {
 		user, pass = args[1], args[2]
 	}
 	if user == nil && c.h.acl.open() {
-		c.err(resp.ErrNoPassSet)
+		c.err(errNoPassSet)
 		return
 	}
 	if !c.authenticate(user, pass) {
-		c.err(resp.ErrWrongPass)
+		c.err(errWrongPass)
 		return
 	}
 	c.W.OK()
@@ -82,11 +82,11 @@ func cmdHello(c *Ctx, args [][]byte) {
 	if len(args) > 1 {
 		v, ok := resp.ParseInt(args[1])
 		if !ok {
-			c.err(resp.ErrHelloProto)
+			c.err(errHelloProto)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.err(resp.ErrNoProto)
+			c.err(errNoProto)
 			return
 		}
 		proto = int(v)
@@ -97,24 +97,24 @@ func cmdHello(c *Ctx, args [][]byte) {
 		switch {
 		case equalFold(args[i], "AUTH") && i+2 < len(args):
 			if !c.authenticate(args[i+1], args[i+2]) {
-				c.err(resp.ErrWrongPass)
+				c.err(errWrongPass)
 				return
 			}
 			i += 2
 		case equalFold(args[i], "SETNAME") && i+1 < len(args):
 			if !validClientName(args[i+1]) {
-				c.err(resp.ErrClientName)
+				c.err(errClientName)
 				return
 			}
 			name, setName = args[i+1], true
 			i++
 		default:
-			c.err(resp.ErrHelloOption(args[i]))
+			c.err(errHelloOption(args[i]))
 			return
 		}
 	}
 	if c.sess.user == nil {
-		c.err(resp.ErrHelloNoAuth)
+		c.err(errHelloNoAuth)
 		return
 	}
 	if setName {
@@ -148,11 +148,11 @@ func cmdHello(c *Ctx, args [][]byte) {
 func cmdSelect(c *Ctx, args [][]byte) {
 	n, ok := resp.ParseInt(args[1])
 	if !ok {
-		c.err(resp.ErrNotInt)
+		c.err(errNotInt)
 		return
 	}
 	if n != 0 {
-		c.err(resp.ErrDBIndex)
+		c.err(errDBIndex)
 		return
 	}
 	c.W.OK()
@@ -175,7 +175,7 @@ func cmdReset(c *Ctx, args [][]byte) {
 
 func cmdMulti(c *Ctx, args [][]byte) {
 	if c.sess.inMulti {
-		c.err(resp.ErrNestedMulti)
+		c.err(errNestedMulti)
 		return
 	}
 	c.sess.inMulti, c.sess.multiErr, c.sess.queue = true, false, c.sess.queue[:0]
@@ -184,7 +184,7 @@ func cmdMulti(c *Ctx, args [][]byte) {
 
 func cmdDiscard(c *Ctx, args [][]byte) {
 	if !c.sess.inMulti {
-		c.err(resp.ErrDiscardNoMulti)
+		c.err(errDiscardNoMulti)
 		return
 	}
 	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
@@ -195,13 +195,13 @@ func cmdDiscard(c *Ctx, args [][]byte) {
 // (taken in index order) for the whole transaction.
 func cmdExec(c *Ctx, args [][]byte) {
 	if !c.sess.inMulti {
-		c.err(resp.ErrExecNoMulti)
+		c.err(errExecNoMulti)
 		return
 	}
 	queue, failed := c.sess.queue, c.sess.multiErr
 	c.sess.inMulti, c.sess.multiErr, c.sess.queue = false, false, nil
 	if failed {
-		c.err(resp.ErrExecAbort)
+		c.err(errExecAbort)
 		return
 	}
 	c.txn, c.inExec = c.Store().LockAll(), true

@@ -74,7 +74,7 @@ func (c *Ctx) keys() shard.View {
 	return c.h.store.View()
 }
 
-// err answers an error (a text of resp/errors.go).
+// err answers an error (a text of errors.go).
 func (c *Ctx) err(msg string) { c.W.Err(msg) }
 
 // setProto switches the connection's replies to RESP2 or RESP3.
@@ -139,30 +139,30 @@ func (c *Ctx) exec(args [][]byte) {
 	cmd := c.command(args[0])
 	c.beginCommand(cmd, args)
 	if cmd == nil {
-		c.reject(resp.ErrUnknownCommand(args))
+		c.reject(errUnknownCommand(args))
 		return
 	}
 	if !cmd.arityOK(len(args)) {
-		c.reject(resp.ErrWrongArgs(cmd.Name))
+		c.reject(errWrongArgs(cmd.Name))
 		return
 	}
 	if cmd.subIndex != nil && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
 			c.batch.curCmd = nil // Redis counts no command's statistics
-			c.reject(resp.ErrUnknownSubcommand(cmd.Name, args[1]))
+			c.reject(errUnknownSubcommand(cmd.Name, args[1]))
 			return
 		}
 		c.batch.curCmd = sub
 		if !sub.arityOK(len(args)) {
-			c.reject(resp.ErrWrongArgs(sub.Name))
+			c.reject(errWrongArgs(sub.Name))
 			return
 		}
 		cmd = sub
 	}
 	if !cmd.noAuth {
 		if s.user == nil {
-			c.reject(resp.ErrNoAuth)
+			c.reject(errNoAuth)
 			return
 		}
 		if p := s.user.perm.Load(); !p.allCmds || !p.allKeys {
@@ -188,16 +188,16 @@ func (c *Ctx) exec(args [][]byte) {
 			}
 		}
 		if cmd.write && c.h.cfg.Cluster.View().Self.Replica {
-			c.reject(resp.ErrReadOnlyReplica)
+			c.reject(errReadOnlyReplica)
 			return
 		}
 	}
 	if s.caching && cmd.readonly && cmd.Keys.First > 0 {
-		c.reject(resp.ErrNoCaching)
+		c.reject(errNoCaching)
 		return
 	}
 	if s.inMulti && cmd.noMulti {
-		c.reject(resp.ErrNotInMulti)
+		c.reject(errNotInMulti)
 		return
 	}
 	if s.inMulti && !cmd.immediate {

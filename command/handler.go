@@ -197,7 +197,7 @@ func (h *Handler) Admit(remote net.Addr) string {
 	if a, ok := remote.(*net.TCPAddr); ok && (a.IP.Equal(net.IPv4(127, 0, 0, 1)) || a.IP.Equal(net.IPv6loopback)) {
 		return ""
 	}
-	return resp.ErrDenied
+	return errDenied
 }
 
 // NewSession returns the state of a new connection (resp.Handler).

@@ -251,11 +251,11 @@ func cmdCommandList(c *Ctx, args [][]byte) {
 		case equalFold(args[3], "PATTERN"):
 			keep = func(cmd *Command) bool { return globMatch(v, cmd.Name) }
 		default:
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	var names []string
@@ -287,15 +287,15 @@ func (c *Ctx) getKeys(args [][]byte) (*Command, [][]byte, string) {
 	cmd := c.h.table.requestCommand(args)
 	switch {
 	case cmd == nil:
-		return nil, nil, resp.ErrInvalidCommand
+		return nil, nil, errInvalidCommand
 	case cmd.Keys.First <= 0 && cmd.Keys.Find == nil:
-		return nil, nil, resp.ErrNoKeyArgs
+		return nil, nil, errNoKeyArgs
 	case !cmd.arityOK(len(args)):
-		return nil, nil, resp.ErrInvalidArgCount
+		return nil, nil, errInvalidArgCount
 	}
 	keys := cmd.keysOf(args, nil)
 	if len(keys) == 0 {
-		return nil, nil, resp.ErrInvalidArgs
+		return nil, nil, errInvalidArgs
 	}
 	return cmd, keys, ""
 }

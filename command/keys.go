@@ -65,7 +65,7 @@ func cmdTTL(c *Ctx, args [][]byte) {
 func cmdScan(c *Ctx, args [][]byte) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
-		c.err(resp.ErrInvalidCursor)
+		c.err(errInvalidCursor)
 		return
 	}
 	var pattern []byte
@@ -73,7 +73,7 @@ func cmdScan(c *Ctx, args [][]byte) {
 	var kind engine.Kind
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 		v := args[i+1]
@@ -83,23 +83,23 @@ func cmdScan(c *Ctx, args [][]byte) {
 		case equalFold(args[i], "COUNT"):
 			n, ok := resp.ParseInt(v)
 			if !ok {
-				c.err(resp.ErrNotInt)
+				c.err(errNotInt)
 				return
 			}
 			if n < 1 {
-				c.err(resp.ErrSyntax)
+				c.err(errSyntax)
 				return
 			}
 			count = int(min(n, 1<<20))
 		case equalFold(args[i], "TYPE"):
 			k, ok := engine.ParseKind(string(v))
 			if !ok {
-				c.err(resp.ErrUnknownType(v))
+				c.err(errUnknownType(v))
 				return
 			}
 			kind = k
 		default:
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	}
@@ -135,7 +135,7 @@ func cmdDBSize(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, c.dbsi
 // FLUSHDB [ASYNC|SYNC] and FLUSHALL [ASYNC|SYNC]
 func cmdFlush(c *Ctx, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "ASYNC") && !equalFold(args[1], "SYNC") {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	c.keys().Flush()

@@ -56,7 +56,7 @@ var limiterKinds = []limiterKind{
 		return err
 	}}}},
 	{engine.KindThrottle, func() ruleOp { return new(gcraOp) }, []ruleForm{{name: "THROTTLE", params: 3, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
-		return parseGCRA(p, &op.(*gcraOp).p, parseDuration, func([]byte) string { return resp.ErrNotInt })
+		return parseGCRA(p, &op.(*gcraOp).p, parseDuration, func([]byte) string { return errNotInt })
 	}}}},
 	{engine.KindLeakyBucket, func() ruleOp { return new(leakyBucketOp) }, []ruleForm{{name: "LEAKYBUCKET", params: 3, parse: func(c *Ctx, op ruleOp, p [][]byte) string {
 		o := op.(*leakyBucketOp)
@@ -285,13 +285,13 @@ func (c *Ctx) reply(d engine.Decision, st shard.Status, form func([]byte, engine
 func (c *Ctx) notDone(st shard.Status) {
 	if st == shard.Moving {
 		if c.inExec || c.h.cfg.Cluster == nil {
-			c.err(resp.ErrTryAgain)
+			c.err(errTryAgain)
 		} else {
 			c.moving = true
 		}
 		return
 	}
-	c.err(resp.ErrWrongType)
+	c.err(errWrongType)
 }
 
 // appendDecision appends the contract's five-integer decision reply.
@@ -336,10 +336,10 @@ func appendThrottle(b []byte, d engine.Decision) []byte {
 func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Duration, bool), periodErr func([]byte) string) string {
 	var ok bool
 	if q.MaxBurst, ok = parseCost(p[0]); !ok { // 0 is allowed: a limit of 1
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if q.Count, ok = parsePositive(p[1]); !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if q.Period, ok = periodOf(p[2]); !ok {
 		return periodErr(p[2])
@@ -347,7 +347,7 @@ func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Dur
 	// More than one token per nanosecond: the emission interval would be
 	// 0 and the limit none (redis-cell refuses it with this error too).
 	if int64(q.Period)/q.Count == 0 {
-		return resp.ErrZeroRate
+		return errZeroRate
 	}
 	return ""
 }
@@ -356,13 +356,13 @@ func parseGCRA(p [][]byte, q *engine.GCRAParams, periodOf func([]byte) (time.Dur
 func parseBucket(p [][]byte, capacity, rate *int64, period *time.Duration) string {
 	var ok bool
 	if *capacity, ok = parsePositive(p[0]); !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if *rate, ok = parsePositive(p[1]); !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if *period, ok = parseDuration(p[2]); !ok {
-		return resp.ErrInvalidDuration(p[2])
+		return errInvalidDuration(p[2])
 	}
 	return ""
 }
@@ -384,13 +384,13 @@ func parseWindow(c *Ctx, p [][]byte, mode engine.WindowMode, q *engine.WindowPar
 	var ok bool
 	q.Mode = mode
 	if q.Limit, ok = parsePositive(p[0]); !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if q.Window, ok = parseDuration(p[1]); !ok {
-		return resp.ErrInvalidDuration(p[1])
+		return errInvalidDuration(p[1])
 	}
 	if mode == engine.WindowLog && q.Limit > c.h.logMax.Load() {
-		return resp.ErrLogLimit
+		return errLogLimit
 	}
 	return ""
 }
@@ -399,10 +399,10 @@ func parseWindow(c *Ctx, p [][]byte, mode engine.WindowMode, q *engine.WindowPar
 func parseAcquire(p [][]byte, o *acquireOp) string {
 	var ok bool
 	if o.limit, ok = parsePositive(p[0]); !ok {
-		return resp.ErrNotInt
+		return errNotInt
 	}
 	if o.lease, ok = parseDuration(p[1]); !ok {
-		return resp.ErrInvalidDuration(p[1])
+		return errInvalidDuration(p[1])
 	}
 	return ""
 }
@@ -420,7 +420,7 @@ func (c *Ctx) throttle(key []byte, n int64) {
 // As in redis-cell, every bad number, the period included, answers "not an
 // integer".
 func cmdThrottle(c *Ctx, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseDuration, func([]byte) string { return resp.ErrNotInt }); err != "" {
+	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseDuration, func([]byte) string { return errNotInt }); err != "" {
 		c.err(err)
 		return
 	}
@@ -428,7 +428,7 @@ func cmdThrottle(c *Ctx, args [][]byte) {
 	if len(args) == 6 {
 		var ok bool
 		if n, ok = parseCost(args[5]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 	}
@@ -437,7 +437,7 @@ func cmdThrottle(c *Ctx, args [][]byte) {
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
 func cmdGCRA(c *Ctx, args [][]byte) {
-	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseSeconds, resp.ErrInvalidDuration); err != "" {
+	if err := parseGCRA(args[2:5], &c.ops.of(engine.KindThrottle).(*gcraOp).p, parseSeconds, errInvalidDuration); err != "" {
 		c.err(err)
 		return
 	}
@@ -447,11 +447,11 @@ func cmdGCRA(c *Ctx, args [][]byte) {
 	case len(args) == 7 && equalFold(args[5], "TOKENS"):
 		var ok bool
 		if n, ok = parseCost(args[6]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	c.throttle(args[1], n)
@@ -469,7 +469,7 @@ func cmdTokenBucket(c *Ctx, args [][]byte) {
 	var ok bool
 	if len(rest) > 0 && !equalFold(rest[0], "RESERVE") {
 		if o.n, ok = parseCost(rest[0]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 		rest = rest[1:]
@@ -478,11 +478,11 @@ func cmdTokenBucket(c *Ctx, args [][]byte) {
 	case len(rest) == 0:
 	case len(rest) == 2 && equalFold(rest[0], "RESERVE"):
 		if o.p.MaxWait, ok = parseDuration(rest[1]); !ok {
-			c.err(resp.ErrInvalidDuration(rest[1]))
+			c.err(errInvalidDuration(rest[1]))
 			return
 		}
 	default:
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	d, st := c.keys().Update(args[1], c.Now(), o)
@@ -500,7 +500,7 @@ func cmdLeakyBucket(c *Ctx, args [][]byte) {
 	if len(args) == 6 {
 		var ok bool
 		if o.n, ok = parseCost(args[5]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 	}
@@ -518,7 +518,7 @@ func cmdWindow(c *Ctx, args [][]byte) {
 		if m, isMode := parseWindowMode(rest[0]); isMode && len(rest) == 1 {
 			mode, rest = m, nil
 		} else if n, ok = parseCost(rest[0]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		} else {
 			rest = rest[1:]
@@ -526,11 +526,11 @@ func cmdWindow(c *Ctx, args [][]byte) {
 	}
 	if len(rest) == 1 {
 		if mode, ok = parseWindowMode(rest[0]); !ok {
-			c.err(resp.ErrSyntax)
+			c.err(errSyntax)
 			return
 		}
 	} else if len(rest) > 1 {
-		c.err(resp.ErrSyntax)
+		c.err(errSyntax)
 		return
 	}
 	o := c.ops.of(engine.KindWindow).(*windowOp)
@@ -569,7 +569,7 @@ func cmdAcquire(c *Ctx, args [][]byte) {
 	if len(args) == 5 {
 		var ok bool
 		if o.n, ok = parseCost(args[4]); !ok {
-			c.err(resp.ErrNotInt)
+			c.err(errNotInt)
 			return
 		}
 	}
@@ -607,7 +607,7 @@ func cmdRelease(c *Ctx, args [][]byte) { c.lease(args[1], args[2], false, 0) }
 func cmdRenew(c *Ctx, args [][]byte) {
 	lease, ok := parseDuration(args[3])
 	if !ok {
-		c.err(resp.ErrInvalidDuration(args[3]))
+		c.err(errInvalidDuration(args[3]))
 		return
 	}
 	c.lease(args[1], args[2], true, lease)

@@ -333,7 +333,7 @@ func init() {
 		get:   func(c *Ctx) string { return yesNo(o(c).tracking.Load()) },
 		parse: parseYesNo,
 		set:   func(c *Ctx, n int64, _ []byte) { o(c).tracking.Store(n == 1) },
-		bad:   resp.ErrConfigYesNo,
+		bad:   errConfigYesNo,
 	}
 	configParams["latency-tracking-info-percentiles"] = configParam{
 		get: func(c *Ctx) string {

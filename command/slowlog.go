@@ -113,7 +113,7 @@ func cmdSlowlogGet(c *Ctx, args [][]byte) {
 	if len(args) == 3 {
 		n, ok := resp.ParseInt(args[2])
 		if !ok || n < -1 {
-			c.err(resp.ErrSlowlogCount)
+			c.err(errSlowlogCount)
 			return
 		}
 		count = n
