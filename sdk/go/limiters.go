@@ -66,12 +66,16 @@ func (b *base) decide(ctx context.Context, key string, n int64, extra ...any) (D
 func (b *base) Rule(key string) Rule { return Rule{b: b, key: key} }
 
 // TokenBucket: capacity tokens, refilled at rate per period (CL.TOKENBUCKET).
-type TokenBucket struct{ base }
+type TokenBucket struct {
+	base
+	capacity, rate int64
+	period         time.Duration
+}
 
 // TokenBucket returns a token bucket limiter.
 func (c *Client) TokenBucket(capacity, rate int64, period time.Duration) *TokenBucket {
 	return &TokenBucket{newBase(c, "CL.TOKENBUCKET", "TOKENBUCKET", capacity, refillTime(capacity, rate, period),
-		itoa(capacity), itoa(rate), dur(period))}
+		itoa(capacity), itoa(rate), dur(period)), capacity, rate, period}
 }
 
 // AllowN takes n tokens from key's bucket if it holds them.

@@ -1,6 +1,7 @@
 package rlserver
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/printer"
@@ -26,6 +27,7 @@ const (
 	blockEndpoint
 	blockDecision
 	blockCluster
+	blockSetLimit
 	blockHeaders
 	blockTests
 )
@@ -69,6 +71,7 @@ func TestReadmeBlocksAreAllChecked(t *testing.T) {
 		"```go rdb := redis.NewUniversalClient(&redis.UniversalOptions{",                                    // TestReadmeExampleIsCompiled
 		"```go type Decision struct {",                                                                      // TestReadmeDecisionIsTheType
 		"```go rdb := redis.NewUniversalClient(&redis.UniversalOptions{",                                    // TestReadmeClusterClient
+		"```go r := tb.For(\"user:42\")",                                                                    // TestReadmeSetLimit
 		"``` RateLimit-Policy: \"default\";q=20;w=2         limit, and the window: time from empty to full", // TestReadmeHeaderFields
 		"```sh cd sdk/go && go vet ./... && go test -race -count=1 -timeout 5m ./...",                       // TestReadmeTestCommand
 	}
@@ -190,6 +193,39 @@ func TestReadmeClusterClient(t *testing.T) {
 	defer rdb.Close()
 	if _, ok := rdb.(*redis.ClusterClient); !ok {
 		t.Errorf("the README's options make a %T", rdb)
+	}
+}
+
+// readmeSetLimit is the README's SetLimit/SetBurst block (TestReadmeSetLimit
+// holds them equal).
+func readmeSetLimit(tb *TokenBucket) *Rate {
+	r := tb.For("user:42")
+	r.SetLimit(2.5) // 2.5 tokens a second from the next call (sent as 25 per 10s)
+	r.SetBurst(40)  // a bucket of 40 tokens from the next call
+	return r
+}
+
+// The SetLimit block is readmeSetLimit's code; run, the key's calls carry
+// the new parameters (the server's reply has the new limit, and a key that
+// held 1 of 2 tokens keeps it, then refills at 2.5/s).
+func TestReadmeSetLimit(t *testing.T) {
+	_, blocks := readmeBlocks(t)
+	assertIndentedIn(t, blocks[blockSetLimit], "readme_test.go")
+	srv := startServer(t)
+	rdb := srv.client(t)
+	setClock(t, rdb, epochMs)
+	tb := New(rdb, Options{}).TokenBucket(2, 1, time.Second)
+	if !tb.For("user:42").Allow() {
+		t.Fatal("first token denied")
+	}
+	r := readmeSetLimit(tb)
+	if r.Limit() != 2.5 || r.Burst() != 40 || r.Tokens() != 1 {
+		t.Errorf("Limit %v, Burst %d, Tokens %v, want 2.5, 40, 1", r.Limit(), r.Burst(), r.Tokens())
+	}
+	advance(t, rdb, 400)
+	d, err := r.bucket().AllowN(context.Background(), "user:42", 0)
+	if err != nil || d.Limit != 40 || d.Remaining != 2 || d.ResetAfter != 15200*time.Millisecond {
+		t.Errorf("peek 400ms later: %+v %v, want limit 40, 2 left, full in 15.2s", d, err)
 	}
 }
 
