@@ -8,7 +8,8 @@
 # - the cluster clients in other languages that integration/clients/ drives:
 #   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
 #   (php-cli, php-redis; phpunit, php-symfony-rate-limiter, php-psr,
-#   php-nyholm-psr7 and php-apcu for sdk/php),
+#   php-nyholm-psr7 and php-apcu for sdk/php; default-jdk-headless, junit5
+#   and libservlet-api-java for sdk/java),
 #   and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
 # - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
@@ -52,6 +53,8 @@ php -m 2>/dev/null | grep -x apcu >/dev/null || need+=(php-apcu)
 # The Java SDK (sdk/java) builds with javac and tests with junit5's console launcher.
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 [ -f /usr/share/java/junit-platform-console-standalone.jar ] || need+=(junit5)
+# Its Servlet filter compiles against the Servlet 4.0 API.
+[ -f /usr/share/java/servlet-api.jar ] || need+=(libservlet-api-java)
 # The Python SDK (sdk/python) tests with Debian's pytest, limits,
 # Flask-Limiter (with Flask), Starlette and httpx.
 for m in pytest:python3-pytest limits:python3-limits flask_limiter:python3-flask-limiter \

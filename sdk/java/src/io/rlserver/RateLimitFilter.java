@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.ToLongFunction;
 
@@ -120,15 +121,20 @@ public final class RateLimitFilter extends Filter {
 
     /** Sets the fields for decision d under the named policy of the given window; seconds round up. */
     public static void setHeaders(Headers h, String policy, Duration window, Decision d, boolean x) {
+        setHeaders(h::set, policy, window, d, x);
+    }
+
+    /** The same fields, each given to set(name, value): for other servers (the Servlet filter's response.setHeader). */
+    public static void setHeaders(BiConsumer<String, String> set, String policy, Duration window, Decision d, boolean x) {
         String name = sfString(policy);
         String reset = Long.toString(ceilSeconds(d.resetAfter()));
-        h.set("RateLimit-Policy", name + ";q=" + d.limit() + ";w=" + Math.max(1, ceilSeconds(window)));
-        h.set("RateLimit", name + ";r=" + d.remaining() + ";t=" + reset);
-        if (!d.allowed() && !d.retryAfter().equals(Decision.NEVER)) h.set("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfter()))));
+        set.accept("RateLimit-Policy", name + ";q=" + d.limit() + ";w=" + Math.max(1, ceilSeconds(window)));
+        set.accept("RateLimit", name + ";r=" + d.remaining() + ";t=" + reset);
+        if (!d.allowed() && !d.retryAfter().equals(Decision.NEVER)) set.accept("Retry-After", Long.toString(Math.max(1, ceilSeconds(d.retryAfter()))));
         if (x) {
-            h.set("X-RateLimit-Limit", Long.toString(d.limit()));
-            h.set("X-RateLimit-Remaining", Long.toString(d.remaining()));
-            h.set("X-RateLimit-Reset", reset);
+            set.accept("X-RateLimit-Limit", Long.toString(d.limit()));
+            set.accept("X-RateLimit-Remaining", Long.toString(d.remaining()));
+            set.accept("X-RateLimit-Reset", reset);
         }
     }
 }

@@ -11,12 +11,13 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Every fenced block of README.md is checked: the endpoint example by
- * ConfigTest.readmeExampleIsCompiled, the Cluster set-up here (equal to
- * example/ClusterExample.java, which build.sh compiles and ClusterTest runs),
+ * ConfigTest.readmeExampleIsCompiled, the Servlet and Cluster set-ups here (equal to
+ * example/ServletExample.java and example/ClusterExample.java, which
+ * build.sh compiles and ServletFilterTest and ClusterTest run),
  * the build commands against scripts/test.sh.
  */
 class ReadmeTest {
-    static final int ENDPOINT = 0, CLUSTER = 1, BUILD = 2;
+    static final int ENDPOINT = 0, SERVLET = 1, CLUSTER = 2, BUILD = 3;
 
     /** The README's fenced blocks, each as "fence\nbody". */
     static List<String[]> blocks() throws Exception {
@@ -44,9 +45,15 @@ class ReadmeTest {
         for (String[] b : blocks()) got.add(b[0] + " " + b[1].split("\n")[0]);
         assertEquals(List.of(
             "```java Client rl = new Client(new Pool(\"127.0.0.1\", 6379),   // or new Cluster(\"10.0.0.1:6379\")",  // ConfigTest.readmeExampleIsCompiled
+            "```java Client rl = new Client(new Pool(host, port),",  // servletBlockIsTheExample
             "```java Client rl = new Client(new Cluster(seeds, 0, null, password),   // seeds: any nodes; password null without one",  // clusterBlockIsTheExample
-            "``` ./build.sh        # javac into build/classes, build/example (only those are replaced)"),  // buildCommands
+            "``` ./build.sh        # javac into build/classes, build/servlet-classes, build/example (only those are replaced)"),  // buildCommands
             got);
+    }
+
+    /** The Servlet block is example/ServletExample.java's register (ServletFilterTest runs it). */
+    @Test void servletBlockIsTheExample() throws Exception {
+        assertIndentedIn(blocks().get(SERVLET)[1], "        ", "example/ServletExample.java");
     }
 
     @Test void clusterBlockIsTheExample() throws Exception {
@@ -59,7 +66,7 @@ class ReadmeTest {
         assertEquals(2, lines.length);
         assertTrue(lines[0].startsWith("./build.sh        # ") && lines[1].startsWith("./build.sh test   # "), String.join("\n", lines));
         assertTrue(Files.readString(Path.of("../../scripts/test.sh")).contains("(cd sdk/java && ./build.sh test)\n"));
-        assertTrue(Files.readString(Path.of("build.sh")).contains("\nrm -rf build/classes build/test-classes build/example\n"));
+        assertTrue(Files.readString(Path.of("build.sh")).contains("\nrm -rf build/classes build/servlet-classes build/test-classes build/example\n"));
         assertTrue(Files.isRegularFile(Path.of("build/classes/io/rlserver/Client.class")));
         assertTrue(Files.isRegularFile(Path.of("build/example/Example.class")));
         assertTrue(Files.isRegularFile(Path.of("build/example/ClusterExample.class")));
