@@ -8,8 +8,8 @@
 # - the cluster clients in other languages that integration/clients/ drives:
 #   redis-py for /usr/bin/python3 (python3-redis), PHP's CLI with phpredis
 #   (php-cli, php-redis; phpunit, php-symfony-rate-limiter, php-psr,
-#   php-nyholm-psr7 and php-apcu for sdk/php; default-jdk-headless, junit5
-#   and libservlet-api-java for sdk/java),
+#   php-nyholm-psr7, php-symfony-yaml and php-apcu for sdk/php;
+#   default-jdk-headless, junit5 and libservlet-api-java for sdk/java),
 #   and Node.js with npm, then ioredis from
 #   integration/clients/node's lockfile;
 # - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
@@ -48,6 +48,8 @@ command -v phpunit >/dev/null 2>&1 || need+=(phpunit)
 [ -f /usr/share/php/Symfony/Component/RateLimiter/autoload.php ] || need+=(php-symfony-rate-limiter)
 php -m 2>/dev/null | grep -x psr >/dev/null || need+=(php-psr)
 [ -f /usr/share/php/Nyholm/Psr7/autoload.php ] || need+=(php-nyholm-psr7)
+# symfony/yaml, for the test of the PHP README's services.yaml.
+[ -f /usr/share/php/Symfony/Component/Yaml/autoload.php ] || need+=(php-symfony-yaml)
 # APCu, for the PHP SDK's FailureMode::Local test (shared across requests of php -S).
 php -m 2>/dev/null | grep -x apcu >/dev/null || need+=(php-apcu)
 # The Java SDK (sdk/java) builds with javac and tests with junit5's console launcher.

@@ -8,6 +8,9 @@ use Nyholm\Psr7\Factory\Psr17Factory;
 use Psr\Http\Message\ResponseInterface;
 use Psr\Http\Message\ServerRequestInterface;
 use Psr\Http\Server\RequestHandlerInterface;
+use Rlserver\Symfony\RlserverLimiterFactory;
+use Symfony\Component\RateLimiter\LimiterInterface;
+use Symfony\Component\Yaml\Yaml;
 
 /**
  * Every fenced block of README.md is checked: the endpoint example by
@@ -22,7 +25,8 @@ final class ReadmeBlocksTest extends ServerTestCase
     public const LIMITERS = 2;
     public const CLUSTER = 3;
     public const SYMFONY = 4;
-    public const TESTS = 5;
+    public const SYMFONY_SERVICES = 5;
+    public const TESTS = 6;
 
     /** @return list<array{0: string, 1: string}> each block's fence line and body */
     public static function blocks(): array
@@ -41,6 +45,7 @@ final class ReadmeBlocksTest extends ServerTestCase
             '```php $tb = $rl->tokenBucket(10, 20, \'1m\');          // capacity, rate per period', // testLimitersBlock
             '```php $rl = new Client(new \RedisCluster(null, [\'10.0.0.1:6379\', \'10.0.0.2:6379\'], 0.1, 0.1, false, $password));', // ClusterTest
             '```php $factory = new RlserverLimiterFactory([\'id\' => \'api\', \'policy\' => \'token_bucket\',', // testSymfonyBlock
+            '```yaml services:', // testSymfonyServicesBlock
             '``` cd sdk/php && phpunit', // testTestsBlock
         ], $got);
     }
@@ -108,6 +113,77 @@ final class ReadmeBlocksTest extends ServerTestCase
         };
         eval('use Rlserver\Symfony\RlserverLimiterFactory; ' . self::blocks()[self::SYMFONY][1]);
         $this->assertSame([1, 10, 9, 0, 12000], $this->redis->rawCommand('CL.TOKENBUCKET', 'api-203.0.113.7', '10', '5', '1m', '0'));
+    }
+
+    /**
+     * The services.yaml block, parsed as Symfony's YamlFileLoader parses it
+     * (symfony/yaml, PARSE_CONSTANT | PARSE_CUSTOM_TAGS) and built as its
+     * container builds those definitions (Debian cannot install
+     * symfony/dependency-injection beside php-psr, which the PSR-15 tests
+     * need): limiter.anonymous_api is an RlserverLimiterFactory under
+     * framework.rate_limiter's service and autowiring names, deciding on the
+     * server ($RLSERVER_HOST/PORT), and its Options (fail-open) answer with
+     * the server down.
+     */
+    public function testSymfonyServicesBlock(): void
+    {
+        $yaml = Yaml::parse(self::blocks()[self::SYMFONY_SERVICES][1], Yaml::PARSE_CONSTANT | Yaml::PARSE_CUSTOM_TAGS);
+        $this->assertSame(['services'], array_keys($yaml));
+        $defs = $yaml['services'];
+        $name = 'anonymous_api';
+        $camel = lcfirst(str_replace('_', '', ucwords($name, '_')));
+        $this->assertSame('@limiter.' . $name, $defs[RlserverLimiterFactory::class . ' $' . $camel . 'Limiter'] ?? null);
+        $this->assertSame(['id' => $name, 'policy' => 'sliding_window', 'limit' => 100, 'interval' => '60 minutes'],
+            $defs['limiter.' . $name]['arguments'][0]);
+        $load = function (int $port) use ($defs, $name): LimiterInterface {
+            $env = ['RLSERVER_HOST' => '127.0.0.1', 'RLSERVER_PORT' => (string) $port];
+            $built = [];
+            $service = function (string $id) use (&$service, &$built, $defs, $env) {
+                if (isset($built[$id])) {
+                    return $built[$id];
+                }
+                $def = $defs[$id];
+                if (is_string($def)) {
+                    return $service(substr($def, 1)); // an alias: '@id'
+                }
+                $resolve = function ($v) use (&$resolve, $service, $env) {
+                    if (is_array($v)) {
+                        return array_map($resolve, $v);
+                    }
+                    if (is_string($v) && str_starts_with($v, '@')) {
+                        return $service(substr($v, 1));
+                    }
+                    if (is_string($v) && preg_match('/^%env\\((int:)?(\\w+)\\)%$/', $v, $m)) {
+                        return $m[1] === 'int:' ? (int) $env[$m[2]] : $env[$m[2]];
+                    }
+                    return $v;
+                };
+                $args = [];
+                foreach ($def['arguments'] ?? [] as $k => $v) {
+                    $args[is_string($k) ? ltrim($k, '$') : $k] = $resolve($v);
+                }
+                $this->assertSame([], array_diff(array_keys($def), ['class', 'factory', 'arguments']), $id);
+                $class = $def['class'] ?? $id;
+                return $built[$id] = isset($def['factory']) ? ($def['factory'])(...$args) : new $class(...$args);
+            };
+            $factory = $service(RlserverLimiterFactory::class . ' $anonymousApiLimiter');
+            $this->assertInstanceOf(RlserverLimiterFactory::class, $factory);
+            return $factory->create('203.0.113.7');
+        };
+        $limiter = $load(self::$server->port);
+        foreach ([99, 98] as $want) {
+            $rl = $limiter->consume();
+            $this->assertTrue($rl->isAccepted());
+            $this->assertSame($want, $rl->getRemainingTokens());
+            $this->assertSame(100, $rl->getLimit());
+        }
+        $this->assertSame(1, $this->redis->exists($name . '-203.0.113.7'));
+        $down = new Server();
+        $port = $down->port;
+        $down->stop();
+        $rl = $load($port)->consume();
+        $this->assertTrue($rl->isAccepted()); // FailureMode::Open, from the YAML
+        $this->assertSame(100, $rl->getRemainingTokens());
     }
 
     /** The test command is the one scripts/test.sh runs. */

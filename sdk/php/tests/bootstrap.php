@@ -13,11 +13,12 @@ require __DIR__ . '/PhpServer.php';
 // (php-symfony-rate-limiter, which scripts/setup.sh installs).
 // Nyholm's PSR-7 messages for the PSR-15 middleware's, likewise
 // (php-nyholm-psr7); the PSR-15 interfaces come from Composer or the php-psr
-// extension.
+// extension; symfony/yaml for the README's services.yaml (php-symfony-yaml).
 if (is_file(__DIR__ . '/../vendor/autoload.php')) {
     require __DIR__ . '/../vendor/autoload.php';
 } else {
-    foreach (['/usr/share/php/Symfony/Component/RateLimiter/autoload.php', '/usr/share/php/Nyholm/Psr7/autoload.php'] as $f) {
+    foreach (['/usr/share/php/Symfony/Component/RateLimiter/autoload.php', '/usr/share/php/Nyholm/Psr7/autoload.php',
+        '/usr/share/php/Symfony/Component/Yaml/autoload.php'] as $f) {
         if (is_file($f)) {
             require $f;
         }
