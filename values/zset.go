@@ -388,6 +388,7 @@ type LexRange struct {
 	Min, Max       []byte
 	MinEx, MaxEx   bool
 	MinInf, MaxInf bool // "-" and "+"
+	Empty          bool // "+" as min or "-" as max: nothing is in it
 }
 
 func (r LexRange) aboveMin(m string) bool {
@@ -410,6 +411,9 @@ func (r LexRange) belowMax(m string) bool {
 // skipping offset and returning at most count (count < 0: all). As Redis,
 // it assumes every member has the same score.
 func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
+	if r.Empty {
+		return nil
+	}
 	var x *znode
 	if reverse {
 		x = z.head
