@@ -1,0 +1,175 @@
+package values
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/rlserver/rlserver/engine"
+)
+
+// The compact encodings the keyspace persists and replicates, as the
+// limiter kinds' (engine.State's AppendCompact and DecodeCompact): a
+// count, then each element as a uvarint length and its bytes; a sorted
+// set's members each after their score's 8 bytes, in order. Decoding
+// checks every length against what is left: bad bytes are an error
+// wrapping engine.ErrCorrupt, never a panic.
+
+func corrupt(what string) error { return fmt.Errorf("%w: %s", engine.ErrCorrupt, what) }
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// reader reads an encoding, remembering the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint(what string) int {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 || v > uint64(len(r.b)-n) { // each element takes a byte at least
+		r.err = corrupt(what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return int(v)
+}
+
+func (r *reader) bytes(what string) []byte {
+	n := r.uvarint(what)
+	if r.err != nil {
+		return nil
+	}
+	if n > len(r.b) {
+		r.err = corrupt(what)
+		return nil
+	}
+	v := append([]byte(nil), r.b[:n]...)
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) done() error {
+	if r.err == nil && len(r.b) > 0 {
+		r.err = corrupt("trailing bytes")
+	}
+	return r.err
+}
+
+// AppendCompact appends the list's encoding to b.
+func (l *List) AppendCompact(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(l.n))
+	for i := 0; i < l.n; i++ {
+		b = appendBytes(b, l.buf[l.at(i)])
+	}
+	return b
+}
+
+// DecodeCompact replaces the list with the one encoded in b.
+func (l *List) DecodeCompact(b []byte) error {
+	r := reader{b: b}
+	n := r.uvarint("list length")
+	*l = List{}
+	for i := 0; i < n && r.err == nil; i++ {
+		l.PushBack(r.bytes("list element"))
+	}
+	return r.done()
+}
+
+// Size estimates the heap bytes the list holds.
+func (l *List) Size() int {
+	s := 24 * len(l.buf)
+	for i := 0; i < l.n; i++ {
+		s += len(l.buf[l.at(i)])
+	}
+	return s
+}
+
+// AppendCompact appends the sorted set's encoding to b, in order.
+func (z *ZSet) AppendCompact(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(z.n))
+	for x := z.head.levels[0].next; x != nil; x = x.levels[0].next {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x.score))
+		b = appendBytes(b, []byte(x.member))
+	}
+	return b
+}
+
+// DecodeCompact replaces the sorted set with the one encoded in b.
+func (z *ZSet) DecodeCompact(b []byte) error {
+	r := reader{b: b}
+	n := r.uvarint("sorted set length")
+	*z = *NewZSet()
+	for i := 0; i < n && r.err == nil; i++ {
+		if len(r.b) < 8 {
+			r.err = corrupt("sorted set score")
+			break
+		}
+		s := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+		r.b = r.b[8:]
+		m := r.bytes("sorted set member")
+		if r.err == nil && math.IsNaN(s) {
+			r.err = corrupt("sorted set score is NaN")
+		}
+		if r.err == nil && !z.Add(string(m), s) {
+			r.err = corrupt("sorted set member twice")
+		}
+	}
+	return r.done()
+}
+
+// Size estimates the heap bytes the sorted set holds.
+func (z *ZSet) Size() int {
+	s := 0
+	for m := range z.scores {
+		s += 2*len(m) + 120 // the map entry, the node and its levels
+	}
+	return s
+}
+
+// Hash is a Redis hash: fields and their values.
+type Hash map[string][]byte
+
+// AppendCompact appends the hash's encoding to b (fields in map order:
+// two encodings of one hash may differ, and decode to the same).
+func (h Hash) AppendCompact(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(h)))
+	for f, v := range h {
+		b = appendBytes(b, []byte(f))
+		b = appendBytes(b, v)
+	}
+	return b
+}
+
+// DecodeHash returns the hash encoded in b.
+func DecodeHash(b []byte) (Hash, error) {
+	r := reader{b: b}
+	n := r.uvarint("hash length")
+	h := make(Hash, min(n, 1024))
+	for i := 0; i < n && r.err == nil; i++ {
+		f := r.bytes("hash field")
+		v := r.bytes("hash value")
+		if r.err == nil {
+			if _, dup := h[string(f)]; dup {
+				r.err = corrupt("hash field twice")
+			}
+			h[string(f)] = v
+		}
+	}
+	return h, r.done()
+}
+
+// Size estimates the heap bytes the hash holds.
+func (h Hash) Size() int {
+	s := 0
+	for f, v := range h {
+		s += len(f) + len(v) + 64
+	}
+	return s
+}
