@@ -9,7 +9,7 @@ import (
 // COMMAND, COMMAND COUNT|INFO|DOCS|LIST: generated from the command table.
 
 // COMMAND: the table does not change while the server runs, so each
-// protocol's reply is built once (about 0.5 ms) and copied after.
+// protocol's reply is built once and copied after.
 func cmdCommand(c *Ctx, args [][]byte) {
 	t := c.h.table
 	cached := &t.commandReply[c.W.Proto&1]

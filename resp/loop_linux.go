@@ -20,7 +20,7 @@ import (
 // replies. A goroutine per connection (the other I/O mode) costs a wake-up
 // through the Go scheduler for every batch; at pipeline 1 that wake-up, and
 // the order in which 50 goroutines that are ready together get to run, put
-// rlserver's p99 latency at 1.5× Redis's. A loop handles the ready
+// rlserver's p99 latency well above Redis's (bench/compare.sh). A loop handles the ready
 // connections in the order epoll reports them.
 //
 // A loop waits in epoll_wait itself, a blocking system call, like Redis
@@ -29,8 +29,8 @@ import (
 // while the call blocks. Parking the loop in the
 // runtime's poller instead (which can watch an epoll descriptor) cost an
 // extra epoll_wait and a scheduler round trip at every idle moment: same
-// throughput, but a p99 0.15-0.3 ms longer (PING and CL.THROTTLE at P16
-// and P1, alternating runs).
+// throughput, but a longer p99 (bench/compare.sh: PING and CL.THROTTLE at
+// P16 and P1, alternating runs).
 
 // fdReader reads a non-blocking socket for a Reader, at most budget times.
 type fdReader struct {
@@ -265,8 +265,9 @@ func (l *eventLoop) yield() {
 // without blocking, before it blocks in epoll_wait. Under load the next
 // request is usually microseconds away; blocking for it costs a wake-up, and
 // the runtime, finding the loop's P in a system call, wakes another thread
-// to poll the network in its place. 20 polls (~10 µs) bought 4-5% at P16 on
-// random keys and at P1, alternating runs against 0.
+// to poll the network in its place. A few polls paid for themselves at P16
+// on random keys and at P1 (bench/compare.sh, alternating runs against
+// none).
 const spinPolls = 20
 
 // wait returns the ready events: at once if any are ready within
