@@ -22,9 +22,9 @@ import (
 // The clock is read twice per batch, not per command (a read is a
 // noticeable share of a pipelined decision; BenchmarkBatch shows it): at
 // the batch's first command (the reading Ctx.Now reuses) and at its end
-// (the reading CLIENT LIST's idle time reuses). Commands in the @slow category (KEYS,
-// SCAN, INFO, CONFIG, SAVE, ...) are timed one by one; the others, O(1) by
-// design, share the rest of the batch's time equally. While
+// (the reading CLIENT LIST's idle time reuses). Commands in the @slow
+// category (KEYS, SCAN, INFO, CONFIG, SAVE, ...) are timed one by one; the
+// others, O(1) by design, share the rest of the batch's time equally. While
 // slowlog-log-slower-than is 0 every command is timed alone, as Redis
 // tests expect of a slow log that logs everything.
 
