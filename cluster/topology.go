@@ -277,6 +277,18 @@ func NewID() string {
 // Owner returns the index of the shard serving slot, or -1.
 func (t *Topology) Owner(slot int) int { return int(t.owner[slot]) }
 
+// Ranges returns the slot ranges of the shard at index shard, in order
+// (SlotSet.Ranges).
+func (t *Topology) Ranges(shard int) []Range {
+	var set SlotSet
+	for slot := range Slots {
+		if int(t.owner[slot]) == shard {
+			set[slot>>6] |= 1 << (slot & 63)
+		}
+	}
+	return set.Ranges()
+}
+
 // Assigned returns how many slots a shard serves.
 func (t *Topology) Assigned() int { return t.assigned }
 

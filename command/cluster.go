@@ -515,22 +515,6 @@ func (c *Ctx) replOffset() int64 {
 	return 0
 }
 
-// ranges returns a shard's slot ranges, adjacent ones merged, in order.
-func ranges(t *cluster.Topology, shard int) []cluster.Range {
-	var out []cluster.Range
-	for s := 0; s < cluster.Slots; s++ {
-		if t.Owner(s) != shard {
-			continue
-		}
-		if n := len(out); n > 0 && out[n-1][1] == s-1 {
-			out[n-1][1] = s
-		} else {
-			out = append(out, cluster.Range{s, s})
-		}
-	}
-	return out
-}
-
 // CLUSTER SLOTS: per slot range, its primary then its synchronised
 // replicas, each as ip, port, id and a map of further endpoints (none).
 func cmdClusterSlots(c *Ctx, args [][]byte) {
@@ -547,7 +531,7 @@ func cmdClusterSlots(c *Ctx, args [][]byte) {
 				nodes = append(nodes, r)
 			}
 		}
-		for _, r := range ranges(v.Topo, i) {
+		for _, r := range v.Topo.Ranges(i) {
 			out = append(out, entry{r, nodes})
 		}
 	}
@@ -580,7 +564,7 @@ func cmdClusterShards(c *Ctx, args [][]byte) {
 	for i, s := range v.Topo.Shards {
 		c.W.Map(2)
 		c.W.BulkString("slots")
-		rs := ranges(v.Topo, i)
+		rs := v.Topo.Ranges(i)
 		c.W.Array(2 * len(rs))
 		for _, r := range rs {
 			c.W.Int(int64(r[0]))
@@ -654,7 +638,7 @@ func clusterNodes(v *cluster.View) string {
 		b.WriteString("\n")
 	}
 	for i, s := range v.Topo.Shards {
-		line(s.Primary, "-", ranges(v.Topo, i), s.Down)
+		line(s.Primary, "-", v.Topo.Ranges(i), s.Down)
 		for _, r := range s.Replicas {
 			line(r, s.Primary.ID, nil, false)
 		}
@@ -682,7 +666,7 @@ func clusterInfo(v *cluster.View) [][2]string {
 	state := "ok"
 	size, failed := 0, 0
 	for i, s := range v.Topo.Shards {
-		if rs := ranges(v.Topo, i); len(rs) > 0 {
+		if rs := v.Topo.Ranges(i); len(rs) > 0 {
 			size++
 			if s.Down { // its primary is gone and no replica may replace it
 				for _, r := range rs {
