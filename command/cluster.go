@@ -10,8 +10,17 @@ import (
 	"github.com/rlserver/rlserver/resp"
 )
 
-// Replication is what the commands need of replication in cluster mode.
+// Replication is what cluster mode's replication (package repl) offers the
+// commands, in three parts by the commands that use them.
 type Replication interface {
+	ReplicationState
+	ReplicaLink
+	SlotImporter
+}
+
+// ReplicationState is the node's replication as INFO, ROLE, WAIT and
+// CLUSTER SLOTS read it.
+type ReplicationState interface {
 	// Offset returns the node's replication offset: the bytes of its
 	// shard's change stream it produced (a primary) or applied (a replica).
 	Offset() int64
@@ -32,27 +41,30 @@ type Replication interface {
 	// is closed (the client left; nil: never), and returns how many did
 	// (WAIT).
 	Wait(n int, timeout time.Duration, gone <-chan struct{}) int
+}
 
-	// A replica's side of the stream its primary sends (RLREPL): Hello
-	// returns the position to resume from (nil: none, a full copy
-	// follows), Full begins a full copy, Apply applies stream bytes of
-	// primary shard i ending at pos (-1: a piece of a snapshot), Synced
-	// ends a full copy.
+// ReplicaLink is a replica's side of the stream its primary sends
+// (RLREPL HELLO, FULL, APPLY, SYNCED, CONTINUE): Hello returns the
+// position to resume from (nil: none, a full copy follows), Full begins a
+// full copy, Apply applies stream bytes of primary shard i ending at pos
+// (-1: a piece of a snapshot), Synced ends a full copy, Continue answers
+// that the position offered was taken in the history the primary
+// continues (the replica goes on in the primary's stream replid from pos).
+type ReplicaLink interface {
 	Hello(primaryID, replid string, shards int, inc string) ([]string, error)
 	Full(replid string, shards int) error
 	Apply(i int, pos int64, raw []byte) error
 	Synced() error
-	// Continue answers RLREPL CONTINUE: the position offered was taken in
-	// the history the primary continues; the replica goes on in the
-	// primary's own stream replid from pos.
 	Continue(replid string, pos []uint64) error
+}
 
-	// An importing primary's side of a slot move (RLREPL IMPORT, MOVE,
-	// HANDOVER): Import begins the import from shard from (its slots'
-	// keys are removed), ImportApply applies stream bytes of shard i of
-	// the source's n, Handover says the source stopped serving the slots:
-	// this node serves them to ASKING connections until the topology gives
-	// them to it.
+// SlotImporter is an importing primary's side of a slot move (RLREPL
+// IMPORT, MOVE, HANDOVER): Import begins the import from shard from (its
+// slots' keys are removed), ImportApply applies stream bytes of shard i of
+// the source's n, Handover says the source stopped serving the slots: this
+// node serves them to ASKING connections until the topology gives them to
+// it.
+type SlotImporter interface {
 	Import(from, inc string) error
 	ImportApply(from string, n, i int, raw []byte) error
 	Handover(from, inc string) error
@@ -83,18 +95,26 @@ func rlreplContainer() *Command {
 	return c
 }
 
-// replSink returns the replication a RLREPL command talks to, or answers
-// why there is none.
-func replSink(c *Ctx) Replication {
+// replicaLink and importer return the replication a RLREPL command talks
+// to, or answer why there is none.
+func replicaLink(c *Ctx) ReplicaLink {
 	if c.h.cfg.Replication == nil {
-		c.err("ERR this node does not replicate (cluster mode with replicas only)")
+		c.err(errNoReplication)
+		return nil
+	}
+	return c.h.cfg.Replication
+}
+
+func importer(c *Ctx) SlotImporter {
+	if c.h.cfg.Replication == nil {
+		c.err(errNoReplication)
 		return nil
 	}
 	return c.h.cfg.Replication
 }
 
 func cmdReplHello(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := replicaLink(c)
 	if r == nil {
 		return
 	}
@@ -115,7 +135,7 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 }
 
 func cmdReplContinue(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := replicaLink(c)
 	if r == nil {
 		return
 	}
@@ -132,7 +152,7 @@ func cmdReplContinue(c *Ctx, args [][]byte) {
 }
 
 func cmdReplFull(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := replicaLink(c)
 	if r == nil {
 		return
 	}
@@ -149,7 +169,7 @@ func cmdReplFull(c *Ctx, args [][]byte) {
 }
 
 func cmdReplApply(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := replicaLink(c)
 	if r == nil {
 		return
 	}
@@ -167,7 +187,7 @@ func cmdReplApply(c *Ctx, args [][]byte) {
 }
 
 func cmdReplSynced(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := replicaLink(c)
 	if r == nil {
 		return
 	}
@@ -179,13 +199,13 @@ func cmdReplSynced(c *Ctx, args [][]byte) {
 }
 
 func cmdReplImport(c *Ctx, args [][]byte) {
-	if r := replSink(c); r != nil {
+	if r := importer(c); r != nil {
 		c.okOrErr(r.Import(string(args[2]), string(args[3])))
 	}
 }
 
 func cmdReplMove(c *Ctx, args [][]byte) {
-	r := replSink(c)
+	r := importer(c)
 	if r == nil {
 		return
 	}
@@ -199,7 +219,7 @@ func cmdReplMove(c *Ctx, args [][]byte) {
 }
 
 func cmdReplHandover(c *Ctx, args [][]byte) {
-	if r := replSink(c); r != nil {
+	if r := importer(c); r != nil {
 		c.okOrErr(r.Handover(string(args[2]), string(args[3])))
 	}
 }

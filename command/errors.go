@@ -63,6 +63,7 @@ const (
 	errWaitOnReplica    = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated."
 	errTimeoutNegative  = "ERR timeout is negative"
 	errTryAgain         = "TRYAGAIN Slot being handed to another node, try again"
+	errNoReplication    = "ERR this node does not replicate (cluster mode with replicas only)"
 )
 
 // errAsk sends a client to the node importing slot, for one command
