@@ -11,6 +11,8 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
+require github.com/yuin/gopher-lua v1.1.2 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect

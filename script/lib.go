@@ -1,0 +1,297 @@
+package script
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Redis's log levels (redis.LOG_*).
+const (
+	LogDebug = iota
+	LogVerbose
+	LogNotice
+	LogWarning
+)
+
+// newState makes the sandbox Redis gives scripts: the base, table,
+// string and math libraries (no os, io, require, loadfile, dofile), the
+// redis table, math.random as Redis seeds it, and the globals table
+// closed to new names and to reads of absent ones.
+func (e *Engine) newState() *lua.LState {
+	L := lua.NewState(lua.Options{SkipOpenLibs: true})
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
+	for _, name := range []string{"loadfile", "dofile", "require", "module", "collectgarbage", "newproxy", "_printregs"} {
+		g.RawSetString(name, lua.LNil)
+	}
+	// pcall gives a script the message of an error table, not the table:
+	// a script cannot hand a caught error on as Redis's error reply.
+	g.RawSetString("pcall", L.NewFunction(func(L *lua.LState) int {
+		n := L.GetTop()
+		if n == 0 {
+			L.ArgError(1, "value expected")
+		}
+		top := L.GetTop() - n
+		if err := L.PCall(n-1, lua.MultRet, nil); err != nil {
+			v := err.(*lua.ApiError).Object
+			if t, ok := v.(*lua.LTable); ok && t.RawGetString("err").Type() == lua.LTString {
+				v = t.RawGetString("err")
+			}
+			L.Push(lua.LFalse)
+			L.Push(v)
+			return 2
+		}
+		L.Insert(lua.LTrue, top+1)
+		return L.GetTop() - top
+	}))
+	math := g.RawGetString("math").(*lua.LTable)
+	math.RawSetString("random", L.NewFunction(e.random))
+	math.RawSetString("randomseed", L.NewFunction(e.randomseed))
+
+	r := L.NewTable()
+	for name, fn := range map[string]lua.LGFunction{
+		"call": func(L *lua.LState) int { return e.redisCall(L, true) }, "pcall": func(L *lua.LState) int { return e.redisCall(L, false) },
+		"error_reply": errorReply, "status_reply": statusReply, "sha1hex": sha1hex, "log": e.log,
+		"setresp": e.setresp, "replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"set_repl": func(L *lua.LState) int { return 0 },
+	} {
+		r.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, v := range map[string]int{"LOG_DEBUG": LogDebug, "LOG_VERBOSE": LogVerbose, "LOG_NOTICE": LogNotice, "LOG_WARNING": LogWarning,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
+		r.RawSetString(name, lua.LNumber(v))
+	}
+	g.RawSetString("redis", r)
+
+	mt := L.NewTable()
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
+		return 0
+	}))
+	L.SetMetatable(g, mt)
+	return L
+}
+
+// lrand48 is the generator math.random uses, as Redis's redisLrand48.
+func (e *Engine) lrand48() int64 {
+	e.randSt = (0x5DEECE66D*e.randSt + 0xB) & (1<<48 - 1)
+	return int64(e.randSt >> 17)
+}
+
+// random is Redis's math.random: lrand48 scaled as Lua 5.1 scales rand().
+func (e *Engine) random(L *lua.LState) int {
+	const max = 1<<31 - 1
+	r := float64(e.lrand48()%max) / max
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := L.CheckInt(1)
+		if u < 1 {
+			L.RaiseError("bad argument #1 to 'random' (interval is empty)")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u)) + 1))
+	case 2:
+		l, u := L.CheckInt(1), L.CheckInt(2)
+		if l > u {
+			L.RaiseError("bad argument #2 to 'random' (interval is empty)")
+		}
+		L.Push(lua.LNumber(math.Floor(r*float64(u-l+1)) + float64(l)))
+	default:
+		L.RaiseError("wrong number of arguments")
+	}
+	return 1
+}
+
+func (e *Engine) randomseed(L *lua.LState) int {
+	e.randSt = uint64(int32(L.CheckInt(1)))<<16 | 0x330E
+	return 0
+}
+
+// redisCall runs redis.call (raise) or redis.pcall.
+func (e *Engine) redisCall(L *lua.LState, raise bool) int {
+	n := L.GetTop()
+	fail := func(msg string) int {
+		if raise {
+			raiseErr(L, msg)
+		}
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(msg))
+		L.Push(t)
+		return 1
+	}
+	if n == 0 {
+		return fail("ERR Please specify at least one argument for this redis lib call")
+	}
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args[i-1] = []byte(v)
+		case lua.LNumber:
+			args[i-1] = []byte(lua.LVAsString(v))
+		default:
+			return fail("ERR Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	r, _, err := parseReply(e.call(args, e.resp))
+	if err != nil {
+		return fail("ERR " + err.Error())
+	}
+	if r.kind == '-' {
+		if strings.HasPrefix(r.str, "ERR unknown command") {
+			return fail("ERR Unknown Redis command called from script")
+		}
+		return fail(r.str)
+	}
+	L.Push(e.toLua(L, r))
+	return 1
+}
+
+// toLua converts a command's reply to Lua as Redis's
+// redisProtocolToLuaType does.
+func (e *Engine) toLua(L *lua.LState, r reply) lua.LValue {
+	switch r.kind {
+	case ':':
+		return lua.LNumber(r.num)
+	case '$', '=':
+		if r.null {
+			return lua.LFalse
+		}
+		if r.kind == '=' {
+			t := L.NewTable()
+			v := L.NewTable()
+			format, text := "txt", r.str
+			if len(text) >= 4 && text[3] == ':' {
+				format, text = text[:3], text[4:]
+			}
+			v.RawSetString("format", lua.LString(format))
+			v.RawSetString("string", lua.LString(text))
+			t.RawSetString("verbatim_string", v)
+			return t
+		}
+		return lua.LString(r.str)
+	case '+':
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(r.str))
+		return t
+	case '-':
+		t := L.NewTable()
+		t.RawSetString("err", lua.LString(r.str))
+		return t
+	case '*':
+		if r.null {
+			return lua.LFalse
+		}
+		t := L.CreateTable(len(r.elems), 0)
+		for i, x := range r.elems {
+			t.RawSetInt(i+1, e.toLua(L, x))
+		}
+		return t
+	case '%':
+		m := L.NewTable()
+		for i := 0; i+1 < len(r.elems); i += 2 {
+			m.RawSet(e.toLua(L, r.elems[i]), e.toLua(L, r.elems[i+1]))
+		}
+		t := L.NewTable()
+		t.RawSetString("map", m)
+		return t
+	case '~':
+		s := L.NewTable()
+		for _, x := range r.elems {
+			s.RawSet(e.toLua(L, x), lua.LTrue)
+		}
+		t := L.NewTable()
+		t.RawSetString("set", s)
+		return t
+	case '_':
+		return lua.LNil
+	case '#':
+		return lua.LBool(r.num == 1)
+	case ',':
+		f, _ := strconv.ParseFloat(r.str, 64)
+		t := L.NewTable()
+		t.RawSetString("double", lua.LNumber(f))
+		return t
+	case '(':
+		t := L.NewTable()
+		t.RawSetString("big_number", lua.LString(r.str))
+		return t
+	}
+	return lua.LFalse
+}
+
+// raiseErr raises Redis's error table {err=msg, line=...} (msg with its
+// code), which a script's pcall sees as msg.
+func raiseErr(L *lua.LState, msg string) {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(msg))
+	t.RawSetString("line", lua.LNumber(scriptLine(L)))
+	L.Error(t, 0)
+}
+
+func errorReply(L *lua.LState) int {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(L.CheckString(1)))
+	L.Push(t)
+	return 1
+}
+
+func statusReply(L *lua.LState) int {
+	t := L.NewTable()
+	t.RawSetString("ok", lua.LString(L.CheckString(1)))
+	L.Push(t)
+	return 1
+}
+
+func sha1hex(L *lua.LState) int {
+	L.Push(lua.LString(SHA1([]byte(L.CheckString(1)))))
+	return 1
+}
+
+func (e *Engine) log(L *lua.LState) int {
+	if L.GetTop() < 2 {
+		raiseErr(L, "ERR redis.log() requires two arguments or more.")
+	}
+	level := L.CheckInt(1)
+	if level < LogDebug || level > LogWarning {
+		raiseErr(L, "ERR Invalid debug level.")
+	}
+	msg := ""
+	for i := 2; i <= L.GetTop(); i++ {
+		if i > 2 {
+			msg += " "
+		}
+		msg += L.ToStringMeta(L.Get(i)).String()
+	}
+	if e.Logf != nil {
+		e.Logf(level, msg)
+	}
+	return 0
+}
+
+func (e *Engine) setresp(L *lua.LState) int {
+	if L.GetTop() != 1 {
+		raiseErr(L, "ERR redis.setresp() requires one argument.")
+	}
+	v := L.CheckInt(1)
+	if v != 2 && v != 3 {
+		raiseErr(L, "ERR RESP version must be 2 or 3.")
+	}
+	e.resp = v
+	return 0
+}

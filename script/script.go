@@ -1,0 +1,341 @@
+// Package script runs Redis's Lua scripts (EVAL, EVALSHA) on a Lua 5.1 VM
+// (gopher-lua), sandboxed as Redis 7 does: the libraries Redis loads, no
+// global variable created or read unless it exists, math.random seeded
+// the same for every script. A script changes state only through
+// redis.call, which the caller runs through the command table; this
+// package converts between Lua values and RESP replies both ways, as
+// Redis's tables say.
+package script
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Caller runs one command of a script (redis.call, redis.pcall) and
+// returns its RESP reply, in protocol proto (2 or 3: what the script
+// chose with redis.setresp).
+type Caller func(args [][]byte, proto int) []byte
+
+// Engine holds the scripts loaded (SCRIPT LOAD, EVAL) and the VM they run
+// on. Run serialises scripts: one runs at a time.
+type Engine struct {
+	mu      sync.Mutex
+	L       *lua.LState
+	bodies  map[string][]byte // by sha1 hex
+	protos  map[string]*lua.FunctionProto
+	handler *lua.LFunction // onError
+	call    Caller         // the running script's
+	resp    int    // the running script's protocol for redis.call (redis.setresp)
+	randSt  uint64 // math.random's lrand48 state
+	Logf    func(level int, msg string)
+	running string // sha of the running script
+}
+
+// SHA1 returns a script's id: the hex SHA-1 of its body.
+func SHA1(body []byte) string {
+	s := sha1.Sum(body)
+	return hex.EncodeToString(s[:])
+}
+
+// New returns an engine with no script loaded.
+func New() *Engine {
+	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}}
+	e.L = e.newState()
+	e.handler = e.L.NewFunction(e.onError)
+	e.randSt = 0x330E // srand48(0): the generator then runs on across scripts, as Redis 7's
+	return e
+}
+
+// Load keeps body and returns its sha, compiling it first: a script that
+// does not compile is refused with Redis's error.
+func (e *Engine) Load(body []byte) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sha := SHA1(body)
+	_, err := e.compile(sha, body)
+	return sha, err
+}
+
+// Exists reports whether a script is loaded.
+func (e *Engine) Exists(sha string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.bodies[strings.ToLower(sha)]
+	return ok
+}
+
+// Flush forgets every script (SCRIPT FLUSH).
+func (e *Engine) Flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	clear(e.bodies)
+	clear(e.protos)
+}
+
+func (e *Engine) compile(sha string, body []byte) (*lua.FunctionProto, error) {
+	if p := e.protos[sha]; p != nil {
+		return p, nil
+	}
+	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
+	if err != nil {
+		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
+	}
+	p, err := lua.Compile(chunk, "user_script")
+	if err != nil {
+		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
+	}
+	e.bodies[sha] = append([]byte(nil), body...)
+	e.protos[sha] = p
+	return p, nil
+}
+
+// compileMsg turns a gopher-lua parse error into Lua 5.1's "line: msg"
+// for the errors at the end of a script Lua words otherwise.
+func compileMsg(err error, body []byte) string {
+	pe, ok := err.(*parse.Error)
+	if !ok {
+		return err.Error()
+	}
+	if pe.Pos.Line < 0 { // at the end
+		line := 1 + strings.Count(strings.TrimRight(string(body), "\n"), "\n")
+		switch pe.Message {
+		case "syntax error":
+			return fmt.Sprintf("%d: unexpected symbol near '<eof>'", line)
+		case "unterminated string":
+			return fmt.Sprintf("%d: unfinished string near '<eof>'", line)
+		}
+		return fmt.Sprintf("%d: %s near '<eof>'", line, pe.Message)
+	}
+	return fmt.Sprintf("%d: %s near '%s'", pe.Pos.Line, pe.Message, pe.Token)
+}
+
+// ErrNoScript is EVALSHA's error for a sha not loaded.
+const ErrNoScript = "NOSCRIPT No matching script. Please use EVAL."
+
+// Run runs the script body (sha its id, body nil to run a loaded one)
+// with keys and argv, running its commands through call, and appends its
+// reply to dst in protocol proto (the client's).
+func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, call Caller, proto int) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sha = strings.ToLower(sha)
+	p := e.protos[sha]
+	if p == nil {
+		if body == nil {
+			return appendErr(dst, ErrNoScript)
+		}
+		var err error
+		if p, err = e.compile(sha, body); err != nil {
+			return appendErr(dst, err.Error())
+		}
+	}
+	L := e.L
+	e.call, e.resp, e.running = call, 2, sha
+	defer func() { e.call, e.running = nil, "" }()
+	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
+	g.RawSetString("KEYS", strTable(L, keys))
+	g.RawSetString("ARGV", strTable(L, argv))
+	L.Push(L.NewFunctionFromProto(p))
+	if err := L.PCall(0, 1, e.handler); err != nil {
+		L.SetTop(0)
+		return appendErr(dst, e.errorText(err))
+	}
+	ret := L.Get(-1)
+	L.SetTop(0)
+	return e.toRESP(dst, ret, proto)
+}
+
+func strTable(L *lua.LState, vals [][]byte) *lua.LTable {
+	t := L.CreateTable(len(vals), 0)
+	for i, v := range vals {
+		t.RawSetInt(i+1, lua.LString(v))
+	}
+	return t
+}
+
+// onError is the error handler scripts run under, as Redis's: the error
+// becomes a table {err=..., line=...}, a Lua error getting ERR before its
+// message, the line where the script was when it was raised.
+func (e *Engine) onError(L *lua.LState) int {
+	v := L.Get(1)
+	t, ok := v.(*lua.LTable)
+	if !ok || t.RawGetString("err").Type() != lua.LTString {
+		t = L.NewTable()
+		t.RawSetString("err", lua.LString("ERR "+v.String()))
+	}
+	if t.RawGetString("line") == lua.LNil {
+		t.RawSetString("line", lua.LNumber(scriptLine(L)))
+	}
+	L.Push(t)
+	return 1
+}
+
+// scriptLine returns the script's current line (0 unknown).
+func scriptLine(L *lua.LState) int {
+	for level := 1; level <= 4; level++ {
+		if n, err := strconv.Atoi(lineOf(L.Where(level))); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// lineOf returns N of a "user_script:N:" position, or "".
+func lineOf(where string) string {
+	rest, ok := strings.CutPrefix(where, "user_script:")
+	if !ok {
+		return ""
+	}
+	n, _, _ := strings.Cut(rest, ":")
+	return n
+}
+
+// errorText is the error a script that raised err answers, as Redis 7.0
+// words it: the error (with its code), then the script and the line.
+func (e *Engine) errorText(err error) string {
+	msg, line := err.Error(), 0
+	if ae, ok := err.(*lua.ApiError); ok {
+		if t, ok := ae.Object.(*lua.LTable); ok {
+			msg = t.RawGetString("err").String()
+			if n, ok := t.RawGetString("line").(lua.LNumber); ok {
+				line = int(n)
+			}
+		}
+	}
+	return fmt.Sprintf("%s script: %s, on @user_script:%d.", strings.TrimPrefix(msg, "-"), e.running, line)
+}
+
+// toRESP converts a script's return value into a reply in protocol
+// proto, as Redis's luaReplyToRedisReply.
+func (e *Engine) toRESP(dst []byte, v lua.LValue, proto int) []byte {
+	switch v := v.(type) {
+	case lua.LString:
+		return appendBulk(dst, string(v))
+	case lua.LBool:
+		if e.resp == 2 {
+			if v {
+				return append(dst, ":1\r\n"...)
+			}
+			return appendNull(dst, proto)
+		}
+		if proto == 3 {
+			if v {
+				return append(dst, "#t\r\n"...)
+			}
+			return append(dst, "#f\r\n"...)
+		}
+		if v {
+			return append(dst, ":1\r\n"...)
+		}
+		return append(dst, ":0\r\n"...)
+	case lua.LNumber:
+		return append(strconv.AppendInt(append(dst, ':'), toInt(float64(v)), 10), "\r\n"...)
+	case *lua.LTable:
+		if s, ok := v.RawGetString("err").(lua.LString); ok {
+			return appendErr(dst, strings.TrimPrefix(string(s), "-"))
+		}
+		if s, ok := v.RawGetString("ok").(lua.LString); ok {
+			return append(append(append(dst, '+'), strings.Map(noCRLF, string(s))...), "\r\n"...)
+		}
+		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+			if proto == 3 {
+				return append(append(append(dst, ','), formatDouble(float64(d))...), "\r\n"...)
+			}
+			return appendBulk(dst, formatDouble(float64(d)))
+		}
+		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+			var pairs []lua.LValue
+			m.ForEach(func(k, val lua.LValue) { pairs = append(pairs, k, val) })
+			if proto == 3 {
+				dst = append(strconv.AppendInt(append(dst, '%'), int64(len(pairs)/2), 10), "\r\n"...)
+			} else {
+				dst = append(strconv.AppendInt(append(dst, '*'), int64(len(pairs)), 10), "\r\n"...)
+			}
+			for _, x := range pairs {
+				dst = e.toRESP(dst, x, proto)
+			}
+			return dst
+		}
+		if s, ok := v.RawGetString("set").(*lua.LTable); ok {
+			var members []lua.LValue
+			s.ForEach(func(k, _ lua.LValue) { members = append(members, k) })
+			kind := byte('*')
+			if proto == 3 {
+				kind = '~'
+			}
+			dst = append(strconv.AppendInt(append(dst, kind), int64(len(members)), 10), "\r\n"...)
+			for _, x := range members {
+				dst = e.toRESP(dst, x, proto)
+			}
+			return dst
+		}
+		n := 0
+		for v.RawGetInt(n+1) != lua.LNil {
+			n++
+		}
+		dst = append(strconv.AppendInt(append(dst, '*'), int64(n), 10), "\r\n"...)
+		for i := 1; i <= n; i++ {
+			dst = e.toRESP(dst, v.RawGetInt(i), proto)
+		}
+		return dst
+	}
+	return appendNull(dst, proto)
+}
+
+// toInt is C's (long long) cast of a Lua number.
+func toInt(f float64) int64 {
+	switch {
+	case math.IsNaN(f):
+		return math.MinInt64
+	case f >= 9.223372036854775807e18 || f < -9.223372036854775808e18:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+func noCRLF(r rune) rune {
+	if r == '\r' || r == '\n' {
+		return ' '
+	}
+	return r
+}
+
+func formatDouble(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}
+
+func appendBulk(dst []byte, s string) []byte {
+	dst = strconv.AppendInt(append(dst, '$'), int64(len(s)), 10)
+	return append(append(append(dst, "\r\n"...), s...), "\r\n"...)
+}
+
+func appendNull(dst []byte, proto int) []byte {
+	if proto == 3 {
+		return append(dst, "_\r\n"...)
+	}
+	return append(dst, "$-1\r\n"...)
+}
+
+// appendErr appends an error reply; a message without a code gets ERR.
+func appendErr(dst []byte, msg string) []byte {
+	msg = strings.Map(noCRLF, msg)
+	if msg == "" {
+		msg = "ERR"
+	}
+	return append(append(append(dst, '-'), msg...), "\r\n"...)
+}

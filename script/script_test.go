@@ -1,0 +1,226 @@
+package script
+
+import (
+	"bufio"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawConn is a RESP connection that returns replies as their bytes.
+type rawConn struct {
+	t   *testing.T
+	nc  net.Conn
+	rd  *bufio.Reader
+	buf []byte
+}
+
+func (c *rawConn) do(args ...[]byte) []byte {
+	c.t.Helper()
+	var b []byte
+	b = append(strconv.AppendInt(append(b, '*'), int64(len(args)), 10), "\r\n"...)
+	for _, a := range args {
+		b = appendBulk(b, string(a))
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatal(err)
+	}
+	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, rest, err := parseReply(c.buf); err == nil {
+			out := c.buf[:len(c.buf)-len(rest)]
+			c.buf = append([]byte(nil), rest...)
+			return out
+		}
+		chunk := make([]byte, 4096)
+		n, err := c.rd.Read(chunk)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.buf = append(c.buf, chunk[:n]...)
+	}
+}
+
+func (c *rawConn) cmd(args ...string) []byte {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	return c.do(b...)
+}
+
+// startRedis starts Debian's redis-server on a free loopback port, in
+// memory, and returns a connection maker; it is stopped with the test.
+func startRedis(t *testing.T) func(proto int) *rawConn {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (%v): run ./scripts/setup.sh", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var nc net.Conn
+	deadline := time.Now().Add(20 * time.Second)
+	for nc == nil {
+		if nc, err = net.Dial("tcp", addr); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("redis-server does not answer: %v", err)
+			}
+			nc = nil
+			time.Sleep(20 * time.Millisecond) // polling for the server's port
+		}
+	}
+	nc.Close()
+	return func(proto int) *rawConn {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		c := &rawConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
+		if proto == 3 {
+			c.cmd("HELLO", "3")
+		}
+		return c
+	}
+}
+
+// TestAgainstRedis: each script, with its keys and arguments, answers
+// byte for byte what redis-server's EVAL answers, in RESP2 and RESP3,
+// when its redis.call runs on that same server: the conversions both
+// ways, the sandbox's errors, math.random, redis.* helpers.
+func TestAgainstRedis(t *testing.T) {
+	dial := startRedis(t)
+	conns := map[int]*rawConn{2: dial(2), 3: dial(3)}
+	calls := map[int]*rawConn{2: dial(2), 3: dial(3)}
+	cases := []struct {
+		setup  [][]string
+		script string
+		keys   []string
+		argv   []string
+	}{
+		{nil, "return 1", nil, nil},
+		{nil, "return 3.99", nil, nil},
+		{nil, "return -3.99", nil, nil},
+		{nil, "return 'hello'", nil, nil},
+		{nil, "return true", nil, nil},
+		{nil, "return false", nil, nil},
+		{nil, "return nil", nil, nil},
+		{nil, "return {1, 2, 'three', {4, 'five'}}", nil, nil},
+		{nil, "return {1, 2, nil, 4}", nil, nil},
+		{nil, "return {ok='fine'}", nil, nil},
+		{nil, "return {err='My Error'}", nil, nil},
+		{nil, "return redis.error_reply('E2 custom')", nil, nil},
+		{nil, "return redis.status_reply('PONG')", nil, nil},
+		{nil, "return redis.sha1hex('')", nil, nil},
+		{nil, "return {KEYS[1], KEYS[2], ARGV[1], #ARGV}", []string{"a", "b"}, []string{"x", "y", "z"}},
+		{nil, "return redis.call('SET', KEYS[1], ARGV[1])", []string{"k"}, []string{"v"}},
+		{[][]string{{"SET", "k", "v"}}, "return redis.call('GET', KEYS[1])", []string{"k"}, nil},
+		{nil, "return redis.call('GET', 'missing')", nil, nil},
+		{nil, "return type(redis.call('GET', 'missing'))", nil, nil},
+		{[][]string{{"SET", "n", "10"}}, "return redis.call('INCRBY', KEYS[1], 5)", []string{"n"}, nil},
+		{[][]string{{"SET", "n", "10"}}, "return redis.call('INCRBY', KEYS[1], 2.5)", []string{"n"}, nil},
+		{[][]string{{"SET", "s", "abc"}}, "return redis.call('INCR', KEYS[1])", []string{"s"}, nil},
+		{[][]string{{"SET", "s", "abc"}}, "local r = redis.pcall('INCR', KEYS[1]); return {type(r), r['err']}", []string{"s"}, nil},
+		{[][]string{{"SET", "s", "abc"}}, "local ok, e = pcall(redis.call, 'INCR', KEYS[1]); return {tostring(ok), e['err']}", []string{"s"}, nil},
+		{[][]string{{"RPUSH", "l", "a", "b", "c"}}, "return redis.call('LRANGE', KEYS[1], 0, -1)", []string{"l"}, nil},
+		{nil, "return redis.call('PING')", nil, nil},
+		{nil, "local r = redis.call('PING'); return r['ok']", nil, nil},
+		{nil, "x = 1", nil, nil},
+		{nil, "return y", nil, nil},
+		{nil, "return undefined_function()", nil, nil},
+		{nil, "error('boom')", nil, nil},
+		{nil, "error({err='TABLEERR raised'})", nil, nil},
+		{nil, "return math.random(0)", nil, nil},
+		{nil, "return redis.log(99, 'x')", nil, nil},
+		{nil, "local ok, e = pcall(error, {err='X y'}); return {type(e), tostring(e)}", nil, nil},
+		{nil, "local ok, a, b = pcall(function() return 1, 2 end); return {tostring(ok), a, b}", nil, nil},
+		{nil, "return 1 +", nil, nil},
+		{nil, "return redis.call()", nil, nil},
+		{nil, "return redis.call('SET', 'k', {})", nil, nil},
+		{nil, "return {type(os), type(io), type(require), type(loadfile), type(dofile)}", nil, nil},
+		{nil, "return redis.replicate_commands()", nil, nil},
+		{nil, "return tonumber('12') + 1", nil, nil},
+		{nil, "return string.format('%d-%s', 5, 'x')", nil, nil},
+		{nil, "return table.concat({'a','b'}, ',')", nil, nil},
+		{nil, "redis.setresp(3); return redis.call('HGETALL', 'nohash')", nil, nil},
+		{nil, "redis.setresp(3); return true", nil, nil},
+		{nil, "redis.setresp(3); return false", nil, nil},
+		{nil, "redis.setresp(4)", nil, nil},
+		{[][]string{{"HSET", "h", "f", "v"}}, "redis.setresp(3); local r = redis.call('HGETALL', KEYS[1]); return r['map']['f']", []string{"h"}, nil},
+		{nil, "return {double=3.5}", nil, nil},
+		{nil, "return redis.call('nosuchcommand')", nil, nil},
+		{nil, "return 'unterminated", nil, nil},
+		{nil, "local t = {} t[1] = 'a' t[3] = 'c' return t", nil, nil},
+	}
+	e := New()
+	for i, c := range cases {
+		for _, proto := range []int{2, 3} {
+			reset := func() {
+				conns[proto].cmd("FLUSHALL")
+				for _, s := range c.setup {
+					conns[proto].cmd(s...)
+				}
+			}
+			args := []string{"EVAL", c.script, strconv.Itoa(len(c.keys))}
+			args = append(append(args, c.keys...), c.argv...)
+			reset()
+			want := string(conns[proto].cmd(args...))
+			reset()
+			call := func(args [][]byte, p int) []byte {
+				if p != 2 && p != 3 {
+					t.Fatalf("called in protocol %d", p)
+				}
+				return calls[p].do(args...)
+			}
+			got := string(e.Run(nil, SHA1([]byte(c.script)), []byte(c.script), bytesOf(c.keys), bytesOf(c.argv), call, proto))
+			if got != want {
+				t.Errorf("case %d (RESP%d) %q:\n got %q\nwant %q", i, proto, c.script, got, want)
+			}
+		}
+	}
+}
+
+func bytesOf(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// TestScriptCache: EVALSHA of an unknown sha is NOSCRIPT; Load keeps a
+// script under its sha; Flush forgets it.
+func TestScriptCache(t *testing.T) {
+	e := New()
+	none := func([][]byte, int) []byte { t.Fatal("no command expected"); return nil }
+	if got := string(e.Run(nil, "ffffffffffffffffffffffffffffffffffffffff", nil, nil, nil, none, 2)); got != "-"+ErrNoScript+"\r\n" {
+		t.Fatalf("unknown sha: %q", got)
+	}
+	sha, err := e.Load([]byte("return ARGV[1]"))
+	if err != nil || sha != SHA1([]byte("return ARGV[1]")) || !e.Exists(strings.ToUpper(sha)) {
+		t.Fatalf("Load: %s %v", sha, err)
+	}
+	if got := string(e.Run(nil, sha, nil, nil, [][]byte{[]byte("v")}, none, 2)); got != "$1\r\nv\r\n" {
+		t.Fatalf("EVALSHA: %q", got)
+	}
+	if _, err := e.Load([]byte("return (")); err == nil {
+		t.Fatal("a script that does not compile was loaded")
+	}
+	e.Flush()
+	if e.Exists(sha) {
+		t.Fatal("Flush kept the script")
+	}
+}
