@@ -11,7 +11,7 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/yuin/gopher-lua v1.1.2 // indirect
+require github.com/yuin/gopher-lua v1.1.2
 
 require (
 	cel.dev/expr v0.25.2 // indirect

@@ -34,8 +34,8 @@ type Engine struct {
 	protos  map[string]*lua.FunctionProto
 	handler *lua.LFunction // onError
 	call    Caller         // the running script's
-	resp    int    // the running script's protocol for redis.call (redis.setresp)
-	randSt  uint64 // math.random's lrand48 state
+	resp    int            // the running script's protocol for redis.call (redis.setresp)
+	randSt  uint64         // math.random's lrand48 state
 	Logf    func(level int, msg string)
 	running string // sha of the running script
 }
