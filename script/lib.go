@@ -17,7 +17,7 @@ const (
 )
 
 // newState makes the sandbox Redis gives scripts: the base, table,
-// string and math libraries (no os, io, require, loadfile, dofile), the
+// string, math and bit libraries (no os, io, require, loadfile, dofile), the
 // redis table, math.random as Redis seeds it, and the globals table
 // closed to new names and to reads of absent ones.
 func (e *Engine) newState() *lua.LState {
@@ -30,6 +30,7 @@ func (e *Engine) newState() *lua.LState {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
+	openBit(L)
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
 	for _, name := range []string{"loadfile", "dofile", "require", "module", "collectgarbage", "newproxy", "_printregs"} {
 		g.RawSetString(name, lua.LNil)
