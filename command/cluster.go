@@ -306,24 +306,29 @@ type ReplicaInfo struct {
 // clusterContainer is CLUSTER's table row. A standalone server answers
 // every subcommand as Redis does without cluster support.
 func clusterContainer() *Command {
+	// admin: an operator's command, not a client's. etcd: it asks etcd (up
+	// to 2 s), so it is refused inside EXEC, which holds every shard lock:
+	// every decision would wait for it. since: rlserver's own (else 3.0.0).
 	subs := []struct {
 		name, summary string
 		arity         int
 		run           func(c *Ctx, args [][]byte)
 		args          []Arg
+		admin, etcd   bool
+		since         string
 	}{
-		{"slots", "Returns the mapping of cluster slots to nodes.", 2, cmdClusterSlots, nil},
-		{"shards", "Returns the mapping of cluster slots to shards.", 2, cmdClusterShards, nil},
-		{"nodes", "Returns the cluster configuration for a node.", 2, cmdClusterNodes, nil},
-		{"myid", "Returns the ID of a node.", 2, cmdClusterMyID, nil},
-		{"myshardid", "Returns the shard ID of a node.", 2, cmdClusterMyShardID, nil},
-		{"info", "Returns information about the state of a node.", 2, cmdClusterInfo, nil},
-		{"keyslot", "Returns the hash slot for a key.", 3, cmdClusterKeySlot, []Arg{argStr("key")}},
-		{"countkeysinslot", "Returns the number of keys in a hash slot.", 3, cmdClusterCountKeys, []Arg{argInt("slot")}},
-		{"getkeysinslot", "Returns the key names in a hash slot.", 4, cmdClusterGetKeys, []Arg{argInt("slot"), argInt("count")}},
-		{"reload", "Adopts a newer version of the static topology file (--cluster-config).", 2, cmdClusterReload, nil},
-		{"forget", "Removes a node that will not come back from the cluster.", 3, cmdClusterForget, []Arg{argStr("node-id")}},
-		{"failover", "Forces the promotion of a replica whose shard is down (FORCE).", -2, cmdClusterFailover, []Arg{opt(oneof("options", token("FORCE"), token("TAKEOVER")))}},
+		{"slots", "Returns the mapping of cluster slots to nodes.", 2, cmdClusterSlots, nil, false, false, ""},
+		{"shards", "Returns the mapping of cluster slots to shards.", 2, cmdClusterShards, nil, false, false, ""},
+		{"nodes", "Returns the cluster configuration for a node.", 2, cmdClusterNodes, nil, false, false, ""},
+		{"myid", "Returns the ID of a node.", 2, cmdClusterMyID, nil, false, false, ""},
+		{"myshardid", "Returns the shard ID of a node.", 2, cmdClusterMyShardID, nil, false, false, ""},
+		{"info", "Returns information about the state of a node.", 2, cmdClusterInfo, nil, false, false, ""},
+		{"keyslot", "Returns the hash slot for a key.", 3, cmdClusterKeySlot, []Arg{argStr("key")}, false, false, ""},
+		{"countkeysinslot", "Returns the number of keys in a hash slot.", 3, cmdClusterCountKeys, []Arg{argInt("slot")}, false, false, ""},
+		{"getkeysinslot", "Returns the key names in a hash slot.", 4, cmdClusterGetKeys, []Arg{argInt("slot"), argInt("count")}, false, false, ""},
+		{"reload", "Adopts a newer version of the static topology file (--cluster-config).", 2, cmdClusterReload, nil, true, false, "0.1.0"},
+		{"forget", "Removes a node that will not come back from the cluster.", 3, cmdClusterForget, []Arg{argStr("node-id")}, true, true, ""},
+		{"failover", "Forces the promotion of a replica whose shard is down (FORCE).", -2, cmdClusterFailover, []Arg{opt(oneof("options", token("FORCE"), token("TAKEOVER")))}, true, true, ""},
 	}
 	c := container("cluster", "cluster", "A container for Redis Cluster commands.")
 	for _, s := range subs {
@@ -336,15 +341,14 @@ func clusterContainer() *Command {
 			run(c, args)
 		}, s.args...)
 		sc.Group, sc.Since = "cluster", "3.0.0"
-		if s.name == "forget" || s.name == "failover" {
-			// It asks etcd (up to 2 s): inside EXEC, which holds every
-			// shard lock, every decision would wait for it.
-			sc.Flags = append(sc.Flags, "admin", "no_multi")
-			sc.ACL = append(sc.ACL, "admin", "dangerous")
+		if s.since != "" {
+			sc.Since = s.since
 		}
-		if s.name == "reload" {
-			sc.Since = "0.1.0"
+		if s.admin {
 			sc.Flags = append(sc.Flags, "admin")
+			if s.etcd {
+				sc.Flags = append(sc.Flags, "no_multi")
+			}
 			sc.ACL = append(sc.ACL, "admin", "dangerous")
 		}
 		c.Subs = append(c.Subs, sc)
@@ -414,7 +418,7 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 		}
 		return ""
 	}
-	if cmd.Name == "exec" {
+	if cmd.RunsQueue {
 		if !c.sess.inMulti {
 			return ""
 		}

@@ -39,8 +39,8 @@ func commandTable() []*Command {
 			argKey("key"), argInt("limit"), argStr("window"), cost, opt(oneof("mode", token("FIXED"), token("SLIDING"), token("LOG")))), cmdWindow),
 		with(limiter("cl.acquire", -4, "Acquires a concurrency lease that expires on its own.",
 			argKey("key"), argInt("limit"), argStr("lease"), cost), cmdAcquire),
-		with(limiter("cl.release", 3, "Returns a concurrency lease's units.", argKey("key"), argStr("lease_id")), cmdRelease),
-		with(limiter("cl.renew", 4, "Extends a concurrency lease.", argKey("key"), argStr("lease_id"), argStr("lease")), cmdRenew),
+		noDecision(with(limiter("cl.release", 3, "Returns a concurrency lease's units.", argKey("key"), argStr("lease_id")), cmdRelease)),
+		noDecision(with(limiter("cl.renew", 4, "Extends a concurrency lease.", argKey("key"), argStr("lease_id"), argStr("lease")), cmdRenew)),
 		{
 			Name: "cl.all", Arity: -6, Flags: []string{"write", "denyoom"}, ACL: []string{"write", "ratelimit"},
 			Keys:  KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: allKeys},
@@ -76,8 +76,8 @@ func commandTable() []*Command {
 			sub("client|tracking", -3, "Controls server-assisted client-side caching for the connection (accepted in OPTIN mode; caching itself is refused).", cmdClientTracking,
 				oneof("status", token("ON"), token("OFF")), opt(tokenArg("REDIRECT", argInt("client-id"))), opt(many(tokenArg("PREFIX", argStr("prefix")))),
 				opt(token("BCAST")), opt(token("OPTIN")), opt(token("OPTOUT")), opt(token("NOLOOP"))),
-			sub("client|caching", 3, "Instructs the server whether to track the keys in the next request (YES is refused: see CLIENT TRACKING).", cmdClientCaching,
-				oneof("mode", token("YES"), token("NO"))),
+			setsCaching(sub("client|caching", 3, "Instructs the server whether to track the keys in the next request (YES is refused: see CLIENT TRACKING).", cmdClientCaching,
+				oneof("mode", token("YES"), token("NO")))),
 			sub("client|getredir", 2, "Returns the client ID to which the connection's tracking notifications are redirected.", cmdClientGetRedir),
 			sub("client|info", 2, "Returns information about the connection.", cmdClientInfo),
 			sub("client|list", -2, "Lists open connections.", cmdClientList,
@@ -86,7 +86,7 @@ func commandTable() []*Command {
 
 		// Transactions.
 		txn("multi", "Starts a transaction.", cmdMulti),
-		txn("exec", "Executes all commands in a transaction, atomically.", cmdExec),
+		runsQueue(txn("exec", "Executes all commands in a transaction, atomically.", cmdExec)),
 		txn("discard", "Discards a transaction.", cmdDiscard),
 
 		// Introspection and server.
@@ -200,6 +200,12 @@ func admin(c *Command, run func(*Ctx, [][]byte)) *Command {
 	}
 	return with(c, run)
 }
+
+// noDecision, runsQueue and setsCaching set the flags of their names (see
+// Command).
+func noDecision(c *Command) *Command  { c.NoDecision = true; return c }
+func runsQueue(c *Command) *Command   { c.RunsQueue = true; return c }
+func setsCaching(c *Command) *Command { c.SetsCaching = true; return c }
 
 func with(c *Command, run func(*Ctx, [][]byte)) *Command {
 	c.Run = run

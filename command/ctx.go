@@ -180,7 +180,7 @@ func (c *Ctx) exec(args [][]byte) {
 		c.slotKey = nil
 		if cmd.routed {
 			if msg := c.route(cmd, args); msg != "" {
-				if cmd.Name == "exec" {
+				if cmd.RunsQueue {
 					s.inMulti, s.multiErr, s.queue = false, false, nil // Redis discards it
 				}
 				c.reject(msg)
@@ -212,7 +212,7 @@ func (c *Ctx) exec(args [][]byte) {
 	}
 	// CLIENT CACHING YES covers the next command, or the transaction it
 	// starts, as in Redis.
-	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && cmd.Name != "client|caching" {
+	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && !cmd.SetsCaching {
 		s.caching = false
 	}
 }

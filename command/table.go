@@ -23,6 +23,16 @@ type Command struct {
 	Args       []Arg
 	Subs       []*Command // subcommands of a container (CLIENT, COMMAND, CONFIG, DEBUG)
 	Run        func(c *Ctx, args [][]byte)
+	// RunsQueue marks EXEC, which runs the commands MULTI queued: they are
+	// logged in the slow log, not it; cluster mode routes it by their keys
+	// and, refusing it, discards the transaction.
+	RunsQueue bool
+	// NoDecision marks a @ratelimit command that answers no decision
+	// (CL.RELEASE, CL.RENEW): it is not counted by outcome.
+	NoDecision bool
+	// SetsCaching marks CLIENT CACHING, whose YES covers the next command
+	// (it does not use it up itself).
+	SetsCaching bool
 
 	id        int      // index in Table.all: the command's bit in ACL permissions
 	parent    *Command // a subcommand's container
@@ -140,9 +150,9 @@ func (c *Command) prepare() {
 	}
 	c.fast = c.hasFlag("fast")
 	c.timedAlone = slices.Contains(c.ACL, "slow")
-	c.skipSlowlog = c.Name == "exec"
-	c.decides = slices.Contains(c.ACL, "ratelimit") && c.Name != "cl.release" && c.Name != "cl.renew"
-	c.routed = c.Keys.First > 0 || c.Keys.Find != nil || c.Name == "exec"
+	c.skipSlowlog = c.RunsQueue
+	c.decides = slices.Contains(c.ACL, "ratelimit") && !c.NoDecision
+	c.routed = c.Keys.First > 0 || c.Keys.Find != nil || c.RunsQueue
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
 		c.Flags = append(c.Flags, "movablekeys")
 	}
