@@ -180,7 +180,7 @@ func commandTable() []*Command {
 		flushCmd("flushdb", "Removes all keys from the current database."),
 		flushCmd("flushall", "Removes all keys from all databases."),
 	}
-	return cmds
+	return append(cmds, scriptingCommands()...)
 }
 
 // noMulti marks a command that flushes to disk (taking every shard lock in

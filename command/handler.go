@@ -16,6 +16,7 @@ import (
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -133,6 +134,7 @@ type Handler struct {
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	memLimited                             atomic.Bool  // TuneMemoryLimit set a limit
 	obs                                    observability
+	scripts                                *script.Engine // EVAL's scripts and Lua VM
 }
 
 // New returns the commands over store, reading time from clock.
@@ -143,7 +145,7 @@ func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 	if cfg.MoveHold <= 0 {
 		cfg.MoveHold = time.Second
 	}
-	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now()}
+	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now(), scripts: script.New()}
 	pass := cfg.RequirePass
 	h.requirePass.Store(&pass)
 	h.acl = newACL(h.table, cfg.ACLFile)
