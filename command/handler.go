@@ -5,10 +5,7 @@
 package command
 
 import (
-	"math"
 	"net"
-	"runtime/debug"
-	"runtime/metrics"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +27,10 @@ const redisVersion = "7.4.0"
 // Config is the commands' configuration. The zero value of each field means
 // its default.
 type Config struct {
+	// OnMaxMemory, if set, is told every memory bound applied (at start
+	// and by CONFIG SET maxmemory): the runtime's memory limit follows it
+	// (package memlimit).
+	OnMaxMemory func(n int64)
 	// RequirePass is the default user's password ("" none).
 	RequirePass string
 	// ACLFile is where ACL SAVE writes the users and ACL LOAD reads them
@@ -132,7 +133,6 @@ type Handler struct {
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
-	memLimited                             atomic.Bool  // TuneMemoryLimit set a limit
 	obs                                    observability
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
 }
@@ -220,37 +220,7 @@ func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *
 func (h *Handler) SetMaxMemory(n int64) {
 	h.maxMemory.Store(n)
 	h.store.SetMaxMemory(n)
-	h.TuneMemoryLimit()
-}
-
-// TuneMemoryLimit sets the Go runtime's soft memory limit from the memory
-// bound; the server calls it a few times a second. States kept as objects
-// (LOG windows, leases) are garbage once evicted, replaced or regrown, and
-// a heap left to double before collecting would hold twice the bound: the
-// limit lets garbage and free pages reach an eighth of the bound (at least
-// 4 MB) above what the process holds live, whatever that is (connections
-// come and go), so the collector runs before that. Keys of inline states
-// make almost no garbage, so the collector then rarely runs at all.
-func (h *Handler) TuneMemoryLimit() {
-	n := h.maxMemory.Load()
-	if n <= 0 {
-		if h.memLimited.Swap(false) {
-			debug.SetMemoryLimit(math.MaxInt64)
-		}
-		return
+	if f := h.cfg.OnMaxMemory; f != nil {
+		f(n)
 	}
-	s := []metrics.Sample{
-		{Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/released:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/gc/heap/live:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
-	}
-	metrics.Read(s)
-	// Free pages the runtime keeps count against the limit too, so that
-	// it returns them to the OS.
-	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64() - s[4].Value.Uint64())
-	garbage := max(int64(s[2].Value.Uint64())-int64(s[3].Value.Uint64()), 0)
-	debug.SetMemoryLimit(held - garbage + max(n/8, 4<<20))
-	h.memLimited.Store(true)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/command"
+	"github.com/rlserver/rlserver/memlimit"
 	"github.com/rlserver/rlserver/repl"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -371,6 +372,8 @@ func run(args []string) int {
 	if p != nil {
 		cfg.Persistence = p
 	}
+	var memLimit memlimit.Tuner
+	cfg.OnMaxMemory = memLimit.SetBound
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
 	if err := commands.LoadACL(); err != nil {
@@ -471,7 +474,7 @@ func run(args []string) int {
 		log.Printf("metrics: serving http://%s/metrics, /healthz, /readyz", mserver.Addr())
 	}
 
-	stopSweep := startSweeper(store, clock, commands.TuneMemoryLimit)
+	stopSweep := startSweeper(store, clock, memLimit.Tune)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve() }()
 
