@@ -203,6 +203,9 @@ class Client(_Factory):
         return self.redis.execute_command(*args) == 1
 
 
+_timeout = getattr(asyncio, "timeout", None)
+
+
 class AsyncClient(_Factory):
     """Limiters over redis.asyncio (Redis or RedisCluster); timeout (seconds) bounds each call, connecting included."""
 
@@ -216,6 +219,11 @@ class AsyncClient(_Factory):
 
     async def _call(self, args: List[Any]) -> Any:
         if self.timeout:
+            if _timeout is not None:
+                # asyncio.timeout (3.11+) bounds the call in place, where
+                # wait_for runs it in a task of its own.
+                async with _timeout(self.timeout):
+                    return await self.redis.execute_command(*args)
             return await asyncio.wait_for(self.redis.execute_command(*args), self.timeout)
         return await self.redis.execute_command(*args)
 
