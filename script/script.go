@@ -18,6 +18,8 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/rlserver/rlserver/values"
 )
 
 // Caller runs one command of a script (redis.call, redis.pcall) and
@@ -248,9 +250,9 @@ func (e *Engine) toRESP(dst []byte, v lua.LValue, proto int) []byte {
 		}
 		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
 			if proto == 3 {
-				return append(append(append(dst, ','), formatDouble(float64(d))...), "\r\n"...)
+				return append(append(append(dst, ','), values.FormatScore(float64(d))...), "\r\n"...)
 			}
-			return appendBulk(dst, formatDouble(float64(d)))
+			return appendBulk(dst, values.FormatScore(float64(d)))
 		}
 		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
 			var pairs []lua.LValue
@@ -307,16 +309,6 @@ func noCRLF(r rune) rune {
 		return ' '
 	}
 	return r
-}
-
-func formatDouble(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 17, 64)
 }
 
 func appendBulk(dst []byte, s string) []byte {

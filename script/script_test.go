@@ -3,11 +3,12 @@ package script
 import (
 	"bufio"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/redistest"
 )
 
 // rawConn is a RESP connection that returns replies as their bytes.
@@ -52,37 +53,10 @@ func (c *rawConn) cmd(args ...string) []byte {
 	return c.do(b...)
 }
 
-// startRedis starts Debian's redis-server on a free loopback port, in
-// memory, and returns a connection maker; it is stopped with the test.
-func startRedis(t *testing.T) func(proto int) *rawConn {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server is not installed (%v): run ./scripts/setup.sh", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	var nc net.Conn
-	deadline := time.Now().Add(20 * time.Second)
-	for nc == nil {
-		if nc, err = net.Dial("tcp", addr); err != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("redis-server does not answer: %v", err)
-			}
-			nc = nil
-			time.Sleep(20 * time.Millisecond) // polling for the server's port
-		}
-	}
-	nc.Close()
+// dialer returns a maker of connections to a redis-server started for
+// the test.
+func dialer(t *testing.T) func(proto int) *rawConn {
+	addr := redistest.Start(t)
 	return func(proto int) *rawConn {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -102,7 +76,7 @@ func startRedis(t *testing.T) func(proto int) *rawConn {
 // when its redis.call runs on that same server: the conversions both
 // ways, the sandbox's errors, math.random, redis.* helpers.
 func TestAgainstRedis(t *testing.T) {
-	dial := startRedis(t)
+	dial := dialer(t)
 	conns := map[int]*rawConn{2: dial(2), 3: dial(3)}
 	calls := map[int]*rawConn{2: dial(2), 3: dial(3)}
 	cases := []struct {

@@ -1,70 +1,23 @@
 package values
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// startRedis starts Debian's redis-server on a free loopback port, in
-// memory, for differential tests; it is stopped with the test.
-func startRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatalf("redis-server is not installed (%v): run ./scripts/setup.sh", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatal("redis-server did not start in 20 s")
-	}
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Protocol: 2})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+	"github.com/rlserver/rlserver/internal/redistest"
+)
 
 // TestNumbersAgainstRedis: scores written back (ZSCORE), INCRBYFLOAT's
 // stored values, and the float and range parsers' verdicts and errors are
 // redis-server's, for the same inputs.
 func TestNumbersAgainstRedis(t *testing.T) {
 	ctx := context.Background()
-	rc := startRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
+	defer rc.Close()
 	scores := []string{"0", "1", "-1", "0.1", "1.5", "-2.25", "1e10", "1e20", "1e-5", "123456789012345678",
 		"3.0000000000000004", "inf", "-inf", "+inf", "1E3", "0.000001", "7.5e-10", "-0", "0x10", "-0x1.8p1", "0.0e5", "1e-300"}
 	for _, s := range scores {

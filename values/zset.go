@@ -331,11 +331,17 @@ func (z *ZSet) RangeByScore(r ScoreRange, reverse bool, offset, count int) []Mem
 	} else {
 		x = z.firstIn(r)
 	}
+	return walk(x, reverse, offset, count, func(x *znode) bool {
+		return reverse && r.aboveMin(x.score) || !reverse && r.belowMax(x.score)
+	})
+}
+
+// walk collects members from x on (backwards with reverse) while in says
+// they are in the range, skipping offset and keeping at most count
+// (count < 0: all).
+func walk(x *znode, reverse bool, offset, count int, in func(*znode) bool) []Member {
 	var out []Member
-	for ; x != nil && count != 0; count-- {
-		if reverse && !r.aboveMin(x.score) || !reverse && !r.belowMax(x.score) {
-			break
-		}
+	for ; x != nil && count != 0 && in(x); count-- {
 		if offset > 0 {
 			offset--
 			count++
@@ -434,24 +440,7 @@ func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member 
 		}
 		x = x.levels[0].next
 	}
-	var out []Member
-	for ; x != nil && count != 0; count-- {
-		if !r.aboveMin(x.member) || !r.belowMax(x.member) {
-			break
-		}
-		if offset > 0 {
-			offset--
-			count++
-		} else {
-			out = append(out, Member{x.member, x.score})
-		}
-		if reverse {
-			x = x.prev
-		} else {
-			x = x.levels[0].next
-		}
-	}
-	return out
+	return walk(x, reverse, offset, count, func(x *znode) bool { return r.aboveMin(x.member) && r.belowMax(x.member) })
 }
 
 // PopMin removes and returns the count members with the lowest scores.
