@@ -1,5 +1,7 @@
 package command
 
+import "slices"
+
 // commandTable is rlserver's one command table. Dispatch, the arity error,
 // COMMAND INFO/DOCS/LIST and the key positions that cluster routing will use
 // are all read from it.
@@ -103,9 +105,9 @@ func commandTable() []*Command {
 				sub("command|list", -2, "Returns a list of command names.", cmdCommandList,
 					opt(tokenArg("FILTERBY", oneof("filterby", tokenArg("MODULE", argStr("module-name")), tokenArg("ACLCAT", argStr("category")), tokenArg("PATTERN", argStr("pattern")))))),
 			}}, cmdCommand),
-		server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section")))),
-		server("time", 1, "Returns the server time.", cmdTime),
-		server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize),
+		scriptable(server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section"))))),
+		scriptable(server("time", 1, "Returns the server time.", cmdTime)),
+		scriptable(server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize)),
 		aclContainer(),
 		clusterContainer(),
 		rlreplContainer(),
@@ -146,7 +148,7 @@ func commandTable() []*Command {
 			Group: "server", Since: "0.1.0", Complexity: "O(N) where N is the size of the store",
 			Summary: "Flushes, then writes a consistent copy of the store (a Pebble checkpoint) to a new directory.",
 			Args:    []Arg{argStr("directory")}}, cmdCheckpoint),
-		server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave),
+		scriptable(server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave)),
 		noMulti(server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
 			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE")))),
 		container("memory", "server", "A container for memory diagnostics commands.",
@@ -220,6 +222,13 @@ func conn(name string, arity int, summary string, run func(*Ctx, [][]byte), args
 func server(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
 	return &Command{Name: name, Arity: arity, Flags: []string{"admin", "noscript"}, ACL: []string{"admin", "slow", "dangerous"},
 		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
+}
+
+// scriptable lets scripts call c, as Redis does for INFO, TIME, DBSIZE
+// and LASTSAVE (the sliding-window scripts people run read TIME).
+func scriptable(c *Command) *Command {
+	c.Flags = slices.DeleteFunc(c.Flags, func(f string) bool { return f == "noscript" })
+	return c
 }
 
 func txn(name, summary string, run func(*Ctx, [][]byte)) *Command {

@@ -48,6 +48,10 @@ func TestScripting(t *testing.T) {
 		do(t, c, "EVAL", "return 1", "2", "a").errIs("ERR Number of keys can't be greater than number of args")
 		do(t, c, "EVAL", "return 1", "-1").errIs("ERR Number of keys can't be negative")
 		do(t, c, "SCRIPT", "KILL").errIs("NOTBUSY No scripts in execution right now.")
+		// TIME, as the sliding-window scripts read it, and DBSIZE.
+		if r := do(t, c, "EVAL", "local t = redis.call('TIME'); return {#t, redis.call('DBSIZE')}", "0").ints(); r[0] != 2 || r[1] != 1 {
+			t.Fatalf("TIME and DBSIZE from a script: %v", r)
+		}
 		pipe := c.TxPipeline()
 		pipe.Do(ctx, "EVAL", "return redis.call('TYPE', KEYS[1])", "1", "sl")
 		if cmds, err := pipe.Exec(ctx); err != nil || cmds[0].(interface{ Val() any }).Val() != "throttle" {
