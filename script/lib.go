@@ -17,7 +17,7 @@ const (
 )
 
 // newState makes the sandbox Redis gives scripts: the base, table,
-// string, math, bit, cjson and struct libraries (no os, io, require, loadfile, dofile), the
+// string, math, bit, cjson, struct and cmsgpack libraries (no os, io, require, loadfile, dofile), the
 // redis table, math.random as Redis seeds it, and the globals table
 // closed to new names and to reads of absent ones.
 func (e *Engine) newState() *lua.LState {
@@ -33,6 +33,7 @@ func (e *Engine) newState() *lua.LState {
 	openBit(L)
 	openCjson(L)
 	openStruct(L)
+	openCmsgpack(L)
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
 	for _, name := range []string{"loadfile", "dofile", "require", "module", "collectgarbage", "newproxy", "_printregs"} {
 		g.RawSetString(name, lua.LNil)
