@@ -2,13 +2,17 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -71,5 +75,55 @@ func TestRLSCluster(t *testing.T) {
 	for i, ip := range ips {
 		do(t, c.Nodes[owners[i]].client(t, 2), "TYPE", key(ip)).equal("window")
 		do(t, c.Nodes[0].client(t, 2), "CLUSTER", "COUNTKEYSINSLOT", cluster.Slot([]byte(key(ip)))).equal(0)
+	}
+}
+
+// TestRLSTLS: with --rls-tls yes the rate limit service speaks gRPC over
+// TLS with the server's certificate, requiring a client certificate as
+// --tls-auth-clients says: a client trusting the CA and presenting its
+// certificate gets exact decisions; one without a certificate, and a
+// plaintext one, get none.
+func TestRLSTLS(t *testing.T) {
+	p := newPKI(t)
+	p.issue(t, "server", 10, false)
+	clientCert := p.issue(t, "client", 11, true)
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(rlsConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startIn(t, "", "--tls-port", "0", "--tls-cert-file", filepath.Join(p.dir, "server.pem"),
+		"--tls-key-file", filepath.Join(p.dir, "server-key.pem"), "--tls-ca-cert-file", filepath.Join(p.dir, "ca.pem"),
+		"--tls-auth-clients", "yes", "--rls-addr", "127.0.0.1:0", "--rls-tls", "yes", "--rls-config", config)
+	m := rlsGRPCRE.FindStringSubmatch(s.logs.String())
+	if m == nil {
+		t.Fatalf("no rate limit service:\n%s", s.logs)
+	}
+	setClock(t, s.client(t, 2), t0+500)
+	call := func(creds credentials.TransportCredentials) (*pb.RateLimitResponse, error) {
+		conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return pb.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx,
+			&pb.RateLimitRequest{Domain: "test", Descriptors: []*rlv3.RateLimitDescriptor{desc("remote_address", "10.9.9.9")}})
+	}
+	good := credentials.NewTLS(&tls.Config{RootCAs: p.caPool, Certificates: []tls.Certificate{clientCert}})
+	for _, want := range []string{"OK OK/2/60", "OK OK/1/60"} {
+		resp, err := call(good)
+		if err != nil {
+			t.Fatalf("with a client certificate: %v", err)
+		}
+		if got := summary(resp); got != want {
+			t.Fatalf("with a client certificate: %q, want %q", got, want)
+		}
+	}
+	if _, err := call(credentials.NewTLS(&tls.Config{RootCAs: p.caPool})); err == nil {
+		t.Fatal("a client without a certificate was answered")
+	}
+	if _, err := call(insecure.NewCredentials()); err == nil {
+		t.Fatal("a plaintext client was answered")
 	}
 }
