@@ -81,7 +81,14 @@ var configParams = map[string]configParam{
 	"databases":     {get: func(*Ctx) string { return "1" }},
 	"appendonly":    {get: func(*Ctx) string { return "no" }},
 	"save":          {get: func(*Ctx) string { return "" }},
+	// How long a script that has not written may run (ms, 0: for ever)
+	// before it is killed; lua-time-limit is its old name.
+	"busy-reply-threshold": scriptThreshold,
+	"lua-time-limit":       scriptThreshold,
 }
+
+var scriptThreshold = intParam(func(c *Ctx) int64 { return c.h.scripts.Threshold().Milliseconds() }, inRange(parseCost, 0, 1<<40),
+	func(c *Ctx, n int64) { c.h.scripts.SetThreshold(time.Duration(n) * time.Millisecond) })
 
 // ParseMemory parses a byte count with Redis's optional units, as in
 // redis.conf and CONFIG SET: k, m, g are powers of 1000, kb, mb, gb powers

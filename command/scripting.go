@@ -18,7 +18,6 @@ var (
 	errScriptWrite = "ERR Write commands are not allowed from read-only scripts."
 	errNumKeys     = "ERR Number of keys can't be greater than number of args"
 	errNumKeysNeg  = "ERR Number of keys can't be negative"
-	errNotBusy     = "NOTBUSY No scripts in execution right now."
 )
 
 // evalKeys finds EVAL's keys: numkeys of them after the script.
@@ -103,7 +102,8 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 	proto := c.W.Proto
 	call := func(cargs [][]byte, p int) []byte {
 		start := len(c.W.Buf)
-		if cmd := c.command(cargs[0]); cmd != nil {
+		cmd := c.command(cargs[0])
+		if cmd != nil {
 			if cmd.subIndex != nil && len(cargs) > 1 {
 				if sub := cmd.sub(cargs[1]); sub != nil {
 					cmd = sub
@@ -119,6 +119,9 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		c.W.Proto = p
 		c.exec(cargs)
 		c.W.Proto = proto
+		if cmd != nil && cmd.write {
+			c.h.scripts.Wrote() // no longer killable
+		}
 		out := append([]byte(nil), c.W.Buf[start:]...)
 		c.W.Buf = c.W.Buf[:start]
 		return out
@@ -159,6 +162,13 @@ func cmdScriptFlush(c *Ctx, args [][]byte) {
 	c.W.OK()
 }
 
-// cmdScriptKill: a script holds every shard lock while it runs, so no
-// other command runs meanwhile; by the time SCRIPT KILL runs none is.
-func cmdScriptKill(c *Ctx, args [][]byte) { c.err(errNotBusy) }
+// cmdScriptKill stops the running script unless it wrote. A script holds
+// every shard lock, so SCRIPT KILL reaches it only from a connection that
+// is not waiting on a lock (another event loop, or --io goroutines).
+func cmdScriptKill(c *Ctx, args [][]byte) {
+	if err := c.h.scripts.Kill(); err != nil {
+		c.err(err.Error())
+		return
+	}
+	c.W.OK()
+}

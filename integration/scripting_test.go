@@ -59,3 +59,38 @@ func TestScripting(t *testing.T) {
 		}
 	})
 }
+
+// TestScriptKill: a script that has not written is killed once it has run
+// past busy-reply-threshold (CONFIG SET, lua-time-limit its alias), and by
+// SCRIPT KILL from another connection; one that wrote answers SCRIPT KILL
+// with UNKILLABLE. (--io goroutines: a script holds every shard lock, and
+// SCRIPT KILL must not wait behind it on the same event loop.)
+func TestScriptKill(t *testing.T) {
+	s := start(t, "--io", "goroutines")
+	a, b := s.client(t, 2), s.client(t, 2)
+	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "200").equal("OK")
+	do(t, b, "CONFIG", "GET", "lua-time-limit").equal([]any{"lua-time-limit", "200"})
+	loop := "while true do end"
+	sha := script.SHA1([]byte(loop))
+	do(t, a, "EVAL", loop, "0").errIs("ERR Script killed: it ran longer than busy-reply-threshold without writing, holding every key's lock script: " + sha + ", on @user_script:1.")
+	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "0").equal("OK")
+	do(t, b, "SCRIPT", "KILL").errIs("NOTBUSY No scripts in execution right now.")
+	done := make(chan error, 1)
+	go func() { done <- a.Do(ctx, "EVAL", loop, "0").Err() }()
+	eventually(t, "SCRIPT KILL to stop the running script", func() bool {
+		return b.Do(ctx, "SCRIPT", "KILL").Err() == nil
+	})
+	if err := <-done; err == nil || err.Error() != "ERR Script killed by user with SCRIPT KILL... script: "+sha+", on @user_script:1." {
+		t.Fatalf("the killed script answered %v", err)
+	}
+	do(t, a, "PING").equal("PONG")
+	// A script that wrote cannot be killed: it runs on (the server is
+	// killed at the end of the test).
+	wrote := "redis.call('CL.THROTTLE', KEYS[1], 1, 1, 1) while true do end"
+	c := s.client(t, 2)
+	go c.Do(ctx, "EVAL", wrote, "1", "kw")
+	eventually(t, "SCRIPT KILL to answer UNKILLABLE", func() bool {
+		err := b.Do(ctx, "SCRIPT", "KILL").Err()
+		return err != nil && strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands")
+	})
+}

@@ -8,13 +8,17 @@
 package script
 
 import (
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -40,6 +44,55 @@ type Engine struct {
 	randSt  uint64         // math.random's lrand48 state
 	Logf    func(level int, msg string)
 	running string // sha of the running script
+
+	// A running script that has not written may be killed: by SCRIPT KILL
+	// (Kill), or by itself once it has run longer than the threshold
+	// (busy-reply-threshold): it holds every shard lock, and an endless
+	// one would stop the server.
+	threshold atomic.Int64 // ns; 0: no limit
+	killMu    sync.Mutex
+	cancel    context.CancelCauseFunc // the running script's (nil: none)
+	wrote     bool
+}
+
+// Errors of a killed script and of SCRIPT KILL, as Redis words them.
+var (
+	errKilled     = errors.New("ERR Script killed by user with SCRIPT KILL...")
+	errTimedOut   = errors.New("ERR Script killed: it ran longer than busy-reply-threshold without writing, holding every key's lock")
+	ErrNotBusy    = errors.New("NOTBUSY No scripts in execution right now.")
+	ErrUnkillable = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+)
+
+// DefaultThreshold is Redis's busy-reply-threshold.
+const DefaultThreshold = 5 * time.Second
+
+// SetThreshold sets how long a script that has not written may run (0:
+// for ever).
+func (e *Engine) SetThreshold(d time.Duration) { e.threshold.Store(int64(d)) }
+
+// Threshold returns SetThreshold's value.
+func (e *Engine) Threshold() time.Duration { return time.Duration(e.threshold.Load()) }
+
+// Wrote records that the running script changed the keyspace: it can no
+// longer be killed.
+func (e *Engine) Wrote() {
+	e.killMu.Lock()
+	e.wrote = true
+	e.killMu.Unlock()
+}
+
+// Kill stops the running script unless it wrote (SCRIPT KILL).
+func (e *Engine) Kill() error {
+	e.killMu.Lock()
+	defer e.killMu.Unlock()
+	switch {
+	case e.cancel == nil:
+		return ErrNotBusy
+	case e.wrote:
+		return ErrUnkillable
+	}
+	e.cancel(errKilled)
+	return nil
 }
 
 // SHA1 returns a script's id: the hex SHA-1 of its body.
@@ -51,6 +104,7 @@ func SHA1(body []byte) string {
 // New returns an engine with no script loaded.
 func New() *Engine {
 	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}}
+	e.threshold.Store(int64(DefaultThreshold))
 	e.L = e.newState()
 	e.handler = e.L.NewFunction(e.onError)
 	e.randSt = 0x330E // srand48(0): the generator then runs on across scripts, as Redis 7's
@@ -142,13 +196,41 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	}
 	L := e.L
 	e.call, e.resp, e.running = call, 2, sha
-	defer func() { e.call, e.running = nil, "" }()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	e.killMu.Lock()
+	e.cancel, e.wrote = cancel, false
+	e.killMu.Unlock()
+	var timer *time.Timer
+	if d := e.Threshold(); d > 0 {
+		timer = time.AfterFunc(d, func() {
+			e.killMu.Lock()
+			if !e.wrote {
+				cancel(errTimedOut)
+			}
+			e.killMu.Unlock()
+		})
+	}
+	L.SetContext(ctx)
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		e.killMu.Lock()
+		e.cancel = nil
+		e.killMu.Unlock()
+		cancel(nil)
+		L.RemoveContext()
+		e.call, e.running = nil, ""
+	}()
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
 	g.RawSetString("KEYS", strTable(L, keys))
 	g.RawSetString("ARGV", strTable(L, argv))
 	L.Push(L.NewFunctionFromProto(p))
 	if err := L.PCall(0, 1, e.handler); err != nil {
 		L.SetTop(0)
+		if cause := context.Cause(ctx); cause != nil {
+			err = &lua.ApiError{Object: e.withLine(err, cause.Error())}
+		}
 		return appendErr(dst, e.errorText(err))
 	}
 	ret := L.Get(-1)
@@ -199,6 +281,19 @@ func lineOf(where string) string {
 	}
 	n, _, _ := strings.Cut(rest, ":")
 	return n
+}
+
+// withLine is a table {err=msg, line=...} keeping the line err was raised
+// at (the script was stopped there).
+func (e *Engine) withLine(err error, msg string) *lua.LTable {
+	t := e.L.NewTable()
+	t.RawSetString("err", lua.LString(msg))
+	if ae, ok := err.(*lua.ApiError); ok {
+		if old, ok := ae.Object.(*lua.LTable); ok {
+			t.RawSetString("line", old.RawGetString("line"))
+		}
+	}
+	return t
 }
 
 // errorText is the error a script that raised err answers, as Redis 7.0
