@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -289,11 +290,28 @@ func (c *rlCluster) waitServing(t *testing.T, key string) {
 }
 
 // reply reads one whole reply (an array's elements too) as its lines.
+// reply reads one whole reply as text: its lines, a bulk string's bytes
+// after its length, and an aggregate's elements after its count.
 func (r *rawConn) reply() string {
 	r.t.Helper()
 	line := r.line()
-	if strings.HasPrefix(line, "*") {
-		n, _ := strconv.Atoi(line[1:])
+	if line == "" {
+		return line
+	}
+	n, err := strconv.Atoi(line[1:])
+	switch line[0] {
+	case '$', '=':
+		if err == nil && n >= 0 {
+			b := make([]byte, n+2)
+			if _, err := io.ReadFull(r.rd, b); err != nil {
+				r.t.Fatal(err)
+			}
+			line += " " + string(b[:n])
+		}
+	case '*', '~', '%', '>':
+		if line[0] == '%' {
+			n *= 2
+		}
 		for range n {
 			line += " " + r.reply()
 		}

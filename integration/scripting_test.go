@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/script"
 )
 
@@ -93,4 +94,62 @@ func TestScriptKill(t *testing.T) {
 		err := b.Do(ctx, "SCRIPT", "KILL").Err()
 		return err != nil && strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands")
 	})
+}
+
+// TestScriptingAgainstRedis: the same scripting requests to redis-server
+// and to rlserver, in RESP2 and RESP3, replies compared: EVAL's
+// conversions and errors, numkeys errors, EVAL_RO refusing a write,
+// commands refused from scripts, unknown commands, SCRIPT LOAD, EXISTS,
+// FLUSH, EVALSHA and NOSCRIPT, SCRIPT KILL with nothing running. Only
+// commands both servers have are called (the value types are not here
+// yet); TIME's reply is compared by its shape.
+func TestScriptingAgainstRedis(t *testing.T) {
+	ours := start(t)
+	theirs := &server{Addr: redistest.Start(t)}
+	requests := [][]string{
+		{"SCRIPT", "FLUSH"},
+		{"EVAL", "return {1, 'two', {3, nil, 4}, true, false}", "0"},
+		{"EVAL", "return {ok='fine'}", "0"},
+		{"EVAL", "return redis.error_reply('MYERR custom')", "0"},
+		{"EVAL", "return {KEYS[1], ARGV[1], #KEYS, #ARGV}", "1", "k", "a", "b"},
+		{"EVAL", "return redis.call('PING')", "0"},
+		{"EVAL", "return redis.pcall('PING', 'a', 'b')", "0"},
+		{"EVAL", "return redis.call('DEL', KEYS[1])", "1", "nosuchkey"},
+		{"EVAL", "return redis.call('EXISTS', KEYS[1])", "1", "nosuchkey"},
+		{"EVAL", "return #redis.call('TIME')", "0"},
+		{"EVAL", "return redis.call('MULTI')", "0"},
+		{"EVAL", "return redis.call('nosuchcommand')", "0"},
+		{"EVAL", "return x", "0"},
+		{"EVAL", "return 1 +", "0"},
+		{"EVAL", "return 1", "2", "a"},
+		{"EVAL", "return 1", "-1"},
+		{"EVAL", "return 1", "x"},
+		{"EVAL_RO", "return redis.call('DEL', KEYS[1])", "1", "k"},
+		{"EVAL_RO", "return redis.call('EXISTS', KEYS[1])", "1", "k"},
+		{"EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0"},
+		{"SCRIPT", "LOAD", "return ARGV[1]"},
+		{"SCRIPT", "EXISTS", script.SHA1([]byte("return ARGV[1]")), "ffffffffffffffffffffffffffffffffffffffff"},
+		{"EVALSHA", script.SHA1([]byte("return ARGV[1]")), "0", "v"},
+		{"EVALSHA_RO", strings.ToUpper(script.SHA1([]byte("return ARGV[1]"))), "0", "w"},
+		{"SCRIPT", "FLUSH", "ASYNC"},
+		{"SCRIPT", "EXISTS", script.SHA1([]byte("return ARGV[1]"))},
+		{"SCRIPT", "FLUSH", "NOW"},
+		{"SCRIPT", "KILL"},
+		{"CONFIG", "SET", "busy-reply-threshold", "4000"},
+		{"CONFIG", "GET", "lua-time-limit"},
+	}
+	for _, proto := range []string{"2", "3"} {
+		a, b := dial(t, ours), dial(t, theirs)
+		a.cmd("HELLO", proto)
+		b.cmd("HELLO", proto)
+		a.reply()
+		b.reply()
+		for _, req := range requests {
+			a.cmd(req...)
+			b.cmd(req...)
+			if got, want := a.reply(), b.reply(); got != want {
+				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, req, got, want)
+			}
+		}
+	}
 }

@@ -35,7 +35,7 @@ type Caller func(args [][]byte, proto int) []byte
 // on. Run serialises scripts: one runs at a time.
 type Engine struct {
 	mu      sync.Mutex
-	L       *lua.LState
+	vm      *lua.LState
 	bodies  map[string][]byte // by sha1 hex
 	protos  map[string]*lua.FunctionProto
 	handler *lua.LFunction // onError
@@ -105,8 +105,8 @@ func SHA1(body []byte) string {
 func New() *Engine {
 	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}}
 	e.threshold.Store(int64(DefaultThreshold))
-	e.L = e.newState()
-	e.handler = e.L.NewFunction(e.onError)
+	e.vm = e.newState()
+	e.handler = e.vm.NewFunction(e.onError)
 	e.randSt = 0x330E // srand48(0): the generator then runs on across scripts, as Redis 7's
 	return e
 }
@@ -194,7 +194,7 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 			return appendErr(dst, err.Error())
 		}
 	}
-	L := e.L
+	L := e.vm
 	e.call, e.resp, e.running = call, 2, sha
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e.killMu.Lock()
@@ -286,7 +286,7 @@ func lineOf(where string) string {
 // withLine is a table {err=msg, line=...} keeping the line err was raised
 // at (the script was stopped there).
 func (e *Engine) withLine(err error, msg string) *lua.LTable {
-	t := e.L.NewTable()
+	t := e.vm.NewTable()
 	t.RawSetString("err", lua.LString(msg))
 	if ae, ok := err.(*lua.ApiError); ok {
 		if old, ok := ae.Object.(*lua.LTable); ok {
