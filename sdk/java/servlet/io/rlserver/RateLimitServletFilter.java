@@ -67,21 +67,15 @@ public final class RateLimitServletFilter implements Filter {
         }
         k = keyPrefix() + k;
         long n = cost.applyAsLong(req);
-        Decision d;
-        Lease lease = null;
+        Concurrency.Acquired a;
         try {
-            if (limiter instanceof Concurrency cc) {
-                Concurrency.Acquired a = cc.acquire(k, n);
-                lease = a.lease();
-                d = a.decision();
-            } else {
-                d = limiter.decide(k, n);
-            }
+            a = RateLimitFilter.take(limiter, k, n);
         } catch (IOException | RuntimeException e) {
             send(res, 503, "rate limiter unavailable");
             return;
         }
-        try (Lease held = lease) {
+        Decision d = a.decision();
+        try (Lease held = a.lease()) {
             RateLimitFilter.setHeaders(res::setHeader, policy, limiter.window(), d, xRateLimit);
             if (!d.allowed()) {
                 send(res, 429, "rate limit exceeded");

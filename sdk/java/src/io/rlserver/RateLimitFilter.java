@@ -64,21 +64,15 @@ public final class RateLimitFilter extends Filter {
         }
         k = keyPrefix() + k;
         long n = cost.applyAsLong(x);
-        Decision d;
-        Lease lease = null;
+        Concurrency.Acquired a;
         try {
-            if (limiter instanceof Concurrency cc) {
-                Concurrency.Acquired a = cc.acquire(k, n);
-                lease = a.lease();
-                d = a.decision();
-            } else {
-                d = limiter.decide(k, n);
-            }
+            a = take(limiter, k, n);
         } catch (IOException | RuntimeException e) {
             send(x, 503, "rate limiter unavailable");
             return;
         }
-        try (Lease held = lease) {
+        Decision d = a.decision();
+        try (Lease held = a.lease()) {
             setHeaders(x.getResponseHeaders(), policy, limiter.window(), d, xRateLimit);
             if (!d.allowed()) {
                 send(x, 429, "rate limit exceeded");
@@ -120,6 +114,14 @@ public final class RateLimitFilter extends Filter {
     }
 
     /** Sets the fields for decision d under the named policy of the given window; seconds round up. */
+    /** The decision for key, with the lease a concurrency limiter holds for the request (null otherwise): both filters' first step. */
+    static Concurrency.Acquired take(Limiter limiter, String key, long n) throws IOException {
+        if (limiter instanceof Concurrency cc) {
+            return cc.acquire(key, n);
+        }
+        return new Concurrency.Acquired(null, limiter.decide(key, n));
+    }
+
     public static void setHeaders(Headers h, String policy, Duration window, Decision d, boolean x) {
         setHeaders(h::set, policy, window, d, x);
     }
