@@ -152,23 +152,30 @@ func encodeJSON(b *bytes.Buffer, v lua.LValue, null *lua.LUserData, depth int) e
 // every key a positive integer, not excessively sparse (lua-cjson's
 // defaults: more than 10 and more than twice the keys).
 func arrayLength(t *lua.LTable) (int, bool, error) {
-	max, count, array := 0, 0, true
-	t.ForEach(func(k, _ lua.LValue) {
-		n, ok := k.(lua.LNumber)
-		if !ok || float64(n) != math.Floor(float64(n)) || n < 1 {
-			array = false
-			return
-		}
-		count++
-		max = int(math.Max(float64(max), float64(n)))
-	})
-	if !array {
+	count, max, ok := arrayKeys(t)
+	if !ok {
 		return 0, false, nil
 	}
 	if max > 10 && max > 2*count {
 		return 0, false, errors.New("Cannot serialise table: excessively sparse array")
 	}
 	return max, true, nil
+}
+
+// arrayKeys reports whether every key of t is a positive integer, with
+// how many there are and the largest.
+func arrayKeys(t *lua.LTable) (count, max int, ok bool) {
+	ok = true
+	t.ForEach(func(k, _ lua.LValue) {
+		n, isNum := k.(lua.LNumber)
+		if !isNum || float64(n) != math.Floor(float64(n)) || n < 1 {
+			ok = false
+			return
+		}
+		count++
+		max = int(math.Max(float64(max), float64(n)))
+	})
+	return count, max, ok
 }
 
 func writeJSONString(b *bytes.Buffer, s string) {

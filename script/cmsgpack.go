@@ -127,16 +127,7 @@ func packInt(b []byte, n int64) []byte {
 // isArray reports whether t's keys are exactly 1..n, as lua-cmsgpack's
 // table_is_an_array.
 func isArray(t *lua.LTable) (int, bool) {
-	count, max, ok := 0, 0, true
-	t.ForEach(func(k, _ lua.LValue) {
-		n, isNum := k.(lua.LNumber)
-		if !isNum || float64(n) != math.Trunc(float64(n)) || n < 1 {
-			ok = false
-			return
-		}
-		count++
-		max = int(math.Max(float64(max), float64(n)))
-	})
+	count, max, ok := arrayKeys(t)
 	return count, ok && max == count
 }
 

@@ -23,6 +23,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/values"
 )
 
@@ -316,47 +317,34 @@ func (e *Engine) errorText(err error) string {
 func (e *Engine) toRESP(dst []byte, v lua.LValue, proto int) []byte {
 	switch v := v.(type) {
 	case lua.LString:
-		return appendBulk(dst, string(v))
+		return resp.AppendBulkString(dst, string(v))
 	case lua.LBool:
-		if e.resp == 2 {
+		if e.resp == 2 { // the script's protocol, as Redis
 			if v {
-				return append(dst, ":1\r\n"...)
+				return resp.AppendInt(dst, 1)
 			}
-			return appendNull(dst, proto)
+			return resp.AppendNull(dst, proto)
 		}
-		if proto == 3 {
-			if v {
-				return append(dst, "#t\r\n"...)
-			}
-			return append(dst, "#f\r\n"...)
-		}
-		if v {
-			return append(dst, ":1\r\n"...)
-		}
-		return append(dst, ":0\r\n"...)
+		return resp.AppendBool(dst, proto, bool(v))
 	case lua.LNumber:
-		return append(strconv.AppendInt(append(dst, ':'), toInt(float64(v)), 10), "\r\n"...)
+		return resp.AppendInt(dst, toInt(float64(v)))
 	case *lua.LTable:
 		if s, ok := v.RawGetString("err").(lua.LString); ok {
 			return appendErr(dst, strings.TrimPrefix(string(s), "-"))
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
-			return append(append(append(dst, '+'), strings.Map(noCRLF, string(s))...), "\r\n"...)
+			return resp.AppendStatus(dst, strings.Map(noCRLF, string(s)))
 		}
 		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
 			if proto == 3 {
 				return append(append(append(dst, ','), values.FormatScore(float64(d))...), "\r\n"...)
 			}
-			return appendBulk(dst, values.FormatScore(float64(d)))
+			return resp.AppendBulkString(dst, values.FormatScore(float64(d)))
 		}
 		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
 			var pairs []lua.LValue
 			m.ForEach(func(k, val lua.LValue) { pairs = append(pairs, k, val) })
-			if proto == 3 {
-				dst = append(strconv.AppendInt(append(dst, '%'), int64(len(pairs)/2), 10), "\r\n"...)
-			} else {
-				dst = append(strconv.AppendInt(append(dst, '*'), int64(len(pairs)), 10), "\r\n"...)
-			}
+			dst = resp.AppendMap(dst, proto, len(pairs)/2)
 			for _, x := range pairs {
 				dst = e.toRESP(dst, x, proto)
 			}
@@ -365,11 +353,7 @@ func (e *Engine) toRESP(dst []byte, v lua.LValue, proto int) []byte {
 		if s, ok := v.RawGetString("set").(*lua.LTable); ok {
 			var members []lua.LValue
 			s.ForEach(func(k, _ lua.LValue) { members = append(members, k) })
-			kind := byte('*')
-			if proto == 3 {
-				kind = '~'
-			}
-			dst = append(strconv.AppendInt(append(dst, kind), int64(len(members)), 10), "\r\n"...)
+			dst = resp.AppendSet(dst, proto, len(members))
 			for _, x := range members {
 				dst = e.toRESP(dst, x, proto)
 			}
@@ -379,13 +363,13 @@ func (e *Engine) toRESP(dst []byte, v lua.LValue, proto int) []byte {
 		for v.RawGetInt(n+1) != lua.LNil {
 			n++
 		}
-		dst = append(strconv.AppendInt(append(dst, '*'), int64(n), 10), "\r\n"...)
+		dst = resp.AppendArray(dst, n)
 		for i := 1; i <= n; i++ {
 			dst = e.toRESP(dst, v.RawGetInt(i), proto)
 		}
 		return dst
 	}
-	return appendNull(dst, proto)
+	return resp.AppendNull(dst, proto)
 }
 
 // toInt is C's (long long) cast of a Lua number.
@@ -406,23 +390,10 @@ func noCRLF(r rune) rune {
 	return r
 }
 
-func appendBulk(dst []byte, s string) []byte {
-	dst = strconv.AppendInt(append(dst, '$'), int64(len(s)), 10)
-	return append(append(append(dst, "\r\n"...), s...), "\r\n"...)
-}
-
-func appendNull(dst []byte, proto int) []byte {
-	if proto == 3 {
-		return append(dst, "_\r\n"...)
-	}
-	return append(dst, "$-1\r\n"...)
-}
-
 // appendErr appends an error reply; a message without a code gets ERR.
 func appendErr(dst []byte, msg string) []byte {
-	msg = strings.Map(noCRLF, msg)
 	if msg == "" {
 		msg = "ERR"
 	}
-	return append(append(append(dst, '-'), msg...), "\r\n"...)
+	return resp.AppendErr(dst, msg)
 }

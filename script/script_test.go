@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/resp"
 )
 
 // rawConn is a RESP connection that returns replies as their bytes.
@@ -22,9 +23,9 @@ type rawConn struct {
 func (c *rawConn) do(args ...[]byte) []byte {
 	c.t.Helper()
 	var b []byte
-	b = append(strconv.AppendInt(append(b, '*'), int64(len(args)), 10), "\r\n"...)
+	b = resp.AppendArray(b, len(args))
 	for _, a := range args {
-		b = appendBulk(b, string(a))
+		b = resp.AppendBulk(b, a)
 	}
 	if _, err := c.nc.Write(b); err != nil {
 		c.t.Fatal(err)
