@@ -115,9 +115,6 @@ func (s *State) SetIncarnation(lease int64) {
 	s.install(old, &v)
 }
 
-// Boot returns the node's boot id ("" in a static topology).
-func (s *State) Boot() string { return s.boot }
-
 // install makes v the view and tells the watchers. The caller holds s.mu.
 func (s *State) install(old, v *View) {
 	s.cur.Store(v)

@@ -171,22 +171,25 @@ func (l *link) session() error {
 		if len(pos) == 2*ns {
 			upto = pos[ns:]
 		}
-		if replid == l.n.replid {
-			if feed = store.SubscribeAt(pos[:ns]); feed != nil {
-				for i, p := range pos[:ns] {
-					l.acked[i].Store(p)
-				}
-				l.online.Store(true)
-				l.n.notify()
-				l.n.cfg.Logf("replication: replica %s (%s) resumes from offset %d", l.node.ID, l.node.Addr(), sum(pos[:ns]))
-			}
-		} else if at := l.n.continueAt(replid, pos[:ns], upto); at != nil {
+		// This node's own stream, or the history it continues since its
+		// promotion (the replica then switches to this node's, CONTINUE).
+		at, own := pos[:ns], replid == l.n.replid
+		if !own {
+			at = l.n.continueAt(replid, pos[:ns], upto)
+		}
+		if at != nil {
 			if feed = store.SubscribeAt(at); feed != nil {
-				cont = at
 				for i, p := range at {
 					l.acked[i].Store(p)
 				}
-				l.n.cfg.Logf("replication: replica %s (%s) continues history %s from this node's offset %d", l.node.ID, l.node.Addr(), replid, sum(at))
+				if own {
+					l.online.Store(true)
+					l.n.notify()
+					l.n.cfg.Logf("replication: replica %s (%s) resumes from offset %d", l.node.ID, l.node.Addr(), sum(at))
+				} else {
+					cont = at
+					l.n.cfg.Logf("replication: replica %s (%s) continues history %s from this node's offset %d", l.node.ID, l.node.Addr(), replid, sum(at))
+				}
 			}
 		}
 	}
