@@ -9,6 +9,10 @@ import (
 // first word is the code clients map on. The wire's own errors (a
 // malformed request, too many clients) are resp's.
 const (
+	errScriptCmd        = "ERR This Redis command is not allowed from script"
+	errScriptWrite      = "ERR Write commands are not allowed from read-only scripts."
+	errNumKeys          = "ERR Number of keys can't be greater than number of args"
+	errNumKeysNeg       = "ERR Number of keys can't be negative"
 	errSyntax           = "ERR syntax error"
 	errNotInt           = "ERR value is not an integer or out of range"
 	errWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"

@@ -13,13 +13,6 @@ import (
 // statistics and the change feed as for any client), each reply handed to
 // Lua in the protocol the script chose.
 
-var (
-	errScriptCmd   = "ERR This Redis command is not allowed from script"
-	errScriptWrite = "ERR Write commands are not allowed from read-only scripts."
-	errNumKeys     = "ERR Number of keys can't be greater than number of args"
-	errNumKeysNeg  = "ERR Number of keys can't be negative"
-)
-
 // evalKeys finds EVAL's keys: numkeys of them after the script.
 func evalKeys(args, keys [][]byte) [][]byte {
 	if len(args) < 3 {
@@ -111,9 +104,9 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 			}
 			switch {
 			case cmd.hasFlag("noscript"):
-				return []byte("-" + errScriptCmd + "\r\n")
+				return resp.AppendErr(nil, errScriptCmd)
 			case ro && cmd.write:
-				return []byte("-" + errScriptWrite + "\r\n")
+				return resp.AppendErr(nil, errScriptWrite)
 			}
 		}
 		c.W.Proto = p
