@@ -116,11 +116,16 @@ func TestCommandTableShape(t *testing.T) {
 			t.Errorf("%s: bad key spec %+v", c.Name, k)
 		}
 		keyArgs := 0
-		for _, a := range c.Args {
-			if a.Type == "key" {
-				keyArgs++
+		var count func([]Arg)
+		count = func(args []Arg) {
+			for _, a := range args {
+				if a.Type == "key" {
+					keyArgs++
+				}
+				count(a.Args)
 			}
 		}
+		count(c.Args)
 		if (c.Keys.First != 0) != (keyArgs > 0 || c.Keys.Movable) {
 			t.Errorf("%s: key spec %+v but %d key arguments documented", c.Name, c.Keys, keyArgs)
 		}

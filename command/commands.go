@@ -182,6 +182,7 @@ func commandTable() []*Command {
 		flushCmd("flushdb", "Removes all keys from the current database."),
 		flushCmd("flushall", "Removes all keys from all databases."),
 	}
+	cmds = append(cmds, valueCommands()...)
 	return append(cmds, scriptingCommands()...)
 }
 

@@ -43,6 +43,7 @@ type scratch struct {
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
 	lastNameLen int
 	ops         ops         // reusable limiter ops (see limiters.go)
+	vop         valueOp     // the reusable op of data commands (values.go)
 	all         allScratch  // CL.ALL's
 	batch       batchStats  // the batch's statistics until published (stats.go)
 	pfx         prefixCache // the key prefix last counted (stats.go)

@@ -41,13 +41,18 @@ func cmdType(c *Ctx, args [][]byte) {
 }
 
 // pttl returns the key's time to live in ms rounded up (equal to the
-// decision's reset_after_ms), or -2 when it does not exist.
+// decision's reset_after_ms), -1 for a key without one, or -2 when it
+// does not exist.
 func pttl(c *Ctx, key []byte) int64 {
 	now := c.Now()
-	if ki, ok := c.keys().Lookup(key, now); ok {
-		return (ki.Exp - now + 999_999) / 1_000_000
+	ki, ok := c.keys().Lookup(key, now)
+	switch {
+	case !ok:
+		return -2
+	case ki.Exp == engine.NoExpiry:
+		return -1
 	}
-	return -2
+	return (ki.Exp - now + 999_999) / 1_000_000
 }
 
 func cmdPTTL(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, pttl(c, args[1])) }
@@ -55,7 +60,7 @@ func cmdPTTL(c *Ctx, args [][]byte) { c.W.Buf = resp.AppendInt(c.W.Buf, pttl(c, 
 // TTL rounds like Redis: (ms + 500) / 1000.
 func cmdTTL(c *Ctx, args [][]byte) {
 	ms := pttl(c, args[1])
-	if ms >= 0 {
+	if ms > 0 {
 		ms = (ms + 500) / 1000
 	}
 	c.W.Int(ms)

@@ -29,6 +29,7 @@ type Kind uint8
 // file registers its kind (see register).
 type kindInfo struct {
 	name  string
+	value bool
 	fresh func() State
 }
 
@@ -39,14 +40,31 @@ const MaxKinds = 16
 
 var kinds [MaxKinds]kindInfo
 
-// register records kind k's name and fresh-state constructor. Each
-// algorithm's file calls it from init; a kind registered twice is a bug.
-func register(k Kind, name string, fresh func() State) {
+// register records limiter kind k's name and fresh-state constructor.
+// Each algorithm's file calls it from init; a kind registered twice is a
+// bug.
+func register(k Kind, name string, fresh func() State) { add(k, kindInfo{name: name, fresh: fresh}) }
+
+// RegisterValue records a Redis value kind (package values): a kind of the
+// same keyspace, persisted and replicated as the limiters are, whose keys
+// live until deleted or given a TTL (NoExpiry) instead of until fresh.
+func RegisterValue(k Kind, name string, fresh func() State) {
+	add(k, kindInfo{name: name, value: true, fresh: fresh})
+}
+
+func add(k Kind, info kindInfo) {
 	if int(k) >= len(kinds) || kinds[k].fresh != nil {
 		panic("engine: kind registered twice or out of range")
 	}
-	kinds[k] = kindInfo{name: name, fresh: fresh}
+	kinds[k] = info
 }
+
+// NoExpiry is the expiry of a key without a TTL (a Redis value that was
+// never given one): the last instant there is.
+const NoExpiry int64 = 1<<63 - 1
+
+// IsValue reports whether k is a Redis value kind rather than a limiter's.
+func (k Kind) IsValue() bool { return int(k) < len(kinds) && kinds[k].value }
 
 // String returns the name TYPE reports for the kind ("none" if unknown).
 func (k Kind) String() string {

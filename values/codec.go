@@ -63,7 +63,7 @@ func (r *reader) done() error {
 }
 
 // AppendCompact appends the list's encoding to b.
-func (l *List) AppendCompact(b []byte) []byte {
+func (l *List) AppendCompact(b []byte, _ int64) []byte {
 	b = binary.AppendUvarint(b, uint64(l.n))
 	for i := 0; i < l.n; i++ {
 		b = appendBytes(b, l.buf[l.at(i)])
@@ -72,10 +72,10 @@ func (l *List) AppendCompact(b []byte) []byte {
 }
 
 // DecodeCompact replaces the list with the one encoded in b.
-func (l *List) DecodeCompact(b []byte) error {
+func (l *List) DecodeCompact(b []byte, _ int64) error {
 	r := reader{b: b}
 	n := r.uvarint("list length")
-	*l = List{}
+	l.Reset()
 	for i := 0; i < n && r.err == nil; i++ {
 		l.PushBack(r.bytes("list element"))
 	}
@@ -83,16 +83,10 @@ func (l *List) DecodeCompact(b []byte) error {
 }
 
 // Size estimates the heap bytes the list holds.
-func (l *List) Size() int {
-	s := 24 * len(l.buf)
-	for i := 0; i < l.n; i++ {
-		s += len(l.buf[l.at(i)])
-	}
-	return s
-}
+func (l *List) Size() int { return 24*len(l.buf) + l.bytes }
 
 // AppendCompact appends the sorted set's encoding to b, in order.
-func (z *ZSet) AppendCompact(b []byte) []byte {
+func (z *ZSet) AppendCompact(b []byte, _ int64) []byte {
 	b = binary.AppendUvarint(b, uint64(z.n))
 	for x := z.head.levels[0].next; x != nil; x = x.levels[0].next {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x.score))
@@ -102,10 +96,10 @@ func (z *ZSet) AppendCompact(b []byte) []byte {
 }
 
 // DecodeCompact replaces the sorted set with the one encoded in b.
-func (z *ZSet) DecodeCompact(b []byte) error {
+func (z *ZSet) DecodeCompact(b []byte, _ int64) error {
 	r := reader{b: b}
 	n := r.uvarint("sorted set length")
-	*z = *NewZSet()
+	z.Reset()
 	for i := 0; i < n && r.err == nil; i++ {
 		if len(r.b) < 8 {
 			r.err = corrupt("sorted set score")
@@ -124,52 +118,34 @@ func (z *ZSet) DecodeCompact(b []byte) error {
 	return r.done()
 }
 
-// Size estimates the heap bytes the sorted set holds.
-func (z *ZSet) Size() int {
-	s := 0
-	for m := range z.scores {
-		s += 2*len(m) + 120 // the map entry, the node and its levels
-	}
-	return s
-}
+// Size estimates the heap bytes the sorted set holds: per member the map
+// entry, the node and its levels, and the member's bytes twice.
+func (z *ZSet) Size() int { return z.n*120 + 2*z.bytes }
 
-// Hash is a Redis hash: fields and their values.
-type Hash map[string][]byte
-
-// AppendCompact appends the hash's encoding to b (fields in map order:
-// two encodings of one hash may differ, and decode to the same).
-func (h Hash) AppendCompact(b []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(h)))
-	for f, v := range h {
+// AppendCompact appends the hash's encoding to b, fields in their order.
+func (h *Hash) AppendCompact(b []byte, _ int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(h.fields)))
+	for i, f := range h.fields {
 		b = appendBytes(b, []byte(f))
-		b = appendBytes(b, v)
+		b = appendBytes(b, h.vals[i])
 	}
 	return b
 }
 
-// DecodeHash returns the hash encoded in b.
-func DecodeHash(b []byte) (Hash, error) {
+// DecodeCompact replaces the hash with the one encoded in b.
+func (h *Hash) DecodeCompact(b []byte, _ int64) error {
 	r := reader{b: b}
 	n := r.uvarint("hash length")
-	h := make(Hash, min(n, 1024))
+	h.Reset()
 	for i := 0; i < n && r.err == nil; i++ {
 		f := r.bytes("hash field")
 		v := r.bytes("hash value")
-		if r.err == nil {
-			if _, dup := h[string(f)]; dup {
-				r.err = corrupt("hash field twice")
-			}
-			h[string(f)] = v
+		if r.err == nil && !h.Set(string(f), v) {
+			r.err = corrupt("hash field twice")
 		}
 	}
-	return h, r.done()
+	return r.done()
 }
 
 // Size estimates the heap bytes the hash holds.
-func (h Hash) Size() int {
-	s := 0
-	for f, v := range h {
-		s += len(f) + len(v) + 64
-	}
-	return s
-}
+func (h *Hash) Size() int { return 40*len(h.fields) + h.bytes }

@@ -6,8 +6,9 @@ import "bytes"
 // index, LTRIM in O(removed), LRANGE in O(returned).
 type List struct {
 	buf  [][]byte // power-of-two size, or nil
-	head int      // index in buf of the first element
-	n    int
+	head  int      // index in buf of the first element
+	n     int
+	bytes int // the elements' bytes, for Size
 }
 
 // Len returns how many elements the list has.
@@ -49,6 +50,7 @@ func (l *List) PushFront(v []byte) {
 	l.head = (l.head - 1) & (len(l.buf) - 1)
 	l.buf[l.head] = v
 	l.n++
+	l.bytes += len(v)
 }
 
 // PushBack adds v after the last element (RPUSH).
@@ -56,6 +58,7 @@ func (l *List) PushBack(v []byte) {
 	l.grow()
 	l.buf[l.at(l.n)] = v
 	l.n++
+	l.bytes += len(v)
 }
 
 // PopFront removes and returns the first element (LPOP).
@@ -67,6 +70,7 @@ func (l *List) PopFront() ([]byte, bool) {
 	l.buf[l.head] = nil
 	l.head = l.at(1)
 	l.n--
+	l.bytes -= len(v)
 	l.shrink()
 	return v, true
 }
@@ -80,6 +84,7 @@ func (l *List) PopBack() ([]byte, bool) {
 	v := l.buf[i]
 	l.buf[i] = nil
 	l.n--
+	l.bytes -= len(v)
 	l.shrink()
 	return v, true
 }
@@ -120,10 +125,12 @@ func (l *List) Trim(start, stop int) {
 		return
 	}
 	for i := stop + 1; i < l.n; i++ {
+		l.bytes -= len(l.buf[l.at(i)])
 		l.buf[l.at(i)] = nil
 	}
 	l.n = stop + 1
 	for i := 0; i < start; i++ {
+		l.bytes -= len(l.buf[l.at(i)])
 		l.buf[l.at(i)] = nil
 	}
 	l.head = l.at(start)
@@ -163,7 +170,7 @@ func (l *List) Remove(count int, v []byte) int {
 		return 0
 	}
 	clear(l.buf)
-	l.head, l.n = 0, 0
+	l.head, l.n, l.bytes = 0, 0, 0
 	for _, e := range kept {
 		l.PushBack(e)
 	}

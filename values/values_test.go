@@ -308,15 +308,16 @@ func TestCodecs(t *testing.T) {
 	z := NewZSet()
 	z.Add("x", 1.5)
 	z.Add("y", -2)
-	h := Hash{"f": []byte("v")}
+	var h Hash
+	h.Set("f", []byte("v"))
 	golden := []struct {
 		name string
 		enc  []byte
 		want string
 	}{
-		{"list", l.AppendCompact(nil), "03026263016100"},
-		{"zset", z.AppendCompact(nil), "02" + "00000000000000c0" + "0179" + "000000000000f83f" + "0178"},
-		{"hash", h.AppendCompact(nil), "0101660176"},
+		{"list", l.AppendCompact(nil, 0), "03026263016100"},
+		{"zset", z.AppendCompact(nil, 0), "02" + "00000000000000c0" + "0179" + "000000000000f83f" + "0178"},
+		{"hash", h.AppendCompact(nil, 0), "0101660176"},
 	}
 	for _, g := range golden {
 		if got := fmt.Sprintf("%x", g.enc); got != g.want {
@@ -324,20 +325,21 @@ func TestCodecs(t *testing.T) {
 		}
 	}
 	var l2 List
-	if err := l2.DecodeCompact(golden[0].enc); err != nil || fmt.Sprint(l2.Range(0, -1)) != fmt.Sprint(l.Range(0, -1)) {
+	if err := l2.DecodeCompact(golden[0].enc, 0); err != nil || fmt.Sprint(l2.Range(0, -1)) != fmt.Sprint(l.Range(0, -1)) {
 		t.Errorf("list round trip: %q %v", l2.Range(0, -1), err)
 	}
 	z2 := NewZSet()
-	if err := z2.DecodeCompact(golden[1].enc); err != nil || !slices.Equal(z2.Range(0, -1, false), z.Range(0, -1, false)) {
+	if err := z2.DecodeCompact(golden[1].enc, 0); err != nil || !slices.Equal(z2.Range(0, -1, false), z.Range(0, -1, false)) {
 		t.Errorf("zset round trip: %v %v", z2.Range(0, -1, false), err)
 	}
-	if h2, err := DecodeHash(golden[2].enc); err != nil || string(h2["f"]) != "v" || len(h2) != 1 {
+	var h2 Hash
+	if err := h2.DecodeCompact(golden[2].enc, 0); err != nil || h2.Len() != 1 || string(first(h2.Get("f"))) != "v" {
 		t.Errorf("hash round trip: %v %v", h2, err)
 	}
 	decoders := []func([]byte) error{
-		func(b []byte) error { var l List; return l.DecodeCompact(b) },
-		func(b []byte) error { return NewZSet().DecodeCompact(b) },
-		func(b []byte) error { _, err := DecodeHash(b); return err },
+		func(b []byte) error { var l List; return l.DecodeCompact(b, 0) },
+		func(b []byte) error { return NewZSet().DecodeCompact(b, 0) },
+		func(b []byte) error { var h Hash; return h.DecodeCompact(b, 0) },
 	}
 	for i, g := range golden {
 		for n := 0; n < len(g.enc); n++ {
@@ -356,5 +358,42 @@ func TestCodecs(t *testing.T) {
 		if err := decoders[i](huge); !errors.Is(err, engine.ErrCorrupt) {
 			t.Errorf("%s with a huge count: %v", g.name, err)
 		}
+	}
+}
+
+func first[T any](v T, _ bool) T { return v }
+
+// TestHashOrder: fields keep the order they were added in while the hash
+// is small, across deletes, as Redis's listpack hashes reply; a large
+// hash finds every field through its index after deletes.
+func TestHashOrder(t *testing.T) {
+	var h Hash
+	for _, f := range []string{"c", "a", "b", "d"} {
+		h.Set(f, []byte(f+"v"))
+	}
+	h.Del("a")
+	h.Set("c", []byte("new"))
+	var got []string
+	for i := range h.Len() {
+		f, v := h.Field(i)
+		got = append(got, f+"="+string(v))
+	}
+	if want := "[c=new b=bv d=dv]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	for i := range 100 {
+		h.Set(fmt.Sprint("f", i), []byte{byte(i)})
+	}
+	for i := 0; i < 100; i += 3 {
+		h.Del(fmt.Sprint("f", i))
+	}
+	for i := range 100 {
+		v, ok := h.Get(fmt.Sprint("f", i))
+		if ok != (i%3 != 0) || ok && v[0] != byte(i) {
+			t.Fatalf("f%d: %v %v", i, v, ok)
+		}
+	}
+	if h.Len() != 3+66 {
+		t.Fatalf("len %d", h.Len())
 	}
 }

@@ -19,6 +19,7 @@ type ZSet struct {
 	tail   *znode
 	level  int
 	n      int
+	bytes  int // the members' bytes, for Size
 	rng    *rand.Rand
 }
 
@@ -43,6 +44,17 @@ const (
 func NewZSet() *ZSet {
 	return &ZSet{scores: map[string]float64{}, head: &znode{levels: make([]zlevel, zMaxLevel)}, level: 1,
 		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// Reset empties the set, keeping its map and head for reuse.
+func (z *ZSet) Reset() {
+	if z.scores == nil {
+		*z = *NewZSet()
+		return
+	}
+	clear(z.scores)
+	clear(z.head.levels)
+	z.head.prev, z.tail, z.level, z.n, z.bytes = nil, nil, 1, 0, 0
 }
 
 // Len returns how many members the set has.
@@ -126,6 +138,7 @@ func (z *ZSet) insert(member string, score float64) {
 		z.tail = x
 	}
 	z.n++
+	z.bytes += len(member)
 }
 
 // path fills update with the last node before (score, member) on each
@@ -166,6 +179,7 @@ func (z *ZSet) remove(x *znode, update *[zMaxLevel]*znode) {
 		z.level--
 	}
 	z.n--
+	z.bytes -= len(x.member)
 }
 
 // Remove removes member; it reports whether it was there.

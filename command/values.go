@@ -1,0 +1,474 @@
+package command
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+	"github.com/rlserver/rlserver/values"
+)
+
+// The Redis data commands' plumbing: a handler parses its arguments, then
+// hands the keyspace a valueOp whose apply function reads and changes the
+// key and writes the reply, under the key's shard lock (the reply may
+// alias the state, which is valid there only). Errors found in the
+// arguments are answered before; errors that depend on the value (not an
+// integer, WRONGTYPE) inside, with the key unchanged.
+
+// valueOp is a connection's reusable shard.ValueOp: the function that
+// applies the command, and what it needs, so that a data command
+// allocates nothing of its own.
+type valueOp struct {
+	kind  engine.Kind
+	apply func(o *valueOp, i int, v *shard.Value, now int64) shard.Outcome
+	c     *Ctx
+	args  [][]byte
+	n     int64   // an integer argument or result
+	f     float64 // a float argument
+	exp   int64   // an expiry argument (see expiry)
+	flags int     // the command's options
+	count int64   // a second integer (a count, a stop index)
+	found bool    // a multi-key or two-step command's running result
+}
+
+func (o *valueOp) Kind() engine.Kind { return o.kind }
+func (o *valueOp) Apply(i int, v *shard.Value, now int64) shard.Outcome {
+	return o.apply(o, i, v, now)
+}
+
+// op returns the connection's value op, reset, for a command on kind
+// (0: any) applying fn.
+func (c *Ctx) op(kind engine.Kind, args [][]byte, fn func(*valueOp, int, *shard.Value, int64) shard.Outcome) *valueOp {
+	o := &c.vop
+	*o = valueOp{kind: kind, apply: fn, c: c, args: args}
+	return o
+}
+
+// run runs o on key and answers what stopped it, if anything did.
+func (o *valueOp) run(key []byte) {
+	if st := o.c.keys().Value(key, o.c.Now(), o); st != shard.Done {
+		o.c.notDone(st)
+	}
+}
+
+// runAll runs o on keys, atomically.
+func (o *valueOp) runAll(keys [][]byte) {
+	if st := o.c.keys().Values(keys, o.c.Now(), o); st != shard.Done {
+		o.c.notDone(st)
+	}
+}
+
+// str returns v's string state, creating an empty one for a missing key.
+func str(v *shard.Value) *values.String {
+	if v.State == nil {
+		return v.New(values.KindString).(*values.String)
+	}
+	return v.State.(*values.String)
+}
+
+// Expiry options, shared by SET, GETEX and the EXPIRE family.
+const (
+	optNX = 1 << iota
+	optXX
+	optGT
+	optLT
+	optGet
+	optKeepTTL
+	optPersist
+	optExpire // an EX/PX/EXAT/PXAT was given (exp holds it)
+	optCH
+	optIncr
+)
+
+// expiry converts an expiry argument to the server clock's ns: unit is
+// the argument's ms (1000 for seconds), abs says it is a Unix time rather
+// than a duration from now. Redis refuses values whose ms overflow, and
+// (except for the EXPIRE family, which deletes the key) values ≤ 0.
+func expiry(arg []byte, unit int64, abs bool, now int64) (exp int64, ok bool) {
+	n, ok := resp.ParseInt(arg)
+	if !ok {
+		return 0, false
+	}
+	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
+		return 0, false
+	}
+	ms := n * unit
+	if !abs {
+		nowMs := now / 1e6
+		if ms > 0 && nowMs > math.MaxInt64-ms {
+			return 0, false
+		}
+		ms += nowMs
+		return msToNs(ms, now%1e6), true
+	}
+	return msToNs(ms, 0), true
+}
+
+// msToNs converts a Unix time in ms to the clock's ns, saturating where
+// ns run out (the year 2262) below NoExpiry.
+func msToNs(ms, frac int64) int64 {
+	if ms > (engine.NoExpiry-1)/1e6 {
+		return engine.NoExpiry - 1
+	}
+	if ms < math.MinInt64/1_000_000 {
+		return math.MinInt64
+	}
+	return ms*1e6 + frac
+}
+
+func errInvalidExpire(cmd string) string { return "ERR invalid expire time in '" + cmd + "' command" }
+
+// parseExpireOpt reads one SET/GETEX expiry option at args[i] (its value
+// at args[i+1]); it reports how many arguments it took (0: not one).
+func (o *valueOp) parseExpireOpt(args [][]byte, i int, now int64) (took int, errMsg string) {
+	var unit int64
+	var abs bool
+	switch {
+	case equalFold(args[i], "EX"):
+		unit = 1000
+	case equalFold(args[i], "PX"):
+		unit = 1
+	case equalFold(args[i], "EXAT"):
+		unit, abs = 1000, true
+	case equalFold(args[i], "PXAT"):
+		unit, abs = 1, true
+	default:
+		return 0, ""
+	}
+	if o.flags&(optExpire|optKeepTTL|optPersist) != 0 || i+1 >= len(args) {
+		return 1, errSyntax
+	}
+	n, ok := resp.ParseInt(args[i+1])
+	if !ok {
+		return 2, errNotInt
+	}
+	exp, ok := expiry(args[i+1], unit, abs, now)
+	if !ok || n <= 0 {
+		return 2, errInvalidExpire(string(lower(args[0])))
+	}
+	o.exp = exp
+	o.flags |= optExpire
+	return 2, ""
+}
+
+func lower(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return out
+}
+
+// GET key
+func cmdGet(c *Ctx, args [][]byte) {
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State == nil {
+			o.c.W.Null()
+		} else {
+			o.c.W.Bulk(v.State.(*values.String).B)
+		}
+		return shard.Unchanged
+	}).run(args[1])
+}
+
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
+func cmdSet(c *Ctx, args [][]byte) {
+	o := c.op(0, args, applySet)
+	now := c.Now()
+	for i := 3; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case equalFold(a, "NX") && o.flags&optXX == 0:
+			o.flags |= optNX
+		case equalFold(a, "XX") && o.flags&optNX == 0:
+			o.flags |= optXX
+		case equalFold(a, "GET"):
+			o.flags |= optGet
+		case equalFold(a, "KEEPTTL") && o.flags&optExpire == 0:
+			o.flags |= optKeepTTL
+		default:
+			took, msg := o.parseExpireOpt(args, i, now)
+			if took == 0 {
+				msg = errSyntax
+			}
+			if msg != "" {
+				c.err(msg)
+				return
+			}
+			i += took - 1
+		}
+	}
+	o.run(args[1])
+}
+
+func applySet(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+	get := o.flags&optGet != 0
+	if get && v.State != nil && v.State.Kind() != values.KindString {
+		o.c.err(errWrongType)
+		return shard.Unchanged
+	}
+	if get {
+		if v.State == nil {
+			o.c.W.Null()
+		} else {
+			o.c.W.Bulk(v.State.(*values.String).B)
+		}
+	}
+	if o.flags&optNX != 0 && v.State != nil || o.flags&optXX != 0 && v.State == nil {
+		if !get {
+			o.c.W.Null()
+		}
+		return shard.Unchanged
+	}
+	setString(o, v, o.args[2])
+	if !get {
+		o.c.W.OK()
+	}
+	return shard.Changed
+}
+
+// setString makes v the string val, with o's expiry (none unless an
+// option gave one or KEEPTTL kept it).
+func setString(o *valueOp, v *shard.Value, val []byte) {
+	keep := o.flags&optKeepTTL != 0 && v.State != nil
+	s := v.New(values.KindString).(*values.String)
+	s.B = append(s.B, val...)
+	switch {
+	case o.flags&optExpire != 0:
+		v.Exp = o.exp
+	case !keep:
+		v.Exp = engine.NoExpiry
+	}
+}
+
+// SETNX key value
+func cmdSetNX(c *Ctx, args [][]byte) {
+	c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State != nil {
+			o.c.W.Int(0)
+			return shard.Unchanged
+		}
+		setString(o, v, o.args[2])
+		o.c.W.Int(1)
+		return shard.Changed
+	}).run(args[1])
+}
+
+// SETEX key seconds value and PSETEX key ms value
+func cmdSetEx(c *Ctx, args [][]byte) {
+	unit := int64(1000)
+	if equalFold(args[0], "PSETEX") {
+		unit = 1
+	}
+	o := c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		setString(o, v, o.args[3])
+		o.c.W.OK()
+		return shard.Changed
+	})
+	n, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.err(errNotInt)
+		return
+	}
+	exp, ok := expiry(args[2], unit, false, c.Now())
+	if !ok || n <= 0 {
+		c.err(errInvalidExpire(string(lower(args[0]))))
+		return
+	}
+	o.exp, o.flags = exp, optExpire
+	o.run(args[1])
+}
+
+// GETSET key value
+func cmdGetSet(c *Ctx, args [][]byte) {
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State == nil {
+			o.c.W.Null()
+		} else {
+			o.c.W.Bulk(v.State.(*values.String).B)
+		}
+		setString(o, v, o.args[2])
+		return shard.Changed
+	}).run(args[1])
+}
+
+// GETDEL key
+func cmdGetDel(c *Ctx, args [][]byte) {
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State == nil {
+			o.c.W.Null()
+			return shard.Unchanged
+		}
+		o.c.W.Bulk(v.State.(*values.String).B)
+		return shard.Removed
+	}).run(args[1])
+}
+
+// GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
+func cmdGetEx(c *Ctx, args [][]byte) {
+	o := c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State == nil {
+			o.c.W.Null()
+			return shard.Unchanged
+		}
+		o.c.W.Bulk(v.State.(*values.String).B)
+		switch {
+		case o.flags&optExpire != 0:
+			v.Exp = o.exp
+		case o.flags&optPersist != 0 && v.Exp != engine.NoExpiry:
+			v.Exp = engine.NoExpiry
+		default:
+			return shard.Unchanged
+		}
+		return shard.Changed
+	})
+	now := c.Now()
+	for i := 2; i < len(args); i++ {
+		if equalFold(args[i], "PERSIST") && o.flags&optExpire == 0 {
+			o.flags |= optPersist
+			continue
+		}
+		took, msg := o.parseExpireOpt(args, i, now)
+		if took == 0 {
+			msg = errSyntax
+		}
+		if msg != "" {
+			c.err(msg)
+			return
+		}
+		i += took - 1
+	}
+	o.run(args[1])
+}
+
+// MGET key [key ...]
+func cmdMGet(c *Ctx, args [][]byte) {
+	c.W.Array(len(args) - 1)
+	c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if s, ok := v.State.(*values.String); ok {
+			o.c.W.Bulk(s.B)
+		} else {
+			o.c.W.Null()
+		}
+		return shard.Unchanged
+	}).runAll(args[1:])
+}
+
+// MSET key value [key value ...]
+func cmdMSet(c *Ctx, args [][]byte) {
+	if len(args)%2 != 1 {
+		c.err(errWrongArgs("mset"))
+		return
+	}
+	keys := c.warmKeys[:0]
+	for i := 1; i < len(args); i += 2 {
+		keys = append(keys, args[i])
+	}
+	c.warmKeys = keys
+	c.op(0, args, func(o *valueOp, i int, v *shard.Value, _ int64) shard.Outcome {
+		setString(o, v, o.args[2*i+2])
+		return shard.Changed
+	}).runAll(keys)
+	c.W.OK()
+}
+
+
+// INCR, DECR, INCRBY key n, DECRBY key n
+func cmdIncr(c *Ctx, args [][]byte) {
+	by := int64(1)
+	switch {
+	case len(args) == 3:
+		n, ok := resp.ParseInt(args[2])
+		if !ok {
+			c.err(errNotInt)
+			return
+		}
+		by = n
+		if equalFold(args[0], "DECRBY") {
+			if n == math.MinInt64 {
+				c.err("ERR decrement would overflow")
+				return
+			}
+			by = -n
+		}
+	case equalFold(args[0], "DECR"):
+		by = -1
+	}
+	o := c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		var cur int64
+		if v.State != nil {
+			n, ok := parseStrInt(v.State.(*values.String).B)
+			if !ok {
+				o.c.err(errNotInt)
+				return shard.Unchanged
+			}
+			cur = n
+		}
+		if o.n > 0 && cur > math.MaxInt64-o.n || o.n < 0 && cur < math.MinInt64-o.n {
+			o.c.err("ERR increment or decrement would overflow")
+			return shard.Unchanged
+		}
+		cur += o.n
+		s := str(v)
+		s.B = strconv.AppendInt(s.B[:0], cur, 10)
+		o.c.W.Int(cur)
+		return shard.Changed
+	})
+	o.n = by
+	o.run(args[1])
+}
+
+// parseStrInt reads a string value as Redis's string2ll does.
+func parseStrInt(b []byte) (int64, bool) { return resp.ParseInt(b) }
+
+// INCRBYFLOAT key increment
+func cmdIncrByFloat(c *Ctx, args [][]byte) {
+	if _, ok := values.ParseFloat(args[2]); !ok {
+		c.err(errNotFloat)
+		return
+	}
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		cur := []byte("0")
+		if v.State != nil {
+			cur = v.State.(*values.String).B
+		}
+		out, err := values.IncrByFloat(cur, o.args[2])
+		if err != nil {
+			o.c.err(err.Error())
+			return shard.Unchanged
+		}
+		s := str(v)
+		s.B = append(s.B[:0], out...)
+		o.c.W.BulkString(out)
+		return shard.Changed
+	}).run(args[1])
+}
+
+const errNotFloat = "ERR value is not a valid float"
+
+// APPEND key value
+func cmdAppend(c *Ctx, args [][]byte) {
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		s := str(v)
+		s.B = append(s.B, o.args[2]...)
+		o.c.W.Int(int64(len(s.B)))
+		return shard.Changed
+	}).run(args[1])
+}
+
+// STRLEN key
+func cmdStrlen(c *Ctx, args [][]byte) {
+	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		n := 0
+		if v.State != nil {
+			n = len(v.State.(*values.String).B)
+		}
+		o.c.W.Int(int64(n))
+		return shard.Unchanged
+	}).run(args[1])
+}

@@ -1,0 +1,113 @@
+package command
+
+import "strings"
+
+// valueCommands are the Redis data commands' rows of the command table
+// (strings, hashes, sorted sets, lists, and the expiry and rename key
+// commands), with Redis 7's arity, flags, ACL categories and key
+// positions.
+func valueCommands() []*Command {
+	// d builds a row: flags and acl are space-separated, keys the first,
+	// last and step of the key positions (last 0: no keys).
+	d := func(name string, arity int, flags, acl, group string, first, last, step int, summary, args string, run func(*Ctx, [][]byte)) *Command {
+		c := &Command{Name: name, Arity: arity, Flags: strings.Fields(flags), ACL: strings.Fields(acl),
+			Group: group, Since: "1.0.0", Complexity: "See Redis's documentation.", Summary: summary, Args: docArgs(args), Run: run}
+		if first > 0 {
+			access := "RW"
+			if c.hasFlag("readonly") {
+				access = "RO"
+			}
+			c.Keys = KeySpec{First: first, Last: last, Step: step, Flags: []string{access}}
+		}
+		return c
+	}
+	const (
+		rf   = "readonly fast"
+		wdf  = "write denyoom fast"
+		wd   = "write denyoom"
+		wf   = "write fast"
+		w    = "write"
+		ro   = "readonly"
+		strR = "read string fast"
+		strW = "write string fast"
+		strS = "write string slow"
+	)
+	s, h, z, l, g := "string", "hash", "sorted_set", "list", "generic"
+	_, _, _, _ = h, z, l, ro
+	return []*Command{
+		d("get", 2, rf, strR, s, 1, 1, 1, "Returns the string value of a key.", "key", cmdGet),
+		d("set", -3, wd, strS, s, 1, 1, 1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "key value ?NX|XX ?GET ?EX=seconds|PX=milliseconds|EXAT=unix-time-seconds|PXAT=unix-time-milliseconds|KEEPTTL", cmdSet),
+		d("setnx", 3, wdf, strW, s, 1, 1, 1, "Set the string value of a key only when the key doesn't exist.", "key value", cmdSetNX),
+		d("setex", 4, wd, strS, s, 1, 1, 1, "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "key seconds value", cmdSetEx),
+		d("psetex", 4, wd, strS, s, 1, 1, 1, "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "key milliseconds value", cmdSetEx),
+		d("getset", 3, wdf, strW, s, 1, 1, 1, "Returns the previous string value of a key after setting it to a new value.", "key value", cmdGetSet),
+		d("getdel", 2, wf, strW, s, 1, 1, 1, "Returns the string value of a key after deleting the key.", "key", cmdGetDel),
+		d("getex", -2, wf, strW, s, 1, 1, 1, "Returns the string value of a key after setting its expiration time.", "key ?EX=seconds|PX=milliseconds|EXAT=unix-time-seconds|PXAT=unix-time-milliseconds|PERSIST", cmdGetEx),
+		d("mget", -2, rf, strR, s, 1, -1, 1, "Atomically returns the string values of one or more keys.", "key...", cmdMGet),
+		d("mset", -3, wd, strS, s, 1, -1, 2, "Atomically creates or modifies the string values of one or more keys.", "key+value...", cmdMSet),
+		d("incr", 2, wdf, strW, s, 1, 1, 1, "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key", cmdIncr),
+		d("decr", 2, wdf, strW, s, 1, 1, 1, "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key", cmdIncr),
+		d("incrby", 3, wdf, strW, s, 1, 1, 1, "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment", cmdIncr),
+		d("decrby", 3, wdf, strW, s, 1, 1, 1, "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement", cmdIncr),
+		d("incrbyfloat", 3, wdf, strW, s, 1, 1, 1, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment", cmdIncrByFloat),
+		d("append", 3, wdf, strW, s, 1, 1, 1, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "key value", cmdAppend),
+		d("strlen", 2, rf, strR, s, 1, 1, 1, "Returns the length of a string value.", "key", cmdStrlen),
+
+		d("expire", -3, wf, "keyspace write fast", g, 1, 1, 1, "Sets the expiration time of a key in seconds.", "key seconds ?NX|XX|GT|LT", cmdExpire),
+		d("pexpire", -3, wf, "keyspace write fast", g, 1, 1, 1, "Sets the expiration time of a key in milliseconds.", "key milliseconds ?NX|XX|GT|LT", cmdExpire),
+		d("expireat", -3, wf, "keyspace write fast", g, 1, 1, 1, "Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds ?NX|XX|GT|LT", cmdExpire),
+		d("pexpireat", -3, wf, "keyspace write fast", g, 1, 1, 1, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds ?NX|XX|GT|LT", cmdExpire),
+		d("persist", 2, wf, "keyspace write fast", g, 1, 1, 1, "Removes the expiration time of a key.", "key", cmdPersist),
+		d("expiretime", 2, rf, "keyspace read fast", g, 1, 1, 1, "Returns the expiration time of a key as a Unix timestamp.", "key", cmdExpireTime),
+		d("pexpiretime", 2, rf, "keyspace read fast", g, 1, 1, 1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "key", cmdExpireTime),
+		d("rename", 3, w, "keyspace write slow", g, 1, 2, 1, "Renames a key and overwrites the destination.", "key newkey", cmdRename),
+		d("renamenx", 3, wf, "keyspace write fast", g, 1, 2, 1, "Renames a key only when the target key name doesn't exist.", "key newkey", cmdRename),
+	}
+}
+
+// docArgs builds COMMAND DOCS arguments from a compact form: words
+// separated by spaces; a word ending in "key" is a key; "?" makes it
+// optional and "..." multiple; "a|b" is a choice of tokens (upper case)
+// or token=value pairs; "key+value" a block of both.
+func docArgs(spec string) []Arg {
+	var out []Arg
+	for _, w := range strings.Fields(spec) {
+		optional := strings.HasPrefix(w, "?")
+		w = strings.TrimPrefix(w, "?")
+		multiple := strings.HasSuffix(w, "...")
+		w = strings.TrimSuffix(w, "...")
+		var a Arg
+		switch {
+		case strings.Contains(w, "|"):
+			var alts []Arg
+			for _, alt := range strings.Split(w, "|") {
+				alts = append(alts, docArg(alt))
+			}
+			a = oneof(strings.ToLower(strings.Split(w, "|")[0]), alts...)
+		case strings.Contains(w, "+"):
+			var parts []Arg
+			for _, part := range strings.Split(w, "+") {
+				parts = append(parts, docArg(part))
+			}
+			a = block("data", parts...)
+		default:
+			a = docArg(w)
+		}
+		a.Optional, a.Multiple = optional, multiple
+		out = append(out, a)
+	}
+	return out
+}
+
+func docArg(w string) Arg {
+	tok, val, isPair := strings.Cut(w, "=")
+	switch {
+	case isPair:
+		return tokenArg(tok, argStr(val))
+	case strings.ToUpper(w) == w:
+		return token(w)
+	case strings.HasSuffix(w, "key"):
+		return argKey(w)
+	}
+	return argStr(w)
+}
