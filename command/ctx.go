@@ -44,6 +44,7 @@ type scratch struct {
 	lastNameLen int
 	ops         ops         // reusable limiter ops (see limiters.go)
 	vop         valueOp     // the reusable op of data commands (values.go)
+	zr          zrange      // a ZRANGE family request (zsets.go)
 	all         allScratch  // CL.ALL's
 	batch       batchStats  // the batch's statistics until published (stats.go)
 	pfx         prefixCache // the key prefix last counted (stats.go)

@@ -377,7 +377,6 @@ func cmdMSet(c *Ctx, args [][]byte) {
 	c.W.OK()
 }
 
-
 // INCR, DECR, INCRBY key n, DECRBY key n
 func cmdIncr(c *Ctx, args [][]byte) {
 	by := int64(1)

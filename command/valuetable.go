@@ -33,7 +33,6 @@ func valueCommands() []*Command {
 		strS = "write string slow"
 	)
 	s, h, z, l, g := "string", "hash", "sorted_set", "list", "generic"
-	_, _, _, _ = h, z, l, ro
 	return []*Command{
 		d("get", 2, rf, strR, s, 1, 1, 1, "Returns the string value of a key.", "key", cmdGet),
 		d("set", -3, wd, strS, s, 1, 1, 1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "key value ?NX|XX ?GET ?EX=seconds|PX=milliseconds|EXAT=unix-time-seconds|PXAT=unix-time-milliseconds|KEEPTTL", cmdSet),
@@ -62,6 +61,42 @@ func valueCommands() []*Command {
 		d("pexpiretime", 2, rf, "keyspace read fast", g, 1, 1, 1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "key", cmdExpireTime),
 		d("rename", 3, w, "keyspace write slow", g, 1, 2, 1, "Renames a key and overwrites the destination.", "key newkey", cmdRename),
 		d("renamenx", 3, wf, "keyspace write fast", g, 1, 2, 1, "Renames a key only when the target key name doesn't exist.", "key newkey", cmdRename),
+		d("hget", 3, rf, "read hash fast", h, 1, 1, 1, "Returns the value of a field in a hash.", "key field", cmdHGet),
+		d("hset", -4, wdf, "write hash fast", h, 1, 1, 1, "Creates or modifies the value of a field in a hash.", "key field+value...", cmdHSet),
+		d("hmset", -4, wdf, "write hash fast", h, 1, 1, 1, "Sets the values of multiple fields.", "key field+value...", cmdHSet),
+		d("hsetnx", 4, wdf, "write hash fast", h, 1, 1, 1, "Sets the value of a field in a hash only when the field doesn't exist.", "key field value", cmdHSetNX),
+		d("hmget", -3, rf, "read hash fast", h, 1, 1, 1, "Returns the values of all fields in a hash.", "key field...", cmdHMGet),
+		d("hincrby", 4, wdf, "write hash fast", h, 1, 1, 1, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment", cmdHIncrBy),
+		d("hincrbyfloat", 4, wdf, "write hash fast", h, 1, 1, 1, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment", cmdHIncrByFloat),
+		d("hdel", -3, wf, "write hash fast", h, 1, 1, 1, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "key field...", cmdHDel),
+		d("hgetall", 2, ro, "read hash slow", h, 1, 1, 1, "Returns all fields and values in a hash.", "key", cmdHGetAll),
+		d("hkeys", 2, ro, "read hash slow", h, 1, 1, 1, "Returns all fields in a hash.", "key", cmdHGetAll),
+		d("hvals", 2, ro, "read hash slow", h, 1, 1, 1, "Returns all values in a hash.", "key", cmdHGetAll),
+		d("hexists", 3, rf, "read hash fast", h, 1, 1, 1, "Determines whether a field exists in a hash.", "key field", cmdHExists),
+		d("hlen", 2, rf, "read hash fast", h, 1, 1, 1, "Returns the number of fields in a hash.", "key", cmdHLen),
+
+		d("zadd", -4, wdf, "write sortedset fast", z, 1, 1, 1, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "key ?NX|XX ?GT|LT ?CH ?INCR score+member...", cmdZAdd),
+		d("zincrby", 4, wdf, "write sortedset fast", z, 1, 1, 1, "Increments the score of a member in a sorted set.", "key increment member", cmdZIncrBy),
+		d("zrem", -3, wf, "write sortedset fast", z, 1, 1, 1, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "key member...", cmdZRem),
+		d("zcard", 2, rf, "read sortedset fast", z, 1, 1, 1, "Returns the number of members in a sorted set.", "key", cmdZCard),
+		d("zcount", 4, rf, "read sortedset fast", z, 1, 1, 1, "Returns the count of members in a sorted set that have scores within a range.", "key min max", cmdZCount),
+		d("zscore", 3, rf, "read sortedset fast", z, 1, 1, 1, "Returns the score of a member in a sorted set.", "key member", cmdZScore),
+		d("zrange", -4, ro, "read sortedset slow", z, 1, 1, 1, "Returns members in a sorted set within a range of indexes.", "key start stop ?BYSCORE|BYLEX ?REV ?LIMIT=offset+count ?WITHSCORES", cmdZRange),
+		d("zrangebyscore", -4, ro, "read sortedset slow", z, 1, 1, 1, "Returns members in a sorted set within a range of scores.", "key min max ?WITHSCORES ?LIMIT=offset+count", cmdZRange),
+		d("zrevrangebyscore", -4, ro, "read sortedset slow", z, 1, 1, 1, "Returns members in a sorted set within a range of scores in reverse order.", "key max min ?WITHSCORES ?LIMIT=offset+count", cmdZRange),
+		d("zremrangebyscore", 4, w, "write sortedset slow", z, 1, 1, 1, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "key min max", cmdZRemRange),
+		d("zremrangebyrank", 4, w, "write sortedset slow", z, 1, 1, 1, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "key start stop", cmdZRemRange),
+		d("zpopmin", -2, wf, "write sortedset fast", z, 1, 1, 1, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "key ?count", cmdZPopMin),
+
+		d("lpush", -3, wdf, "write list fast", l, 1, 1, 1, "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "key element...", cmdPush),
+		d("rpush", -3, wdf, "write list fast", l, 1, 1, 1, "Appends one or more elements to a list. Creates the key if it doesn't exist.", "key element...", cmdPush),
+		d("lpop", -2, wf, "write list fast", l, 1, 1, 1, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "key ?count", cmdPop),
+		d("rpop", -2, wf, "write list fast", l, 1, 1, 1, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "key ?count", cmdPop),
+		d("llen", 2, rf, "read list fast", l, 1, 1, 1, "Returns the length of a list.", "key", cmdLLen),
+		d("lindex", 3, ro, "read list slow", l, 1, 1, 1, "Returns an element from a list by its index.", "key index", cmdLIndex),
+		d("lrange", 4, ro, "read list slow", l, 1, 1, 1, "Returns a range of elements from a list.", "key start stop", cmdLRange),
+		d("ltrim", 4, w, "write list slow", l, 1, 1, 1, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "key start stop", cmdLTrim),
+		d("lrem", 4, w, "write list slow", l, 1, 1, 1, "Removes elements from a list. Deletes the list if the last element was removed.", "key count element", cmdLRem),
 	}
 }
 
