@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
@@ -358,4 +361,108 @@ func TestListsAgainstRedis(t *testing.T) {
 		{"RENAME", "cap", "cap2"},
 		{"LRANGE", "cap2", "0", "-1"},
 	})
+}
+
+// valueKeys writes one key of every value kind under prefix, small and
+// large, some with a TTL, and returns their names.
+func valueKeys(t *testing.T, c *redis.Client, prefix string) []string {
+	t.Helper()
+	p := func(s string) string { return prefix + s }
+	do(t, c, "SET", p("str"), "v").equal("OK")
+	do(t, c, "SET", p("cnt"), "41", "EX", "3600").equal("OK")
+	do(t, c, "INCR", p("cnt")).equal(42)
+	do(t, c, "SET", p("long"), strings.Repeat("x", 5000)).equal("OK")
+	do(t, c, "HSET", p("hash"), "tokens", "9", "ts", "1700000000").equal(2)
+	for i := range 300 {
+		do(t, c, "HSET", p("bighash"), fmt.Sprint("f", i), i)
+		do(t, c, "ZADD", p("bigzset"), i, fmt.Sprint("m", i))
+		do(t, c, "RPUSH", p("biglist"), i)
+	}
+	do(t, c, "ZADD", p("zset"), 1.5, "a", 2, "b").equal(2)
+	do(t, c, "PEXPIRE", p("zset"), 3_600_000).equal(1)
+	do(t, c, "RPUSH", p("list"), "a", "b", "c").equal(3)
+	return []string{p("str"), p("cnt"), p("long"), p("hash"), p("bighash"), p("zset"), p("bigzset"), p("list"), p("biglist")}
+}
+
+// valueDump is what a client reads of keys: each one's type, whether it
+// has a TTL, and its whole content.
+func valueDump(t *testing.T, c *redis.Client, keys []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		typ := do(t, c, "TYPE", k).val
+		ttl := do(t, c, "TTL", k).integer()
+		var content any
+		switch typ {
+		case "string":
+			content = do(t, c, "GET", k).val
+		case "hash":
+			content = do(t, c, "HGETALL", k).val
+		case "zset":
+			content = do(t, c, "ZRANGE", k, 0, -1, "WITHSCORES").val
+		case "list":
+			content = do(t, c, "LRANGE", k, 0, -1).val
+		}
+		fmt.Fprintf(&b, "%s %v ttl>0:%v ttl=-1:%v %v\n", k, typ, ttl > 0, ttl == -1, content)
+	}
+	return b.String()
+}
+
+// TestValuesPersist: values of every kind, small and large, with and
+// without a TTL, are as they were after a restart from what SAVE wrote,
+// and after a kill -9 once the background flush has written them.
+func TestValuesPersist(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startIn(t, dir)
+	c := s.client(t, 3)
+	keys := valueKeys(t, c, "v:")
+	want := valueDump(t, c, keys)
+	if !strings.Contains(want, "v:cnt string ttl>0:true ttl=-1:false 42") || !strings.Contains(want, "v:str string ttl>0:false ttl=-1:true v") {
+		t.Fatalf("dump before the restart:\n%s", want)
+	}
+	do(t, c, "SAVE").equal("OK")
+	s.kill()
+	s = startIn(t, dir)
+	c = s.client(t, 3)
+	wantRestored(t, s, c, len(keys))
+	if got := valueDump(t, c, keys); got != want {
+		t.Fatalf("after the restart:\n%s\nwant:\n%s", got, want)
+	}
+	// Changes after the restart: a deleted field, a popped element, a
+	// removed TTL, then kill -9 after the flush reports them written.
+	do(t, c, "HDEL", "v:bighash", "f7").equal(1)
+	do(t, c, "LPOP", "v:biglist").equal("0")
+	do(t, c, "PERSIST", "v:cnt").equal(1)
+	do(t, c, "DEL", "v:list").equal(1)
+	want = valueDump(t, c, keys)
+	do(t, c, "SAVE").equal("OK")
+	s.kill()
+	s = startIn(t, dir)
+	c = s.client(t, 3)
+	if got := valueDump(t, c, keys); got != want {
+		t.Fatalf("after the second restart:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestValuesReplicate: values written on a primary are on its replica
+// (after WAIT), including their TTLs and removals.
+func TestValuesReplicate(t *testing.T) {
+	t.Parallel()
+	c := startRLCluster(t, "--save-interval", "100ms")
+	p0 := c.Nodes[0].client(t, 2)
+	keys := valueKeys(t, p0, "{user1000}.")
+	do(t, p0, "HDEL", "{user1000}.bighash", "f1").equal(1)
+	do(t, p0, "LTRIM", "{user1000}.biglist", 10, 19).equal("OK")
+	do(t, p0, "ZREMRANGEBYSCORE", "{user1000}.bigzset", "-inf", 100).equal(101)
+	want := valueDump(t, p0, keys)
+	do(t, p0, "WAIT", 1, 10000).equal(1)
+	r3 := c.Nodes[3].client(t, 2)
+	do(t, r3, "READONLY").equal("OK")
+	if got := valueDump(t, r3, keys); got != want {
+		t.Fatalf("on the replica:\n%s\nwant:\n%s", got, want)
+	}
+	if err := do(t, r3, "SET", "{user1000}.str", "w").err; err == nil || !strings.HasPrefix(err.Error(), "MOVED 3443 ") {
+		t.Fatalf("SET on the replica: %v, want MOVED 3443", err)
+	}
 }
