@@ -96,25 +96,24 @@ func cmdLLen(c *Ctx, args [][]byte) {
 	}).run(args[1])
 }
 
-// LINDEX key index
+// LINDEX key index: the key is looked up before the index is read, as
+// Redis does (a missing key answers nil whatever the index).
 func cmdLIndex(c *Ctx, args [][]byte) {
-	i, ok := resp.ParseInt(args[2])
-	if !ok {
-		c.err(errNotInt)
-		return
-	}
-	o := c.op(values.KindList, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+	c.op(values.KindList, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
 		if v.State != nil {
-			if e, ok := v.State.(*values.List).Index(int(o.n)); ok {
+			i, ok := resp.ParseInt(o.args[2])
+			if !ok {
+				o.c.err(errNotInt)
+				return shard.Unchanged
+			}
+			if e, ok := v.State.(*values.List).Index(int(clampInt(i))); ok {
 				o.c.W.Bulk(e)
 				return shard.Unchanged
 			}
 		}
 		o.c.W.Null()
 		return shard.Unchanged
-	})
-	o.n = i
-	o.run(args[1])
+	}).run(args[1])
 }
 
 // parseRange reads LRANGE's and LTRIM's start and stop.

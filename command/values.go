@@ -21,16 +21,17 @@ import (
 // applies the command, and what it needs, so that a data command
 // allocates nothing of its own.
 type valueOp struct {
-	kind  engine.Kind
-	apply func(o *valueOp, i int, v *shard.Value, now int64) shard.Outcome
-	c     *Ctx
-	args  [][]byte
-	n     int64   // an integer argument or result
-	f     float64 // a float argument
-	exp   int64   // an expiry argument (see expiry)
-	flags int     // the command's options
-	count int64   // a second integer (a count, a stop index)
-	found bool    // a multi-key or two-step command's running result
+	kind   engine.Kind
+	apply  func(o *valueOp, i int, v *shard.Value, now int64) shard.Outcome
+	c      *Ctx
+	args   [][]byte
+	n      int64   // an integer argument or result
+	f      float64 // a float argument
+	exp    int64   // an expiry argument (see expiry)
+	flags  int     // the command's options
+	count  int64   // a second integer (a count, a stop index; an expiry's unit)
+	expArg []byte  // an expiry option's value (see parseExpireOpt)
+	found  bool    // a multi-key or two-step command's running result
 }
 
 func (o *valueOp) Kind() engine.Kind { return o.kind }
@@ -121,8 +122,11 @@ func msToNs(ms, frac int64) int64 {
 func errInvalidExpire(cmd string) string { return "ERR invalid expire time in '" + cmd + "' command" }
 
 // parseExpireOpt reads one SET/GETEX expiry option at args[i] (its value
-// at args[i+1]); it reports how many arguments it took (0: not one).
-func (o *valueOp) parseExpireOpt(args [][]byte, i int, now int64) (took int, errMsg string) {
+// at args[i+1]) as Redis parses them: the same option may repeat (the last
+// one counts), another one is a syntax error; the value is read once every
+// option is (expireValue). It reports how many arguments it took (0: not
+// an expiry option).
+func (o *valueOp) parseExpireOpt(args [][]byte, i int) (took int, errMsg string) {
 	var unit int64
 	var abs bool
 	switch {
@@ -137,20 +141,34 @@ func (o *valueOp) parseExpireOpt(args [][]byte, i int, now int64) (took int, err
 	default:
 		return 0, ""
 	}
-	if o.flags&(optExpire|optKeepTTL|optPersist) != 0 || i+1 >= len(args) {
+	kind := unit
+	if abs {
+		kind = -unit
+	}
+	if o.flags&(optKeepTTL|optPersist) != 0 || o.flags&optExpire != 0 && o.count != kind || i+1 >= len(args) {
 		return 1, errSyntax
 	}
-	n, ok := resp.ParseInt(args[i+1])
-	if !ok {
-		return 2, errNotInt
+	o.flags |= optExpire
+	o.count, o.expArg = kind, args[i+1]
+	return 2, ""
+}
+
+// expireValue reads the expiry option's value parseExpireOpt kept: an
+// integer above 0 whose ms do not overflow.
+func (o *valueOp) expireValue(now int64) string {
+	if o.flags&optExpire == 0 {
+		return ""
 	}
-	exp, ok := expiry(args[i+1], unit, abs, now)
+	n, ok := resp.ParseInt(o.expArg)
+	if !ok {
+		return errNotInt
+	}
+	exp, ok := expiry(o.expArg, max(o.count, -o.count), o.count < 0, now)
 	if !ok || n <= 0 {
-		return 2, errInvalidExpire(string(lower(args[0])))
+		return errInvalidExpire(string(lower(o.args[0])))
 	}
 	o.exp = exp
-	o.flags |= optExpire
-	return 2, ""
+	return ""
 }
 
 func lower(b []byte) []byte {
@@ -192,7 +210,7 @@ func cmdSet(c *Ctx, args [][]byte) {
 		case equalFold(a, "KEEPTTL") && o.flags&optExpire == 0:
 			o.flags |= optKeepTTL
 		default:
-			took, msg := o.parseExpireOpt(args, i, now)
+			took, msg := o.parseExpireOpt(args, i)
 			if took == 0 {
 				msg = errSyntax
 			}
@@ -202,6 +220,10 @@ func cmdSet(c *Ctx, args [][]byte) {
 			}
 			i += took - 1
 		}
+	}
+	if msg := o.expireValue(now); msg != "" {
+		c.err(msg)
+		return
 	}
 	o.run(args[1])
 }
@@ -333,7 +355,7 @@ func cmdGetEx(c *Ctx, args [][]byte) {
 			o.flags |= optPersist
 			continue
 		}
-		took, msg := o.parseExpireOpt(args, i, now)
+		took, msg := o.parseExpireOpt(args, i)
 		if took == 0 {
 			msg = errSyntax
 		}
@@ -342,6 +364,10 @@ func cmdGetEx(c *Ctx, args [][]byte) {
 			return
 		}
 		i += took - 1
+	}
+	if msg := o.expireValue(now); msg != "" {
+		c.err(msg)
+		return
 	}
 	o.run(args[1])
 }
@@ -425,12 +451,9 @@ func cmdIncr(c *Ctx, args [][]byte) {
 // parseStrInt reads a string value as Redis's string2ll does.
 func parseStrInt(b []byte) (int64, bool) { return resp.ParseInt(b) }
 
-// INCRBYFLOAT key increment
+// INCRBYFLOAT key increment: the key's type is checked before the
+// increment is read, as Redis does.
 func cmdIncrByFloat(c *Ctx, args [][]byte) {
-	if _, ok := values.ParseFloat(args[2]); !ok {
-		c.err(errNotFloat)
-		return
-	}
 	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
 		cur := []byte("0")
 		if v.State != nil {

@@ -264,13 +264,14 @@ func parseZRange(args [][]byte, min, max []byte, opts int, generic bool, r *zran
 			if !ok1 || !ok2 {
 				return errNotInt
 			}
-			r.limit, r.offset, r.count = true, int(max64(off, math.MinInt32)), int(max64(cnt, -1))
+			// Redis refuses LIMIT with ranks only when its count is not -1.
+			r.limit, r.offset, r.count = cnt != -1, int(max64(off, math.MinInt32)), int(max64(cnt, -1))
 			i += 2
-		case generic && equalFold(a, "BYSCORE"):
+		case generic && r.by == byRank && equalFold(a, "BYSCORE"):
 			r.by = byScore
-		case generic && equalFold(a, "BYLEX"):
+		case generic && r.by == byRank && equalFold(a, "BYLEX"):
 			r.by = byLex
-		case generic && equalFold(a, "REV"):
+		case generic && !r.rev && equalFold(a, "REV"):
 			r.rev = true
 		default:
 			return errSyntax

@@ -1,6 +1,7 @@
 package values
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/big"
@@ -142,13 +143,30 @@ func ParseScoreRange(min, max []byte) (ScoreRange, error) {
 	return r, nil
 }
 
+// scoreEnd reads one end as Redis's zslParseRange does, with strtod
+// alone: leading spaces are skipped, an empty end is 0, and a value out
+// of range is the infinity or zero strtod gives.
 func scoreEnd(b []byte) (float64, bool, bool) {
 	ex := len(b) > 0 && b[0] == '('
 	if ex {
 		b = b[1:]
 	}
-	f, ok := ParseFloat(b)
-	return f, ex, ok
+	b = bytes.TrimLeft(b, " \t\n\v\f\r")
+	if len(b) == 0 {
+		return 0, ex, true
+	}
+	if f, ok := ParseFloat(b); ok {
+		return f, ex, true
+	}
+	s, ok := floatSyntax(b)
+	if !ok {
+		return 0, ex, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if ne, isNum := err.(*strconv.NumError); isNum && ne.Err == strconv.ErrRange {
+		return f, ex, true
+	}
+	return 0, ex, false
 }
 
 // ParseLexRange reads ZRANGEBYLEX's min and max: "[" or "(" before a
