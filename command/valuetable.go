@@ -96,6 +96,7 @@ func valueCommands() []*Command {
 		d("lindex", 3, ro, "read list slow", l, 1, 1, 1, "Returns an element from a list by its index.", "key index", cmdLIndex),
 		d("lrange", 4, ro, "read list slow", l, 1, 1, 1, "Returns a range of elements from a list.", "key start stop", cmdLRange),
 		d("ltrim", 4, w, "write list slow", l, 1, 1, 1, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "key start stop", cmdLTrim),
+		objectCommand(),
 		d("lrem", 4, w, "write list slow", l, 1, 1, 1, "Removes elements from a list. Deletes the list if the last element was removed.", "key count element", cmdLRem),
 	}
 }

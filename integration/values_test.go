@@ -466,3 +466,32 @@ func TestValuesReplicate(t *testing.T) {
 		t.Fatalf("SET on the replica: %v, want MOVED 3443", err)
 	}
 }
+
+func TestObjectEncodingAgainstRedis(t *testing.T) {
+	long := strings.Repeat("x", 65)
+	reqs := [][]string{
+		{"SET", "i", "12345"}, {"OBJECT", "ENCODING", "i"},
+		{"SET", "e", "hello"}, {"OBJECT", "ENCODING", "e"},
+		{"SET", "r", strings.Repeat("y", 45)}, {"OBJECT", "ENCODING", "r"},
+		{"HSET", "h", "f", "v"}, {"OBJECT", "ENCODING", "h"},
+		{"HSET", "hl", "f", long}, {"OBJECT", "ENCODING", "hl"},
+		{"ZADD", "z", "1", "a"}, {"OBJECT", "ENCODING", "z"},
+		{"ZADD", "zl", "1", long}, {"OBJECT", "ENCODING", "zl"},
+		{"RPUSH", "l", "a"}, {"OBJECT", "ENCODING", "l"},
+		{"OBJECT", "ENCODING", "nokey"},
+		{"OBJECT", "REFCOUNT", "l"},
+		{"OBJECT", "FREQ", "l"},
+		{"OBJECT", "FREQ", "nokey"},
+		{"OBJECT", "ENCODING"},
+	}
+	big := []string{"ZADD", "zbig"}
+	hbig := []string{"HSET", "hbig"}
+	for i := range 129 {
+		big = append(big, fmt.Sprint(i), fmt.Sprint("m", i))
+	}
+	for i := range 513 {
+		hbig = append(hbig, fmt.Sprint("f", i), "v")
+	}
+	reqs = append(reqs, big, []string{"OBJECT", "ENCODING", "zbig"}, hbig, []string{"OBJECT", "ENCODING", "hbig"})
+	diffRequests(t, reqs)
+}

@@ -1,0 +1,98 @@
+package command
+
+import (
+	"github.com/rlserver/rlserver/engine"
+	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
+	"github.com/rlserver/rlserver/values"
+)
+
+// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key: what Redis's clients and
+// test suite read of a key's representation. rlserver has one
+// representation per kind; ENCODING names the one Redis 7.0 would use for
+// the same value under its default thresholds.
+
+// Redis 7.0's default thresholds of its compact encodings.
+const (
+	hashListpackEntries = 512
+	zsetListpackEntries = 128
+	listpackValue       = 64
+)
+
+// encoding names st's Redis encoding.
+func encoding(st engine.State) string {
+	switch st := st.(type) {
+	case *values.String:
+		if _, ok := resp.ParseInt(st.B); ok {
+			return "int"
+		}
+		if len(st.B) <= 44 {
+			return "embstr"
+		}
+		return "raw"
+	case *values.Hash:
+		if st.Len() > hashListpackEntries {
+			return "hashtable"
+		}
+		for i := range st.Len() {
+			f, v := st.Field(i)
+			if len(f) > listpackValue || len(v) > listpackValue {
+				return "hashtable"
+			}
+		}
+		return "listpack"
+	case *values.ZSet:
+		if st.Len() > zsetListpackEntries {
+			return "skiplist"
+		}
+		for _, m := range st.Range(0, st.Len()-1, false) {
+			if len(m.Member) > listpackValue {
+				return "skiplist"
+			}
+		}
+		return "listpack"
+	case *values.List:
+		return "quicklist"
+	}
+	return "raw" // a limiter's state
+}
+
+// OBJECT ENCODING key, OBJECT REFCOUNT key, OBJECT IDLETIME key
+func cmdObject(c *Ctx, args [][]byte) {
+	c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		switch {
+		case v.State == nil:
+			o.c.W.Null()
+		case equalFold(o.args[1], "ENCODING"):
+			o.c.W.BulkString(encoding(v.State))
+		case equalFold(o.args[1], "REFCOUNT"):
+			o.c.W.Int(1)
+		default: // IDLETIME: access times are not kept
+			o.c.W.Int(0)
+		}
+		return shard.Unchanged
+	}).run(args[2])
+}
+
+// OBJECT FREQ key: no LFU policy keeps access frequencies.
+func cmdObjectFreq(c *Ctx, args [][]byte) {
+	if _, ok := c.keys().Lookup(args[2], c.Now()); !ok {
+		c.W.Null()
+		return
+	}
+	c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+}
+
+func objectCommand() *Command {
+	s := func(name, summary string, run func(*Ctx, [][]byte)) *Command {
+		return &Command{Name: "object|" + name, Arity: 3, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow"},
+			Keys: KeySpec{First: 2, Last: 2, Step: 1, Flags: []string{"RO"}}, Group: "generic", Since: "2.2.3",
+			Complexity: "O(1)", Summary: summary, Args: []Arg{argKey("key")}, Run: run}
+	}
+	return container("object", "generic", "A container for object introspection commands.",
+		s("encoding", "Returns the internal encoding of a Redis object.", cmdObject),
+		s("refcount", "Returns the reference count of a value of a key.", cmdObject),
+		s("idletime", "Returns the time since the last access to a Redis object.", cmdObject),
+		s("freq", "Returns the logarithmic access frequency counter of a Redis object.", cmdObjectFreq),
+	)
+}
