@@ -516,7 +516,7 @@ func (c *Ctx) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
 			c.reject(errTryAgain)
 		}
 	}
-	c.endBatch()
+	c.stats.End()
 	c.now = 0 // the connection's next batch reads the clock again
 	return held
 }
