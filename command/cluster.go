@@ -507,7 +507,7 @@ func (c *Ctx) holdMoving(cmd *Command, args [][]byte) {
 // frozen, with nothing answered; on the last try it answers TRYAGAIN then.
 func (c *Ctx) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
 	c.now = 0
-	c.beginCommand(cmd, args)
+	c.beginCommand(&cmd.stat, args)
 	if msg := c.route(cmd, args); msg != "" {
 		c.reject(msg)
 	} else if c.run(cmd, args); c.moving {

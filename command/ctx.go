@@ -137,11 +137,12 @@ func (c *Ctx) exec(args [][]byte) {
 	s := c.sess
 	s.batchCmd++
 	cmd := c.command(args[0])
-	c.beginCommand(cmd, args)
 	if cmd == nil {
+		c.beginCommand(nil, args)
 		c.reject(errUnknownCommand(args))
 		return
 	}
+	c.beginCommand(&cmd.stat, args)
 	if !cmd.arityOK(len(args)) {
 		c.reject(errWrongArgs(cmd.Name))
 		return

@@ -13,14 +13,19 @@ import (
 // SLOWLOG, LATENCY and /metrics read it.
 
 // beginCommand is exec's bookkeeping before a command looked up as cmd
-// (nil: unknown) is checked and run. A batch's first command reads the
-// clock, for the batch's time and for Ctx.Now.
-func (c *Ctx) beginCommand(cmd *Command, args [][]byte) {
-	var sc *observe.Cmd
-	if cmd != nil {
-		sc = &cmd.stat
+// (nil: unknown) is checked and run. A batch's first
+// command reads the clock, for the batch's time and for Ctx.Now.
+func (c *Ctx) beginCommand(cmd *observe.Cmd, args [][]byte) {
+	if !c.stats.Begin(cmd, args) {
+		c.startBatch()
 	}
-	if m, first := c.stats.Begin(sc, args); first && c.now == 0 {
+}
+
+// startBatch begins a batch at its first command; its clock reading is
+// Ctx.Now's.
+func (c *Ctx) startBatch() {
+	m := c.stats.BeginBatch()
+	if c.now == 0 {
 		c.now = c.h.clock.At(m)
 	}
 }
@@ -46,7 +51,11 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 		c.stats.Held() // counted when it runs again (holdMoving)
 		return
 	}
-	c.stats.Done(call, &cmd.stat, args, c.W.Buf[start:])
+	failed := len(c.W.Buf) > start && c.W.Buf[start] == '-'
+	c.stats.Done(call, args, failed)
+	if failed {
+		c.stats.Error(c.W.Buf[start+1:])
+	}
 }
 
 // decided counts a decision of the running limiter command: by command

@@ -133,19 +133,17 @@ func (b *Batch) prefixIndex(key []byte) int {
 	return pc.idx
 }
 
-// Begin notes the command looked up as cmd (nil: unknown), about to be
-// checked and run. At a batch's first command it reads the clock, and
-// returns the reading and first true.
-func (b *Batch) Begin(cmd *Cmd, args [][]byte) (mono int64, first bool) {
-	if !b.b.started {
-		mono, first = b.startBatch(), true
-	}
+// Begin notes the command about to be checked and run with args (nil:
+// unknown), and reports whether the batch has begun: at its first command
+// it has not, and the caller begins it (BeginBatch).
+func (b *Batch) Begin(cmd *Cmd, args [][]byte) (started bool) {
 	b.b.curCmd, b.b.curArgs = cmd, args
-	return mono, first
+	return b.b.started
 }
 
-// startBatch reads the clock at a batch's first command, for its time.
-func (b *Batch) startBatch() int64 {
+// BeginBatch begins a batch at its first command: it reads the clock, for
+// the batch's time, and returns the reading.
+func (b *Batch) BeginBatch() int64 {
 	m := b.o.clock.Mono()
 	b.b.started = true
 	b.b.start = m
@@ -165,38 +163,49 @@ func (b *Batch) Reject(msg string) {
 	b.st.addError(errorCode([]byte(msg)), 1)
 }
 
-// Call is a running command's bookkeeping, from Start to Done.
+// Call is a running command's bookkeeping, from Start to Done (a command
+// may run others meanwhile: EXEC).
 type Call struct {
 	e     *batchEntry
+	cmd   *Cmd
+	t0    int64
 	gen   uint32
 	timed bool
-	t0    int64
 }
 
 // Start starts counting a call of cmd, which runs next.
 func (b *Batch) Start(cmd *Cmd) Call {
 	e := b.b.entry(cmd)
 	if e == nil {
-		b.publish(b.o.clock.Mono())
-		e = b.b.entry(cmd)
+		e = b.full(cmd)
 	}
 	b.b.cur = e
-	c := Call{e: e, gen: b.b.gen, timed: cmd.TimedAlone || b.o.slowAll.Load()}
+	c := Call{e: e, cmd: cmd, gen: b.b.gen, timed: cmd.TimedAlone || b.o.slowAll.Load()}
 	if c.timed {
 		c.t0 = b.o.clock.Mono()
 	}
 	return c
 }
 
+// full publishes a batch holding as many different commands as it can,
+// and returns cmd's entry in the new one.
+func (b *Batch) full(cmd *Cmd) *batchEntry {
+	b.publish(b.o.clock.Mono())
+	return b.b.entry(cmd)
+}
+
 // Held forgets the call Start began: it was held while its key's slot
 // moves, and is counted once, when it runs again.
 func (b *Batch) Held() { b.b.cur = nil }
 
-// Done counts the call c of cmd with args, which answered reply: its time
-// and whether it failed (an error reply).
-func (b *Batch) Done(c Call, cmd *Cmd, args [][]byte, reply []byte) {
-	e := b.entryAfter(cmd, c)
+// Done counts the call c, with args, when it ended: its time, and
+// whether it failed (answered an error: then Error counts the error).
+func (b *Batch) Done(c Call, args [][]byte, failed bool) {
 	bb := &b.b
+	e, cmd := c.e, c.cmd
+	if bb.gen != c.gen || bb.n == 0 {
+		e = b.entryAfter(cmd)
+	}
 	if c.timed {
 		d := b.o.clock.Mono() - c.t0
 		bb.timedNs += d
@@ -209,25 +218,22 @@ func (b *Batch) Done(c Call, cmd *Cmd, args [][]byte, reply []byte) {
 		bb.shared++
 		bb.lastCmd, bb.lastArgs = cmd, args
 	}
-	if len(reply) > 0 && reply[0] == '-' {
+	if failed {
 		e.failed++
-		b.st.addError(errorCode(reply[1:]), 1)
 	}
 	bb.cur = nil
 }
 
-// entryAfter returns cmd's batch entry after the call c ran, c's when the
-// batch was not published meanwhile: EXEC's commands and commands reading
-// the statistics publish it.
-func (b *Batch) entryAfter(cmd *Cmd, c Call) *batchEntry {
-	bb := &b.b
-	if bb.gen == c.gen && bb.n > 0 {
-		return c.e
-	}
-	e := bb.entry(cmd)
+// Error counts an error reply (after its '-') by its code.
+func (b *Batch) Error(reply []byte) { b.st.addError(errorCode(reply), 1) }
+
+// entryAfter returns cmd's batch entry after a call that published the
+// batch meanwhile: EXEC's commands and commands reading the statistics
+// publish it.
+func (b *Batch) entryAfter(cmd *Cmd) *batchEntry {
+	e := b.b.entry(cmd)
 	if e == nil {
-		b.publish(b.o.clock.Mono())
-		e = bb.entry(cmd)
+		e = b.full(cmd)
 	}
 	return e
 }
