@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 )
 
@@ -199,6 +200,176 @@ func (s *Counters) reset() {
 	s.errMu.Lock()
 	s.errs = nil
 	s.errMu.Unlock()
+}
+
+// CmdStats are one command's statistics, summed over every connection.
+type CmdStats struct {
+	Name                    string // the full name, "config|get" for a subcommand
+	Decides                 bool   // a limiter command: Allowed and Denied count its decisions
+	Calls, Failed, Rejected int64
+	Duration                time.Duration // total time of the calls
+	Allowed, Denied         int64         // decisions (limiter commands)
+	hist                    [histBuckets]uint64
+}
+
+// Snapshot is the statistics of every connection, open or closed, merged.
+type Snapshot struct {
+	Commands []CmdStats       // commands that ran or were rejected, by table order
+	Prefixes []PrefixStats    // decisions by key prefix, "other" last
+	Errors   map[string]int64 // error replies by code
+}
+
+// PrefixStats are the decisions on keys of one prefix.
+type PrefixStats struct {
+	Prefix          string
+	Allowed, Denied int64
+}
+
+// LatencyBuckets returns the command's latency histogram as cumulative
+// counts of calls that took at most each upper bound (each a power of two
+// ns, from 256 ns to 2^30 ns), the last one +Inf (all calls).
+func (s *CmdStats) LatencyBuckets() (upper []time.Duration, cumulative []uint64) {
+	var n uint64
+	j := 0
+	for k := 8; k <= 30; k++ {
+		// Buckets below 2^k ns: index 0 ([0,64)) and every whole octave below k.
+		limit := 1 + (k-6)*4
+		for ; j < limit && j < histBuckets; j++ {
+			n += s.hist[j]
+		}
+		upper = append(upper, time.Duration(1)<<k)
+		cumulative = append(cumulative, n)
+	}
+	for ; j < histBuckets; j++ {
+		n += s.hist[j]
+	}
+	return upper, append(cumulative, n)
+}
+
+// Percentile returns the duration (ns) under which p percent of the calls
+// fell: the upper bound of the bucket holding that call.
+func (s *CmdStats) Percentile(p float64) int64 {
+	var total uint64
+	for _, v := range s.hist {
+		total += v
+	}
+	if total == 0 {
+		return 0
+	}
+	target := uint64(p / 100 * float64(total))
+	if float64(target) < p/100*float64(total) || target == 0 {
+		target++
+	}
+	var n uint64
+	for i, v := range s.hist {
+		n += v
+		if n >= target {
+			return histUpper(i)
+		}
+	}
+	return histUpper(histBuckets - 1)
+}
+
+// Samples returns the number of calls the latency histogram holds.
+func (s *CmdStats) Samples() uint64 {
+	var n uint64
+	for _, v := range s.hist {
+		n += v
+	}
+	return n
+}
+
+// PowersOfTwoUsec returns LATENCY HISTOGRAM's buckets: for each power of
+// two ns from 1024 on, the calls shorter than it, its bound in µs as
+// Redis writes it (1024 ns → 1, 2048 → 2, 65536 → 65), only where the
+// count grew, up to the bucket holding the longest call.
+func (s *CmdStats) PowersOfTwoUsec() (us, counts []int64) {
+	total := s.Samples()
+	var n, prev uint64
+	j := 0
+	for k := 10; k <= 40 && prev < total; k++ {
+		limit := 1 + (k-6)*4
+		if k == 40 {
+			limit = histBuckets
+		}
+		for ; j < limit; j++ {
+			n += s.hist[j]
+		}
+		if n > prev {
+			us = append(us, (int64(1)<<k)/1000)
+			counts = append(counts, int64(n))
+		}
+		prev = n
+	}
+	return us, counts
+}
+
+// Snapshot returns the statistics of every connection, closed or not:
+// it moves what live connections published since the last call into the
+// totals and reads those. Without commands it has the error counts only
+// (INFO's default sections), which costs a small part of the rest. A
+// command reading them publishes its own batch first (Batch.Publish).
+func (o *Observer) Snapshot(commands bool) Snapshot {
+	// Under the lock, a closing goroutine-mode connection's statistics are
+	// either its own (in own) or in the totals: never twice, never not.
+	o.totalsMu.Lock()
+	defer o.totalsMu.Unlock()
+	o.eachLive(func(st *Counters) {
+		if st.dirty.Swap(false) {
+			o.totals.fold(st)
+		}
+	})
+	st := o.totals
+	errs := map[string]int64{}
+	st.errMu.Lock()
+	for code, n := range st.errs {
+		errs[code] = *n
+	}
+	st.errMu.Unlock()
+	snap := Snapshot{Errors: errs}
+	if !commands {
+		return snap
+	}
+	// In place: a CmdStats carries its latency histogram.
+	snap.Commands = make([]CmdStats, 0, 64)
+	for i, cmd := range o.cmds {
+		cc := st.cmds[i].Load()
+		if cc == nil && !cmd.Decides {
+			continue
+		}
+		snap.Commands = append(snap.Commands, CmdStats{Name: cmd.Name, Decides: cmd.Decides}) // every limiter's decisions, even none
+		if cc == nil {
+			continue
+		}
+		cs := &snap.Commands[len(snap.Commands)-1]
+		cs.Calls = cc.calls.Load()
+		cs.Failed = cc.failed.Load()
+		cs.Rejected = cc.rejected.Load()
+		cs.Duration = time.Duration(cc.ns.Load())
+		cs.Allowed = cc.allowed.Load()
+		cs.Denied = cc.denied.Load()
+		for j := range cc.hist {
+			cs.hist[j] = cc.hist[j].Load()
+		}
+	}
+	var names []string
+	if t := o.prefixes.Load(); t != nil {
+		names = t.names
+	}
+	p := st.prefix.Load()
+	for i, name := range names {
+		ps := PrefixStats{Prefix: name}
+		if p != nil {
+			ps.Allowed, ps.Denied = p[i][0].Load(), p[i][1].Load()
+		}
+		snap.Prefixes = append(snap.Prefixes, ps)
+	}
+	other := PrefixStats{Prefix: "other"}
+	if p != nil {
+		other.Allowed, other.Denied = p[otherPrefix][0].Load(), p[otherPrefix][1].Load()
+	}
+	snap.Prefixes = append(snap.Prefixes, other)
+	return snap
 }
 
 // prefixTable is the key prefixes decisions are counted by, in the order
