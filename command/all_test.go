@@ -209,8 +209,15 @@ func stateOf(c *Ctx, key string) string {
 	if !f.OK || f.Exp <= c.h.clock.Now() {
 		return "nothing" // an expired record's content does not matter
 	}
-	st, exp, _ := lk.Get([]byte(key), c.h.clock.Now())
-	return fmt.Sprintf("%v exp %d %x", f.Kind, exp, st.AppendCompact(nil, exp))
+	out := "nothing"
+	lk.Each(c.h.clock.Now(), func(it shard.Item) bool {
+		if string(it.Key) != key {
+			return true
+		}
+		out = fmt.Sprintf("%v exp %d %x", f.Kind, it.ExpireAt, lk.State(it).AppendCompact(nil, it.ExpireAt))
+		return false
+	})
+	return out
 }
 
 // TestAllAcquireRule: CL.ALL holds an ACQUIRE rule, whose decision is

@@ -30,7 +30,7 @@ func TestLimiterCommandsAllocateNothing(t *testing.T) {
 				c, clock := testConn(0)
 				// A batch slower than 10 ms (a loaded machine, -race) would
 				// make a slow log entry, which allocates its copy.
-				c.h.obs.slowlog.threshold.Store(-1)
+				c.h.obs.SetSlowlogThreshold(-1)
 				calls := make([][][]byte, keys)
 				for i := range calls {
 					k := fmt.Sprintf("key:%06d", i)

@@ -3,6 +3,7 @@ package command
 import (
 	mrand "math/rand/v2"
 
+	"github.com/rlserver/rlserver/observe"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
@@ -42,12 +43,11 @@ type scratch struct {
 	lastName    *Command       // the command last looked up by name
 	lastNameBuf [32]byte       // the name it was looked up by, as sent
 	lastNameLen int
-	ops         ops         // reusable limiter ops (see limiters.go)
-	vop         valueOp     // the reusable op of data commands (values.go)
-	zr          zrange      // a ZRANGE family request (zsets.go)
-	all         allScratch  // CL.ALL's
-	batch       batchStats  // the batch's statistics until published (stats.go)
-	pfx         prefixCache // the key prefix last counted (stats.go)
+	ops         ops           // reusable limiter ops (see limiters.go)
+	vop         valueOp       // the reusable op of data commands (values.go)
+	zr          zrange        // a ZRANGE family request (zsets.go)
+	all         allScratch    // CL.ALL's
+	stats       observe.Batch // the batch's statistics until published (stats.go)
 }
 
 // Now returns the server clock, read once per batch: the commands of one
@@ -100,7 +100,7 @@ func (c *Ctx) EndBatch() {
 	c.now = 0
 	s := c.sess
 	if s.batchCmd > 0 {
-		m := c.endBatch() // one clock reading: statistics and CLIENT LIST's idle
+		m := c.stats.End() // one clock reading: statistics and CLIENT LIST's idle
 		c.h.totalCmds.Add(s.batchCmd)
 		s.batchCmd = 0
 		s.lastCmd.Store(s.last)
@@ -117,7 +117,7 @@ func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
 
 // Close folds the connection's own statistics (goroutine mode) into the
 // totals (resp.Session).
-func (c *Ctx) Close() { c.h.obs.retire(c.sess.stats) }
+func (c *Ctx) Close() { c.stats.Close() }
 
 // command looks name up in the table. Pipelines repeat one command, so the
 // name looked up last is compared first, before the table's map.
@@ -139,11 +139,12 @@ func (c *Ctx) exec(args [][]byte) {
 	s := c.sess
 	s.batchCmd++
 	cmd := c.command(args[0])
-	c.beginCommand(cmd, args)
 	if cmd == nil {
+		c.beginCommand(nil, args)
 		c.reject(errUnknownCommand(args))
 		return
 	}
+	c.beginCommand(&cmd.stat, args)
 	if !cmd.arityOK(len(args)) {
 		c.reject(errWrongArgs(cmd.Name))
 		return
@@ -151,11 +152,11 @@ func (c *Ctx) exec(args [][]byte) {
 	if cmd.subIndex != nil && len(args) > 1 {
 		sub := cmd.sub(args[1])
 		if sub == nil {
-			c.batch.curCmd = nil // Redis counts no command's statistics
+			c.stats.SetCommand(nil) // Redis counts no command's statistics
 			c.reject(errUnknownSubcommand(cmd.Name, args[1]))
 			return
 		}
-		c.batch.curCmd = sub
+		c.stats.SetCommand(&sub.stat)
 		if !sub.arityOK(len(args)) {
 			c.reject(errWrongArgs(sub.Name))
 			return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/observe"
 	"github.com/rlserver/rlserver/persist"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/script"
@@ -76,18 +77,9 @@ type Config struct {
 	MoveHold time.Duration
 }
 
-// SlowlogConfig is the slow log's and latency monitor's configuration, as
-// Redis's parameters of the same names (CONFIG SET changes them).
-type SlowlogConfig struct {
-	// SlowerThan logs commands that took at least this many µs; 0 logs
-	// every command, negative none. Default 10000.
-	SlowerThan int64
-	// MaxLen is how many entries the slow log keeps. Default 128.
-	MaxLen int64
-	// LatencyThreshold (ms) records LATENCY events of commands that took
-	// at least this long; 0 (the default) records none.
-	LatencyThreshold int64
-}
+// SlowlogConfig is the slow log's and latency monitor's configuration
+// (see observe.Config).
+type SlowlogConfig = observe.Config
 
 // TLSCerts is the certificate the TLS listener serves.
 type TLSCerts interface {
@@ -133,7 +125,7 @@ type Handler struct {
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
-	obs                                    observability
+	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
 }
 
@@ -157,7 +149,11 @@ func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 	if cfg.Slowlog == nil {
 		cfg.Slowlog = &SlowlogConfig{SlowerThan: 10000, MaxLen: 128}
 	}
-	h.obs.init(cfg.Slowlog, len(h.table.all))
+	cmds := make([]*observe.Cmd, len(h.table.all))
+	for i, cmd := range h.table.all {
+		cmds[i] = &cmd.stat
+	}
+	h.obs = observe.New(cfg.Slowlog, cmds, clock)
 	return h
 }
 
@@ -208,11 +204,13 @@ func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Write
 }
 
 func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
-	s := &Session{info: info, stats: h.obs.statsFor(info.Loop, len(h.table.all))}
+	s := &Session{info: info}
 	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.respVer.Store(int32(w.Proto))
-	return &Ctx{W: w, sess: s, h: h, srv: srv}
+	c := &Ctx{W: w, sess: s, h: h, srv: srv}
+	c.stats.Init(h.obs, h.obs.CountersFor(info.Loop), s.client)
+	return c
 }
 
 // SetMaxMemory applies a memory bound (bytes, 0 none) as CONFIG SET

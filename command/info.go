@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlserver/rlserver/observe"
 )
 
 // INFO [section ...], as Redis 7: no section, or "default", gives the
@@ -66,10 +68,10 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	// One snapshot, taken when a section first needs it; the commands'
 	// counters and histograms only if a section shows them.
-	var snap *Snapshot
-	snapshot := func() *Snapshot {
+	var snap *observe.Snapshot
+	snapshot := func() *observe.Snapshot {
 		if snap == nil {
-			s := c.snapshotOf(pick("Commandstats", false) || pick("Latencystats", false))
+			s := c.snapshot(pick("Commandstats", false) || pick("Latencystats", false))
 			snap = &s
 		}
 		return snap
@@ -152,7 +154,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 		return [][2]string{
 			{"total_connections_received", i64(srv.ConnectionsReceived)},
 			{"total_commands_processed", i64(total)},
-			{"instantaneous_ops_per_sec", i64(h.obs.opsPerSec(total))},
+			{"instantaneous_ops_per_sec", i64(h.obs.OpsPerSec(total))},
 			{"rejected_connections", i64(srv.RejectedConnections)},
 			{"expired_keys", i64(st.Expired)},
 			{"evicted_keys", i64(st.Evicted)},
@@ -208,13 +210,13 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	})
 	add("Latencystats", false, func() [][2]string {
 		var out [][2]string
-		if !h.obs.tracking.Load() {
+		if !h.obs.Tracking() {
 			return nil
 		}
-		ps := *h.obs.percentiles.Load()
+		ps := h.obs.Percentiles()
 		for i := range snapshot().Commands {
 			s := &snapshot().Commands[i]
-			if s.samples() == 0 {
+			if s.Samples() == 0 {
 				continue
 			}
 			var v strings.Builder
@@ -222,7 +224,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 				if j > 0 {
 					v.WriteByte(',')
 				}
-				fmt.Fprintf(&v, "p%s=%.3f", strconv.FormatFloat(p, 'f', -1, 64), float64(s.percentile(p))/1000)
+				fmt.Fprintf(&v, "p%s=%.3f", strconv.FormatFloat(p, 'f', -1, 64), float64(s.Percentile(p))/1000)
 			}
 			out = append(out, [2]string{"latency_percentiles_usec_" + s.Name, v.String()})
 		}
@@ -254,7 +256,7 @@ func (c *Ctx) memoryInfo() [][2]string {
 	if rss == 0 {
 		rss = sys
 	}
-	peak := h.obs.notePeak(used)
+	peak := h.obs.NotePeak(used)
 	dataset := h.store.Stats().Memory
 	sysMem := totalSystemMemory()
 	frag := 0.0
@@ -305,19 +307,6 @@ func (h *Handler) heapBytes() (used, sys int64) {
 		return int64(v.Uint64())
 	}
 	return u64(ms[0].Value), u64(ms[1].Value)
-}
-
-// notePeak records used as a candidate peak and returns the peak.
-func (o *observability) notePeak(used int64) int64 {
-	for {
-		p := o.peakMem.Load()
-		if used <= p {
-			return p
-		}
-		if o.peakMem.CompareAndSwap(p, used) {
-			return used
-		}
-	}
 }
 
 // cpuInfo is INFO cpu: the process's CPU time (Go runs the server on

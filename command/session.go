@@ -36,7 +36,6 @@ type Session struct {
 	libName  string
 	libVer   string
 
-	stats    *connStats // the command statistics it adds to (stats.go): its event loop's, or its own
 	lastCmd  atomic.Pointer[Command]
 	respVer  atomic.Int32 // the protocol version, for CLIENT LIST
 	lastSeen atomic.Int64 // Unix ns of the last command
@@ -52,6 +51,14 @@ func (s *Session) setUser(u *aclUser) {
 	s.mu.Lock()
 	s.userName = name
 	s.mu.Unlock()
+}
+
+// client names the connection in slow log entries: its address and the
+// name CLIENT SETNAME gave it.
+func (s *Session) client() (addr, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.info.Addr, s.name
 }
 
 func (s *Session) setName(name string) {

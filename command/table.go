@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/rlserver/rlserver/observe"
 )
 
 // Command is one row of the command table: everything dispatch, the arity
@@ -42,13 +44,10 @@ type Command struct {
 	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
-	fast      bool     // the fast flag (the latency monitor's "fast-command")
-	// timedAlone: in @slow, so timed on its own, not as a share of its
-	// batch (see stats.go).
-	timedAlone  bool
-	skipSlowlog bool // EXEC: its commands are logged, not it (Redis's skip_slowlog)
-	decides     bool // a limiter command answering a decision (counted by outcome)
-	subIndex    map[string]*Command
+	subIndex  map[string]*Command
+
+	// stat is what the statistics and the slow log know of it.
+	stat observe.Cmd
 }
 
 // KeySpec gives key positions as COMMAND INFO reports them: arguments First
@@ -127,6 +126,7 @@ func newTable(cmds []*Command) *Table {
 // index gives c its id and files it under its ACL categories.
 func (t *Table) index(c *Command) {
 	c.id = len(t.all)
+	c.stat.ID = c.id
 	t.all = append(t.all, c)
 	for _, cat := range c.ACL {
 		t.cats[cat] = append(t.cats[cat], c)
@@ -148,10 +148,14 @@ func (c *Command) prepare() {
 			c.noMulti = true
 		}
 	}
-	c.fast = c.hasFlag("fast")
-	c.timedAlone = slices.Contains(c.ACL, "slow")
-	c.skipSlowlog = c.RunsQueue
-	c.decides = slices.Contains(c.ACL, "ratelimit") && !c.NoDecision
+	c.stat = observe.Cmd{
+		Name:        c.Name,
+		FirstKey:    c.Keys.First,
+		TimedAlone:  slices.Contains(c.ACL, "slow"),
+		SkipSlowlog: c.RunsQueue,
+		Fast:        c.hasFlag("fast"),
+		Decides:     slices.Contains(c.ACL, "ratelimit") && !c.NoDecision,
+	}
 	c.routed = c.Keys.First > 0 || c.Keys.Find != nil || c.RunsQueue
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
 		c.Flags = append(c.Flags, "movablekeys")

@@ -28,12 +28,7 @@ func BenchmarkSaver1M(b *testing.B) {
 		p := engine.TokenBucketParams{Capacity: 100, Rate: 1, Period: time.Hour}
 		for k := 0; k < keys; k++ {
 			key := []byte(fmt.Sprintf("user:%07d", k))
-			st := new(engine.TokenBucket)
-			d := st.Take(now, p, 1)
-			sh := ks.ShardFor(key)
-			lk := sh.Lock()
-			lk.Insert(key, st, now+int64(d.ResetAfter))
-			sh.Unlock()
+			tokenTake(ks, key, now, p, 1)
 		}
 		db, err := Open(&Options{Dir: dir})
 		if err != nil {
@@ -54,12 +49,7 @@ func BenchmarkSaver1M(b *testing.B) {
 		b.StopTimer()
 		for _, k := range rand.New(rand.NewPCG(1, 2)).Perm(keys) {
 			key := []byte(fmt.Sprintf("user:%07d", k))
-			sh := ks.ShardFor(key)
-			lk := sh.Lock()
-			st, _, _ := lk.Get(key, now)
-			d := st.(*engine.TokenBucket).Take(now, p, 1)
-			lk.Insert(key, st, now+int64(d.ResetAfter))
-			sh.Unlock()
+			tokenTake(ks, key, now, p, 1)
 		}
 		b.StartTimer()
 		began = time.Now()

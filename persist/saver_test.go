@@ -77,33 +77,21 @@ func newSaverFixture(t *testing.T, store Store) *saverFixture {
 	return f
 }
 
-// take consumes n tokens of key at the clock's now, as a command would:
-// create the entry or update it, under the shard's lock.
+// take consumes n tokens of key at the clock's now, as a command would
+// (View.Update).
 func (f *saverFixture) take(key string, n int64) engine.Decision {
 	f.t.Helper()
-	sh := f.keys.ShardFor([]byte(key))
-	lk := sh.Lock()
-	defer sh.Unlock()
-	now := f.clock.Now()
-	st := &engine.TokenBucket{}
-	if got, _, ok := lk.Get([]byte(key), now); ok {
-		st = got.(*engine.TokenBucket)
-	}
-	d := st.Take(now, saverParams, n)
+	d := tokenTake(f.keys, []byte(key), f.clock.Now(), saverParams, n)
 	if !d.Allowed {
 		f.t.Fatalf("take(%q, %d) denied: %+v", key, n, d)
 	}
-	lk.Insert([]byte(key), st, now+int64(d.ResetAfter))
 	return d
 }
 
 // del removes key, as DEL does.
 func (f *saverFixture) del(key string) {
 	f.t.Helper()
-	sh := f.keys.ShardFor([]byte(key))
-	lk := sh.Lock()
-	defer sh.Unlock()
-	if !lk.Delete([]byte(key), f.clock.Now()) {
+	if !deleteKey(f.keys, []byte(key), f.clock.Now()) {
 		f.t.Fatalf("del(%q): no such key", key)
 	}
 }
@@ -522,23 +510,11 @@ func (f *saverFixture) writeWhile(writers, perWriter, delEvery int, key func(w, 
 			defer wg.Done()
 			for i := 0; i < perWriter; i++ {
 				k := []byte(key(w, i))
-				sh := f.keys.ShardFor(k)
-				lk := sh.Lock()
 				now := f.clock.Now()
-				got, _, ok := lk.Get(k, now)
-				if ok && i%delEvery == 0 {
-					lk.Delete(k, now)
-					sh.Unlock()
+				if i%delEvery == 0 && deleteKey(f.keys, k, now) {
 					continue
 				}
-				st := &engine.TokenBucket{}
-				if ok {
-					st = got.(*engine.TokenBucket)
-				}
-				if d := st.Take(now, saverParams, 1); d.Allowed {
-					lk.Insert(k, st, now+int64(d.ResetAfter))
-				}
-				sh.Unlock()
+				tokenTake(f.keys, k, now, saverParams, 1)
 			}
 		}()
 	}

@@ -93,10 +93,7 @@ func openV1Keyspace(t *testing.T, dir string) (*Saver, *shard.Store, *clock.Cloc
 // getKey returns key's live state and expiry in keys at v1Now.
 func getKey(t *testing.T, keys *shard.Store, key string) (engine.State, int64) {
 	t.Helper()
-	sh := keys.ShardFor([]byte(key))
-	lk := sh.Lock()
-	defer sh.Unlock()
-	st, exp, ok := lk.Get([]byte(key), v1Now)
+	st, exp, ok := liveState(keys, []byte(key), v1Now)
 	if !ok {
 		t.Fatalf("key %q was not restored", key)
 	}
@@ -195,18 +192,16 @@ func TestRestoreVersion1Store(t *testing.T) {
 
 	// A GCRA call on "gcra" changes it.
 	p := engine.GCRAParams{MaxBurst: 4, Count: 1, Period: time.Second}
-	sh := keys.ShardFor([]byte("gcra"))
-	lk := sh.Lock()
-	st, _, _ := lk.Get([]byte("gcra"), clock.Now())
-	g := st.(*engine.GCRA)
-	d := g.Take(clock.Now(), p, 2)
-	if !d.Allowed {
-		sh.Unlock()
-		t.Fatalf("Take denied: %+v", d)
+	now := clock.Now()
+	d, status := keys.View().UpdateLive([]byte("gcra"), now, takeOp[engine.GCRAParams, *engine.GCRA]{p, 2})
+	if status != shard.Done || !d.Allowed {
+		t.Fatalf("Take: %v, denied: %+v", status, d)
 	}
-	newExp := clock.Now() + int64(d.ResetAfter)
-	lk.Insert([]byte("gcra"), g, newExp)
-	sh.Unlock()
+	st, newExp, _ := liveState(keys, []byte("gcra"), now)
+	if newExp != now+int64(d.ResetAfter) {
+		t.Fatalf("expiry %d after the take, want %d", newExp, now+int64(d.ResetAfter))
+	}
+	g := st.(*engine.GCRA)
 	askLater := func(st engine.State) engine.Decision {
 		return st.(*engine.GCRA).Check(v1Now+700e6, p, 1)
 	}

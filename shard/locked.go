@@ -56,14 +56,3 @@ func (l Locked) Redirty(keys []string) { l.sh.redirty(keys) }
 // Apply writes a change a replica received from its primary (see
 // Shard.apply).
 func (l Locked) Apply(e Entry) error { return l.sh.apply(e) }
-
-// Insert sets key's state, creating or replacing its record, as a change
-// (tests and tools; commands go through View.Update).
-func (l Locked) Insert(key []byte, st engine.State, exp int64) { l.sh.insert(key, st, exp) }
-
-// Get returns a copy of key's live state and its expiry (tests and tools).
-func (l Locked) Get(key []byte, now int64) (engine.State, int64, bool) { return l.sh.get(key, now) }
-
-// Delete removes key if it is live and reports whether it was (tests and
-// tools).
-func (l Locked) Delete(key []byte, now int64) bool { return l.sh.del(key, now) }
