@@ -93,7 +93,7 @@ func redacted(cmd *Cmd, args [][]byte, i int) bool {
 	case "acl|setuser":
 		return i > 2
 	case "config|set":
-		return i > 2 && i%2 == 1 && (equalFold(args[i-1], "requirepass") || equalFold(args[i-1], "masterauth"))
+		return i > 2 && i%2 == 1 && (equalFold(args[i-1], "REQUIREPASS") || equalFold(args[i-1], "MASTERAUTH"))
 	}
 	return false
 }
