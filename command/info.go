@@ -239,7 +239,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 	})
 	add("Keyspace", true, func() [][2]string {
 		if keys := c.dbsize(); keys > 0 {
-			return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0,subexpiry=0", keys, keys)}}
+			return [][2]string{{"db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0,subexpiry=0", keys, c.keys().Expiring())}}
 		}
 		return nil
 	})

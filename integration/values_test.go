@@ -495,3 +495,37 @@ func TestObjectEncodingAgainstRedis(t *testing.T) {
 	reqs = append(reqs, big, []string{"OBJECT", "ENCODING", "zbig"}, hbig, []string{"OBJECT", "ENCODING", "hbig"})
 	diffRequests(t, reqs)
 }
+
+// TestKeyspaceExpiresAgainstRedis: INFO keyspace counts the keys with a
+// TTL as Redis does, through SET, EXPIRE, PERSIST, RENAME, DEL and
+// removal of an emptied value.
+func TestKeyspaceExpiresAgainstRedis(t *testing.T) {
+	ours := start(t).client(t, 2)
+	theirs := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
+	t.Cleanup(func() { theirs.Close() })
+	keyspace := func(c *redis.Client) string {
+		info := c.Info(ctx, "keyspace").Val()
+		i := strings.Index(info, "db0:")
+		if i < 0 {
+			return "empty"
+		}
+		line := info[i:]
+		line = line[:strings.Index(line, ",avg_ttl")]
+		return line
+	}
+	steps := [][]any{
+		{"SET", "a", "1"}, {"SET", "b", "1", "EX", "100"}, {"HSET", "h", "f", "v"},
+		{"EXPIRE", "h", "100"}, {"PERSIST", "b"}, {"SET", "a", "2", "PX", "100000"},
+		{"RENAME", "a", "c"}, {"RPUSH", "l", "x"}, {"EXPIRE", "l", "100"}, {"LPOP", "l"},
+		{"SET", "c", "3"}, {"DEL", "h"}, {"GETEX", "c", "EX", "50"}, {"FLUSHALL"}, {"SET", "z", "1"},
+	}
+	for _, s := range steps {
+		if err := ours.Do(ctx, s...).Err(); err != nil {
+			t.Fatalf("%v: %v", s, err)
+		}
+		theirs.Do(ctx, s...)
+		if got, want := keyspace(ours), keyspace(theirs); got != want {
+			t.Fatalf("after %v: INFO keyspace %q, want %q", s, got, want)
+		}
+	}
+}

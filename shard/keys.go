@@ -99,6 +99,19 @@ func (v View) Len() int {
 	return n
 }
 
+// Expiring counts the keys that have an expiry (INFO keyspace's expires):
+// every limiter key, and the values given a TTL.
+func (v View) Expiring() int {
+	n := 0
+	for i := range v.s.shards {
+		sh := &v.s.shards[i]
+		v.lock(sh)
+		n += sh.idx.n - sh.persistent
+		v.unlock(sh)
+	}
+	return n
+}
+
 // Flush removes every key, a shard at a time (FLUSHALL).
 func (v View) Flush() {
 	for i := range v.s.shards {

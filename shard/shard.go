@@ -70,6 +70,9 @@ type Shard struct {
 	bfree   []uint32
 	hash    hasher
 	sweep   int // next index slot the active sweep visits
+	// persistent counts the records without an expiry (engine.NoExpiry):
+	// INFO keyspace's keys less its expires.
+	persistent int
 
 	track   bool     // record changes for persistence
 	dirty   refQueue // records changed since the last DrainChanges (and stale refs, see DrainChanges)
@@ -248,6 +251,12 @@ func (sh *Shard) expire(f Found) {
 
 // put writes st's record; mark records it as a change.
 func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, mark bool) (kept bool) {
+	if f.OK && f.Exp == engine.NoExpiry {
+		sh.persistent--
+	}
+	if exp == engine.NoExpiry {
+		sh.persistent++
+	}
 	var old []byte
 	oldBox := -1
 	if f.OK {
@@ -494,6 +503,9 @@ func (sh *Shard) drop(pos int, r ref) {
 		*sh.slotCount(cluster.Slot(key)) -= 1
 	}
 	delta := int64(sh.slabs.slotBytes(r) + indexBytes)
+	if recExp(rec) == engine.NoExpiry {
+		sh.persistent--
+	}
 	if rec[0]&flagBoxed != 0 {
 		i := boxIndex(payload)
 		delta += int64(sh.boxSize[i])
@@ -597,6 +609,7 @@ func (sh *Shard) clear() int {
 	clear(sh.spare[:])
 	sh.dirty.reset()
 	sh.ndirty = 0
+	sh.persistent = 0
 	sh.mem.Store(0)
 	return n
 }
