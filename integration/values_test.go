@@ -529,3 +529,39 @@ func TestKeyspaceExpiresAgainstRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvoyRatelimitRedisPipeline: the commands envoyproxy/ratelimit's
+// Redis backend sends per descriptor, INCRBY then EXPIRE, pipelined for
+// all the request's descriptors, get Redis's replies to the letter, and
+// the counter its limit check reads grows as on Redis.
+func TestEnvoyRatelimitRedisPipeline(t *testing.T) {
+	ours := start(t)
+	theirs := &server{Addr: redistest.Start(t)}
+	a, b := dial(t, ours), dial(t, theirs)
+	keys := []string{"domain_remote_address_10.0.0.1_1700000040", "domain_path_/api_1700000000"}
+	for round := range 12 {
+		var reqs [][]string
+		for i, k := range keys {
+			hits := fmt.Sprint(1 + i*round%3)
+			reqs = append(reqs, []string{"INCRBY", k, hits}, []string{"EXPIRE", k, "60"})
+		}
+		for _, r := range reqs {
+			a.cmd(r...)
+			b.cmd(r...)
+		}
+		for _, r := range reqs {
+			if got, want := a.reply(), b.reply(); got != want {
+				t.Fatalf("round %d %q: got %q, want %q", round, r, got, want)
+			}
+		}
+	}
+	for _, k := range keys {
+		for _, q := range [][]string{{"GET", k}, {"TTL", k}, {"TYPE", k}} {
+			a.cmd(q...)
+			b.cmd(q...)
+			if got, want := a.reply(), b.reply(); got != want {
+				t.Fatalf("%q: got %q, want %q", q, got, want)
+			}
+		}
+	}
+}
