@@ -12,14 +12,13 @@ import (
 
 // EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE, EXPIREAT, PEXPIREAT
 func cmdExpire(c *Ctx, args [][]byte) {
-	name := string(lower(args[0]))
 	unit, abs := int64(1000), false
-	switch name {
-	case "pexpire":
+	switch {
+	case equalFold(args[0], "PEXPIRE"):
 		unit = 1
-	case "expireat":
+	case equalFold(args[0], "EXPIREAT"):
 		abs = true
-	case "pexpireat":
+	case equalFold(args[0], "PEXPIREAT"):
 		unit, abs = 1, true
 	}
 	o := c.op(0, args, applyExpire)
@@ -52,7 +51,7 @@ func cmdExpire(c *Ctx, args [][]byte) {
 	}
 	exp, ok := expiry(args[2], unit, abs, c.Now())
 	if !ok {
-		c.err(errInvalidExpire(name))
+		c.err(errInvalidExpire(string(lower(args[0]))))
 		return
 	}
 	o.exp = exp

@@ -28,9 +28,10 @@ type Kind uint8
 // name TYPE reports and a constructor of its fresh state. Each algorithm's
 // file registers its kind (see register).
 type kindInfo struct {
-	name  string
-	value bool
-	fresh func() State
+	name   string
+	value  bool
+	object bool
+	fresh  func() State
 }
 
 // MaxKinds bounds the kinds: every Kind is below it, so arrays indexed by
@@ -48,9 +49,14 @@ func register(k Kind, name string, fresh func() State) { add(k, kindInfo{name: n
 // RegisterValue records a Redis value kind (package values): a kind of the
 // same keyspace, persisted and replicated as the limiters are, whose keys
 // live until deleted or given a TTL (NoExpiry) instead of until fresh.
-func RegisterValue(k Kind, name string, fresh func() State) {
-	add(k, kindInfo{name: name, value: true, fresh: fresh})
+// object asks the keyspace to keep its states as objects whatever their
+// size (collections whose encoding costs O(n) to decode on every call).
+func RegisterValue(k Kind, name string, object bool, fresh func() State) {
+	add(k, kindInfo{name: name, value: true, object: object, fresh: fresh})
 }
+
+// Object reports whether the keyspace keeps k's states as objects.
+func (k Kind) Object() bool { return int(k) < len(kinds) && kinds[k].object }
 
 func add(k Kind, info kindInfo) {
 	if int(k) >= len(kinds) || kinds[k].fresh != nil {

@@ -267,7 +267,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			// it: a hot key's (see hot), and a long LOG window, which
 			// would cost O(limit) per call to encode.
 			if sh.boxes[oldBox] == st {
-				if hot := sh.isHot(f.ref); hot || st.Size() > maxInline {
+				if hot := sh.isHot(f.ref); hot || st.Size() > maxInline || st.Kind().Object() {
 					sh.putBox(f, oldBox, key, st, exp, mark, hot)
 					return false
 				}
@@ -279,6 +279,8 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	c, inline := st, true
 	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
+	case st.Kind().Object():
+		inline = false // kept as an object, never hot (see engine.RegisterValue)
 	case inline && mark && f.OK && !f.boxed && sh.wroteRecently(f.ref):
 		// A key one of the last writes wrote, again: it is hot, keep its
 		// state as an object while it stays hot. The object is the one

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Redis's error texts for the numbers and ranges of the value commands.
@@ -21,6 +22,9 @@ var (
 // increments: decimal, exponent and hexadecimal forms, and inf/-inf/+inf
 // in any case; NaN, spaces and trailing bytes are refused.
 func ParseFloat(b []byte) (float64, bool) {
+	if f, ok := plainDecimal(b); ok {
+		return f, true
+	}
 	s, ok := floatSyntax(b)
 	if !ok {
 		return 0, false
@@ -30,6 +34,29 @@ func ParseFloat(b []byte) (float64, bool) {
 		return 0, false // also what overflows or underflows, as strtod's ERANGE
 	}
 	return f, true
+}
+
+// plainDecimal is ParseFloat's fast path for the common form, an optional
+// minus and at most 15 digits with at most one point: exact in a float64
+// and read by strconv without copying b, to the same value strtod gives.
+func plainDecimal(b []byte) (float64, bool) {
+	digits, point := 0, false
+	for i, ch := range b {
+		switch {
+		case '0' <= ch && ch <= '9':
+			digits++
+		case ch == '.' && !point:
+			point = true
+		case ch == '-' && i == 0:
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64)
+	return f, err == nil
 }
 
 // zero reports whether the mantissa of a float's text is all zeros.

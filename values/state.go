@@ -16,10 +16,12 @@ const (
 )
 
 func init() {
-	engine.RegisterValue(KindString, "string", func() engine.State { return new(String) })
-	engine.RegisterValue(KindHash, "hash", func() engine.State { return new(Hash) })
-	engine.RegisterValue(KindZSet, "zset", func() engine.State { return NewZSet() })
-	engine.RegisterValue(KindList, "list", func() engine.State { return new(List) })
+	// Strings are kept inline, as limiter states are; the collections as
+	// objects, changed in place.
+	engine.RegisterValue(KindString, "string", false, func() engine.State { return new(String) })
+	engine.RegisterValue(KindHash, "hash", true, func() engine.State { return new(Hash) })
+	engine.RegisterValue(KindZSet, "zset", true, func() engine.State { return NewZSet() })
+	engine.RegisterValue(KindList, "list", true, func() engine.State { return new(List) })
 }
 
 // String is a Redis string: its bytes (integers are kept as their
