@@ -18,7 +18,18 @@
 #   (python3-yaml) for the deploy/ checks; it starts dockerd when no daemon
 #   answers;
 # - then, from the Go module proxy, redis_exporter for the test that has it
-#   scrape rlserver (scripts/redis-exporter.sh, into .cache/).
+#   scrape rlserver (scripts/redis-exporter.sh, into .cache/);
+# - and Debian's Symfony Cache (php-symfony-cache, for its RedisAdapter, with
+#   the packages its autoloader requires) for the test that runs Symfony's
+#   RateLimiter on it: downloaded (apt-get download) and unpacked (dpkg -x)
+#   into .cache/symfony-cache/, never installed, since installing it would
+#   remove php-psr, which the PHP SDK's tests need (a dependency,
+#   php-symfony-service-contracts, Breaks php-psr: its Psr\Container
+#   implementations do not fit the extension's interfaces; the RedisAdapter
+#   does not use them). With the extension loaded the unpacked Psr\Cache
+#   and Psr\Container files are never read: the extension declares those
+#   interfaces, and the autoloaders only look for undeclared ones. Kept when
+#   its autoload.php is already there.
 # As root it installs what is missing (apt-get update only then); otherwise
 # through sudo when sudo needs no password, else it lists what is missing
 # with the command that installs it and exits 1. Safe to run again.
@@ -153,3 +164,37 @@ fi
 # redis_exporter, built from the Go module proxy, for the test that has it
 # scrape rlserver.
 ./scripts/redis-exporter.sh
+
+# Symfony Cache 5.4 for integration/symfony_test.go, unpacked, not installed
+# (see the top). Its Debian autoloaders require each other by
+# __DIR__-relative paths, so the whole set is unpacked side by side, as
+# under /usr/share/php: .cache/symfony-cache/Symfony/Component/Cache/autoload.php.
+symfony_cache=.cache/symfony-cache
+if [ ! -f "$symfony_cache/Symfony/Component/Cache/autoload.php" ]; then
+  symfony_debs=(php-symfony-cache php-symfony-cache-contracts php-symfony-service-contracts
+                php-symfony-var-exporter php-symfony-deprecation-contracts
+                php-psr-cache php-psr-container php-psr-log)
+  echo "setup: unpacking ${symfony_debs[*]} into $symfony_cache" >&2
+  mkdir -p .cache
+  stage=$(mktemp -d .cache/symfony-cache.XXXXXX)
+  mkdir "$stage/debs"
+  download() { (cd "$stage/debs" && apt-get download -qq "${symfony_debs[@]}") >"$stage/log" 2>&1; }
+  if ! download; then
+    # The package lists may be missing (a fresh image) or stale.
+    if [ "$sudo" != "none" ]; then
+      $sudo apt-get update -qq >/dev/null 2>&1 || true
+    fi
+    if ! download; then
+      echo "setup: apt-get download ${symfony_debs[*]} failed:" >&2
+      tail -n 20 "$stage/log" >&2
+      rm -rf "$stage"
+      exit 1
+    fi
+  fi
+  for deb in "$stage"/debs/*.deb; do
+    dpkg -x "$deb" "$stage/root"
+  done
+  rm -rf "$symfony_cache"
+  mv "$stage/root/usr/share/php" "$symfony_cache"
+  rm -rf "$stage"
+fi
