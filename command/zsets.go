@@ -328,8 +328,15 @@ func cmdZRange(c *Ctx, args [][]byte) {
 		r.by = byScore
 	case equalFold(args[0], "ZREVRANGEBYSCORE"):
 		r.by, r.rev = byScore, true
+	case equalFold(args[0], "ZRANGEBYLEX"):
+		r.by = byLex
+	case equalFold(args[0], "ZREVRANGEBYLEX"):
+		r.by, r.rev = byLex, true
+	case equalFold(args[0], "ZREVRANGE"):
+		r.rev = true
 	}
-	if msg := parseZRange(args, args[2], args[3], 4, r.by == byRank, r); msg != "" {
+	generic := equalFold(args[0], "ZRANGE")
+	if msg := parseZRange(args, args[2], args[3], 4, generic, r); msg != "" {
 		c.err(msg)
 		return
 	}
@@ -443,5 +450,21 @@ func cmdZPopMin(c *Ctx, args [][]byte) {
 		}
 		o.n, o.found = n, true
 	}
+	o.run(args[1])
+}
+
+// ZRANK key member and ZREVRANK key member
+func cmdZRank(c *Ctx, args [][]byte) {
+	o := c.op(values.KindZSet, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		if v.State != nil {
+			if r, ok := v.State.(*values.ZSet).Rank(string(o.args[2]), o.found); ok {
+				o.c.W.Int(int64(r))
+				return shard.Unchanged
+			}
+		}
+		o.c.W.Null()
+		return shard.Unchanged
+	})
+	o.found = equalFold(args[0], "ZREVRANK")
 	o.run(args[1])
 }

@@ -115,6 +115,9 @@ func TestValuesFuzzAgainstRedis(t *testing.T) {
 			return r
 		},
 		func() []string { return []string{"ZREMRANGEBYSCORE", key(), rangeEnd(), rangeEnd()} },
+		func() []string { return []string{pick("ZRANK", "ZREVRANK"), key(), member()} },
+		func() []string { return []string{"ZREVRANGE", key(), idx(), idx(), pick("WITHSCORES", "x")} },
+		func() []string { return []string{pick("ZRANGEBYLEX", "ZREVRANGEBYLEX"), key(), lexEnd(), lexEnd()} },
 		func() []string { return []string{"ZREMRANGEBYRANK", key(), idx(), idx()} },
 		func() []string {
 			if rng.IntN(2) == 0 {
