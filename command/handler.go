@@ -127,6 +127,7 @@ type Handler struct {
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
+	kept                                   keptValues     // Redis's parameters CONFIG SET keeps (redisconfig.go)
 }
 
 // New returns the commands over store, reading time from clock.

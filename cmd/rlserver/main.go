@@ -46,7 +46,7 @@ type options struct {
 	queryLimit   string
 	aclFile      string
 	logMaxLimit  int64
-	enableDebug  bool
+	enableDebug  redisBool
 	cpuProfile   string
 	threads      int
 	io           string
@@ -99,13 +99,13 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
 	fs.StringVar(&o.backlog, "repl-backlog-size", "1mb", "cluster mode: the change stream a primary keeps per keyspace shard for replicas that reconnect or lag (bytes, or 1mb, 64mb); a replica further behind takes a full copy")
-	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
-	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb)")
+	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted (at least 1mb)")
+	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb); past it the connection is closed")
 	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
 	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written; a start below it restores read-only and writes once there is room")
 	fs.BoolVar(&o.recoverDamaged, "recover-damaged-store", false, "start from a store that holds less than its flush record says was flushed (a damaged manifest), or whose record is damaged, with what it holds; the loss is logged")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
-	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
+	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
 	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
@@ -144,7 +144,7 @@ func parseOptions(args []string) (*options, error) {
 		return nil, envErr
 	}
 	o.cli.register(fs) // after the environment: command line only
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinBoolValues(fs, args)); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -194,8 +194,15 @@ func parseOptions(args []string) (*options, error) {
 	if o.clusterReplicas < 0 {
 		return nil, fmt.Errorf("--cluster-replicas must be 0 or more")
 	}
-	if o.nodeTimeoutMs < 1000 || o.nodeTimeoutMs%1000 != 0 {
-		return nil, fmt.Errorf("--cluster-node-timeout must be whole seconds in milliseconds, at least 1000 (etcd leases count seconds)")
+	if o.nodeTimeoutMs < 0 {
+		return nil, fmt.Errorf("--cluster-node-timeout must be 0 or more milliseconds")
+	}
+	if o.clusterEtcd != "" {
+		// etcd leases count whole seconds: round up, to at least one.
+		if ms := max(1000, (o.nodeTimeoutMs+999)/1000*1000); ms != o.nodeTimeoutMs {
+			log.Printf("--cluster-node-timeout %d: etcd leases count whole seconds, so %d ms is used", o.nodeTimeoutMs, ms)
+			o.nodeTimeoutMs = ms
+		}
 	}
 	if o.clusterConfig != "" {
 		if _, err := cluster.ParseFile(o.clusterConfig); err != nil {
@@ -216,6 +223,10 @@ func parseOptions(args []string) (*options, error) {
 	if o.masterAuth == "" {
 		o.masterAuth = o.requirepass
 	}
+	// Redis reads yes/no and its other names case-insensitively.
+	o.protected = strings.ToLower(o.protected)
+	o.appendfsync = strings.ToLower(o.appendfsync)
+	o.tlsAuthClients = strings.ToLower(o.tlsAuthClients)
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
 	}
@@ -249,6 +260,12 @@ func eventLoops(o *options) int {
 	return 0
 }
 
+// fitsInt64 reports whether the size s is at most 2^63-1 bytes.
+func fitsInt64(s string) bool {
+	n, ok := command.MemoryValue([]byte(s))
+	return ok && n <= 1<<63-1
+}
+
 func parseBytes(s string) (int64, error) {
 	n, ok := command.ParseMemory([]byte(s))
 	if !ok {
@@ -275,22 +292,28 @@ func run(args []string) int {
 		return 2
 	}
 	backlog, err := parseBytes(o.backlog)
-	if err != nil || backlog < 16<<10 || backlog > 1<<30 {
-		log.Printf("error: --repl-backlog-size must be between 16kb and 1gb")
+	if err != nil || backlog < 1 {
+		log.Printf("error: --repl-backlog-size must be a size of at least 1 byte")
 		return 2
 	}
+	// As Redis, a backlog under 16kb is raised to it; rlserver keeps one
+	// per keyspace shard, so it is also held at 1gb.
+	if b := min(max(backlog, 16<<10), 1<<30); b != backlog {
+		if backlog > b {
+			log.Printf("warning: --repl-backlog-size %s is more than the 1gb kept per keyspace shard: 1gb is used", o.backlog)
+		}
+		backlog = b
+	}
+	// Redis 7's bounds, and no relation between the two: a request over
+	// either closes the connection or is refused.
 	maxBulk, err := parseBytes(o.maxBulk)
-	if err != nil || maxBulk < 1024 || maxBulk > 512<<20 {
-		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
+	if err != nil || maxBulk < command.MinProtoMaxBulkLen || maxBulk == 1<<63-1 && !fitsInt64(o.maxBulk) {
+		log.Printf("error: --proto-max-bulk-len must be a size from 1mb to 9223372036854775807 bytes")
 		return 2
 	}
 	queryLimit, err := parseBytes(o.queryLimit)
-	if err != nil || queryLimit < 1<<20 || queryLimit > 1<<40 {
-		log.Printf("error: --client-query-buffer-limit must be between 1mb and 1tb")
-		return 2
-	}
-	if queryLimit < maxBulk {
-		log.Printf("error: --client-query-buffer-limit must not be below --proto-max-bulk-len")
+	if err != nil || queryLimit < command.MinQueryBufferLimit || queryLimit == 1<<63-1 && !fitsInt64(o.queryLimit) {
+		log.Printf("error: --client-query-buffer-limit must be a size from 1mb to 9223372036854775807 bytes")
 		return 2
 	}
 	if err := o.rls.load(); err != nil {
@@ -333,7 +356,7 @@ func run(args []string) int {
 	cfg := command.Config{
 		RequirePass:   o.requirepass,
 		ACLFile:       o.aclFile,
-		EnableDebug:   o.enableDebug,
+		EnableDebug:   o.enableDebug.on,
 		LogMaxLimit:   o.logMaxLimit,
 		Slowlog:       o.obs.slowlog(),
 		ProtectedMode: o.protected == "yes",
@@ -345,7 +368,7 @@ func run(args []string) int {
 			"save-interval":        o.saveInterval.String(),
 			"appendfsync":          o.appendfsync,
 			"shards":               strconv.Itoa(o.shards),
-			"enable-debug-command": strconv.FormatBool(o.enableDebug),
+			"enable-debug-command": o.enableDebug.String(),
 			"io":                   o.io,
 			"threads":              strconv.Itoa(o.threads),
 			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
