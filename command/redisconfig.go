@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Redis 7's parameters that tune what rlserver does its own way
@@ -89,7 +90,7 @@ func keptMemory(def, hi int64) keptParam {
 func keptEnum(def string, names ...string) keptParam {
 	return keptParam{def: def, norm: func(v []byte) (string, string) {
 		for _, n := range names {
-			if equalFold(v, n) {
+			if strings.EqualFold(string(v), n) {
 				return n, ""
 			}
 		}
@@ -298,4 +299,10 @@ func cStrtoll(s string) (int64, bool) {
 		return math.MaxInt64, true
 	}
 	return int64(n), true
+}
+
+// SetBusyReplyThreshold sets busy-reply-threshold (lua-time-limit), in ms,
+// from its flag: how long a script runs before other clients get -BUSY.
+func (h *Handler) SetBusyReplyThreshold(ms int64) {
+	h.scripts.SetThreshold(time.Duration(min(ms, 1<<40)) * time.Millisecond)
 }

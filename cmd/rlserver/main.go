@@ -46,6 +46,7 @@ type options struct {
 	queryLimit   string
 	aclFile      string
 	logMaxLimit  int64
+	busyReply    int64 // --busy-reply-threshold, ms
 	enableDebug  redisBool
 	cpuProfile   string
 	threads      int
@@ -103,6 +104,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb); past it the connection is closed")
 	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
 	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written; a start below it restores read-only and writes once there is room")
+	fs.Int64Var(&o.busyReply, "busy-reply-threshold", 5000, "ms a script may run before other clients are answered -BUSY and SCRIPT KILL may stop it; CONFIG SET works")
+	fs.Int64Var(&o.busyReply, "lua-time-limit", 5000, "the old name of --busy-reply-threshold, as in Redis")
 	fs.BoolVar(&o.recoverDamaged, "recover-damaged-store", false, "start from a store that holds less than its flush record says was flushed (a damaged manifest), or whose record is damaged, with what it holds; the loss is logged")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
@@ -174,6 +177,9 @@ func parseOptions(args []string) (*options, error) {
 	if o.aclFile != "" && o.requirepass != "" {
 		return nil, fmt.Errorf("--requirepass and --aclfile cannot be used together: give the default user its password in the ACL file (user default on >password ~* +@all)")
 	}
+	if o.busyReply < 0 {
+		return nil, fmt.Errorf("--busy-reply-threshold must be 0 or more milliseconds")
+	}
 	if o.maxclients < 1 {
 		return nil, fmt.Errorf("--maxclients must be at least 1")
 	}
@@ -227,6 +233,11 @@ func parseOptions(args []string) (*options, error) {
 	o.protected = strings.ToLower(o.protected)
 	o.appendfsync = strings.ToLower(o.appendfsync)
 	o.tlsAuthClients = strings.ToLower(o.tlsAuthClients)
+	switch o.tlsAuthClients {
+	case "yes", "no", "optional":
+	default:
+		return nil, fmt.Errorf("--tls-auth-clients must be yes, no or optional")
+	}
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
 	}
@@ -399,6 +410,7 @@ func run(args []string) int {
 	cfg.OnMaxMemory = memLimit.SetBound
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
+	commands.SetBusyReplyThreshold(o.busyReply)
 	if err := commands.LoadACL(); err != nil {
 		log.Printf("error: --aclfile: %v", err)
 		if p != nil {
