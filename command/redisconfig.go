@@ -259,7 +259,10 @@ func redisInt(v []byte) (int64, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
-	return n, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 // cStrtoll parses s as C's strtoll whose whole input must be used:
