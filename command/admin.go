@@ -35,11 +35,16 @@ func intParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), set func
 }
 
 // rangedParam is a settable integer parameter bounded to [lo, hi], with
-// Redis's error for a value outside.
+// Redis's errors for a value parse refuses and for one outside.
 func rangedParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), lo, hi int64, set func(c *Ctx, n int64)) configParam {
 	p := intParam(get, inRange(parse, lo, hi), set)
-	p.bad = func(name string) string {
-		return fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - argument must be between %d and %d inclusive", name, lo, hi)
+	p.why = func(v []byte) string {
+		if n, ok := parse(v); !ok {
+			return "argument couldn't be parsed into an integer"
+		} else if n < lo || n > hi {
+			return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return ""
 	}
 	return p
 }
@@ -61,9 +66,9 @@ var configParams = map[string]configParam{
 		func(c *Ctx, n int64) { c.srv.SetQueryBufferLimit(n) }),
 	"log-max-limit": intParam(func(c *Ctx) int64 { return c.h.logMax.Load() }, parsePositive,
 		func(c *Ctx, n int64) { c.h.logMax.Store(n) }),
-	"maxclients": intParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, parsePositive,
+	"maxclients": rangedParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, redisInt, 1, 1<<32-1,
 		func(c *Ctx, n int64) { c.srv.SetMaxClients(n) }),
-	"timeout": intParam(func(c *Ctx) int64 { return int64(c.srv.IdleTimeout() / time.Second) }, inRange(parseCost, 0, 1<<31),
+	"timeout": rangedParam(func(c *Ctx) int64 { return int64(c.srv.IdleTimeout() / time.Second) }, redisInt, 0, 1<<31-1,
 		func(c *Ctx, n int64) { c.srv.SetIdleTimeout(time.Duration(n) * time.Second) }),
 	"protected-mode": {
 		get:   func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
@@ -89,8 +94,8 @@ var configParams = map[string]configParam{
 	"lua-time-limit":       scriptThreshold,
 }
 
-var scriptThreshold = intParam(func(c *Ctx) int64 { return c.h.scripts.Threshold().Milliseconds() }, inRange(parseCost, 0, 1<<40),
-	func(c *Ctx, n int64) { c.h.scripts.SetThreshold(time.Duration(n) * time.Millisecond) })
+var scriptThreshold = rangedParam(func(c *Ctx) int64 { return c.h.busyReplyMs.Load() }, redisInt, 0, 1<<63-1,
+	func(c *Ctx, n int64) { c.h.SetBusyReplyThreshold(n) })
 
 // The least proto-max-bulk-len and client-query-buffer-limit Redis 7
 // accepts; neither has an upper bound below 2^63-1, nor a relation to the
@@ -201,9 +206,14 @@ func cmdConfigGet(c *Ctx, args [][]byte) {
 	seen := map[string]bool{}
 	for _, pat := range args[2:] {
 		low := []byte(strings.ToLower(string(pat)))
-		if p, ok := configParams[string(low)]; ok && p.hidden && !seen[string(low)] {
-			seen[string(low)] = true
-			pairs = append(pairs, [2]string{string(low), p.get(c)})
+		if !strings.ContainsAny(string(pat), "[*?") {
+			// A plain name, hidden ones too, is answered as it was
+			// written, as Redis does.
+			if v, ok := c.configValue(string(low)); ok && !seen[string(low)] {
+				seen[string(low)] = true
+				pairs = append(pairs, [2]string{string(pat), v})
+			}
+			continue
 		}
 		for _, n := range names {
 			if !seen[n] && globMatch(low, n) {
@@ -240,6 +250,12 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 		if p.parse == nil {
 			c.err(errConfigImmutable(name))
 			return
+		}
+		for j := 2; j < i; j += 2 {
+			if strings.EqualFold(string(args[j]), name) {
+				c.err(errConfigReason(name, "duplicate parameter"))
+				return
+			}
 		}
 	}
 	for i := 2; i < len(args); i += 2 {

@@ -307,5 +307,6 @@ func cStrtoll(s string) (int64, bool) {
 // SetBusyReplyThreshold sets busy-reply-threshold (lua-time-limit), in ms,
 // from its flag: how long a script runs before other clients get -BUSY.
 func (h *Handler) SetBusyReplyThreshold(ms int64) {
+	h.busyReplyMs.Store(ms) // read back as set
 	h.scripts.SetThreshold(time.Duration(min(ms, 1<<40)) * time.Millisecond)
 }
