@@ -139,6 +139,11 @@ func TestRedisFlagValues(t *testing.T) {
 		{"--requirepass", "secret", "--masteruser", "u", "--masterauth", "p"},
 		{"--port", "65536"},
 		{"--maxmemory", "1mb", "--maxmemory", "2mb"},
+		{"--bind", "127.0.0.1 127.0.0.2"},
+		{"--bind", "127.0.0.1", "-::1"},
+		{"--bind", "127.0.0.1 -192.0.2.1"},
+		{"--bind", "127.0.0.1 192.0.2.1"},
+		{"--bind", "* -::*"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -402,4 +407,32 @@ var rlserverOnlyConfig = map[string]bool{
 	"save-interval": true, "shards": true, "io": true, "threads": true, "backup-dir": true,
 	"log-max-limit": true, "cluster-config": true, "cluster-etcd": true, "cluster-name": true,
 	"cluster-replicas": true,
+}
+
+// TestBindList: --bind takes Redis's list of addresses; the server serves
+// on each, with the port picked on the first, and CONFIG GET bind reads
+// the list back as redis-server does.
+func TestBindList(t *testing.T) {
+	t.Parallel()
+	bind := "127.0.0.1 127.0.0.2 -192.0.2.1"
+	s := startIn(t, "", "--bind", bind, "--protected-mode", "no")
+	for _, host := range []string{"127.0.0.1", "127.0.0.2"} {
+		nc, err := net.Dial("tcp", net.JoinHostPort(host, s.Port))
+		if err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		if got, err := roundTrip(nc, "PING"); got != "+PONG" {
+			t.Fatalf("PING on %s: %q, %v", host, got, err)
+		}
+		nc.Close()
+	}
+	rport := freePort(t)
+	if ok, out := serves(t, redisServer(rport, t.TempDir(), "--bind", bind), rport); !ok {
+		t.Fatalf("redis-server does not start with --bind %q:\n%s", bind, out)
+	}
+	theirs := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + rport})
+	defer theirs.Close()
+	if got, want := s.client(t, 2).ConfigGet(ctx, "bind").Val(), theirs.ConfigGet(ctx, "bind").Val(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("CONFIG GET bind = %v, redis-server says %v", got, want)
+	}
 }

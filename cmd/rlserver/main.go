@@ -91,7 +91,7 @@ func main() {
 func parseOptions(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
-	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on")
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "addresses to listen on, as Redis's bind: separated by spaces, * for every IPv4 address, ::* for every IPv6 one, a leading - for one that may be missing")
 	fs.IntVar(&o.port, "port", 6379, "TCP port; 0 picks a free one and logs it")
 	fs.StringVar(&o.dir, "dir", "./data", "Pebble directory; '' runs in memory only")
 	fs.DurationVar(&o.saveInterval, "save-interval", time.Second, "how often changed keys are flushed to disk")
@@ -147,7 +147,7 @@ func parseOptions(args []string) (*options, error) {
 		return nil, envErr
 	}
 	o.cli.register(fs) // after the environment: command line only
-	if err := fs.Parse(joinBoolValues(fs, args)); err != nil {
+	if err := fs.Parse(joinBoolValues(fs, joinBindValues(fs, args))); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -171,6 +171,10 @@ func parseOptions(args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("--io must be epoll or goroutines")
 	}
+	if len(bindAddrs(o.bind)) == 0 {
+		return nil, fmt.Errorf("--bind needs at least one address")
+	}
+	o.bind = strings.Join(strings.Fields(o.bind), " ")
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
 	}
@@ -253,6 +257,34 @@ func parseOptions(args []string) (*options, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// listenAll listens on port at every address of the bind list; port 0
+// picks a free port on the first, and the others take the same. An
+// optional address ('-') that cannot be bound is skipped, as Redis does.
+// first returns the address of the first socket listen made.
+func listenAll(bind, port string, listen func(addr string) (first net.Addr, err error)) error {
+	bound := false
+	for _, a := range bindAddrs(bind) {
+		first, err := listen(net.JoinHostPort(a.host, port))
+		if err != nil {
+			if a.optional {
+				log.Printf("bind %s skipped: %v", a.host, err)
+				continue
+			}
+			return err
+		}
+		if !bound {
+			if _, p, err := net.SplitHostPort(first.String()); err == nil {
+				port = p
+			}
+		}
+		bound = true
+	}
+	if !bound {
+		return fmt.Errorf("no address of --bind %q could be bound", bind)
+	}
+	return nil
 }
 
 // defaultIO is --io's default: event loops where there are any.
@@ -461,7 +493,12 @@ func run(args []string) int {
 			}
 			return 2
 		}
-		if err := srv.ListenTLS(net.JoinHostPort(o.bind, o.tlsPort), tcfg); err != nil {
+		if err := listenAll(o.bind, o.tlsPort, func(addr string) (net.Addr, error) {
+			if err := srv.ListenTLS(addr, tcfg); err != nil {
+				return nil, err
+			}
+			return srv.TLSAddr(), nil
+		}); err != nil {
 			log.Printf("error: listen (TLS): %v", err)
 			if p != nil {
 				p.Shutdown(false)
@@ -470,7 +507,12 @@ func run(args []string) int {
 		}
 		log.Printf("TLS: listening on %s", srv.TLSAddr())
 	}
-	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
+	if err := listenAll(o.bind, strconv.Itoa(o.port), func(addr string) (net.Addr, error) {
+		if err := srv.Listen(addr); err != nil {
+			return nil, err
+		}
+		return srv.Addr(), nil
+	}); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {
 			p.Shutdown(false)

@@ -76,3 +76,57 @@ func joinBoolValues(fs *flag.FlagSet, args []string) []string {
 	}
 	return out
 }
+
+// bindAddr is one address of Redis's bind list.
+type bindAddr struct {
+	host     string
+	optional bool // written with a leading '-': skipped if it cannot be bound
+}
+
+// bindAddrs reads --bind as Redis reads bind: addresses separated by
+// spaces, "*" for every IPv4 address, "::*" for every IPv6 one, and a
+// leading '-' for one that may be unavailable on this host.
+func bindAddrs(s string) []bindAddr {
+	var out []bindAddr
+	for _, f := range strings.Fields(s) {
+		a := bindAddr{host: f}
+		if strings.HasPrefix(f, "-") {
+			a = bindAddr{host: f[1:], optional: true}
+		}
+		switch a.host {
+		case "*":
+			a.host = "0.0.0.0"
+		case "::*":
+			a.host = "::"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// joinBindValues returns args with the addresses after --bind joined into
+// its one value, as Redis's command line takes "--bind 127.0.0.1 -::1":
+// the arguments that follow, up to one starting with "--" or naming a
+// flag, are more addresses.
+func joinBindValues(fs *flag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out = append(out, a)
+		if a == "--" {
+			return append(out, args[i+1:]...)
+		}
+		if a != "--bind" && a != "-bind" || i+1 == len(args) {
+			continue
+		}
+		i++
+		v := args[i]
+		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") && fs.Lookup(strings.TrimLeft(args[i+1], "-")) == nil &&
+			strings.TrimLeft(args[i+1], "-") != "" {
+			i++
+			v += " " + args[i]
+		}
+		out = append(out, v)
+	}
+	return out
+}
