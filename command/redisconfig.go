@@ -198,6 +198,11 @@ var keptParams = map[string]keptParam{
 	"slave-read-only":          keptBool(true),
 	"replica-lazy-flush":       keptBool(false),
 	"slave-lazy-flush":         keptBool(false),
+	"repl-ping-replica-period": keptInt(10, 1, maxInt32),
+	"repl-ping-slave-period":   keptInt(10, 1, maxInt32),
+	"repl-timeout":             keptInt(60, 1, maxInt32),
+	"repl-diskless-sync":       keptBool(true),
+	"repl-diskless-sync-delay": keptInt(5, 0, maxInt32),
 }
 
 // keptAliases pairs each of Redis's old names with the current one: both
@@ -213,6 +218,7 @@ var keptAliases = map[string]string{
 	"slave-serve-stale-data":   "replica-serve-stale-data",
 	"slave-read-only":          "replica-read-only",
 	"slave-lazy-flush":         "replica-lazy-flush",
+	"repl-ping-slave-period":   "repl-ping-replica-period",
 }
 
 func init() {
