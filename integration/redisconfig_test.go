@@ -114,6 +114,8 @@ func TestRedisFlagValues(t *testing.T) {
 		{"--enable-debug-command", "LOCAL"},
 		{"--enable-debug-command", "no"},
 		{"--enable-debug-command", "maybe"},
+		{"--tls-port", "0"},
+		{"--tls-port", "0", "--tls-auth-clients", "no"},
 		{"--tls-auth-clients", "OPTIONAL"},
 		{"--tls-auth-clients", "sometimes"},
 		{"--timeout", "0"},

@@ -193,6 +193,9 @@ func parseOptions(args []string) (*options, error) {
 	if o.tcpKeepalive < 0 {
 		return nil, fmt.Errorf("--tcp-keepalive must be 0 (off) or a number of seconds")
 	}
+	if o.tlsPort == "0" && o.tlsCert == "" && o.tlsKey == "" {
+		o.tlsPort = "" // Redis's tls-port 0 with nothing else: no TLS
+	}
 	if o.tlsPort != "" {
 		if n, err := strconv.Atoi(o.tlsPort); err != nil || n < 0 || n > 65535 {
 			return nil, fmt.Errorf("--tls-port must be a port number (0 picks a free one)")
