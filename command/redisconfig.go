@@ -316,3 +316,10 @@ func (h *Handler) SetBusyReplyThreshold(ms int64) {
 	h.busyReplyMs.Store(ms) // read back as set
 	h.scripts.SetThreshold(time.Duration(min(ms, 1<<40)) * time.Millisecond)
 }
+
+// SetRequirePass gives the default user password p, as CONFIG SET
+// requirepass does.
+func (h *Handler) SetRequirePass(p string) {
+	h.requirePass.Store(&p)
+	h.acl.setPassword(p)
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -442,5 +444,48 @@ func TestBindList(t *testing.T) {
 	defer theirs.Close()
 	if got, want := s.client(t, 2).ConfigGet(ctx, "bind").Val(), theirs.ConfigGet(ctx, "bind").Val(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("CONFIG GET bind = %v, redis-server says %v", got, want)
+	}
+}
+
+// TestACLFileWithRequirepass: --aclfile and --requirepass together start,
+// as Redis does. A file naming the default user wins over the password, as
+// in redis-server started the same way; a file that does not leaves the
+// default user the password (where Redis would leave it none).
+func TestACLFileWithRequirepass(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	named := filepath.Join(dir, "named.acl")
+	unnamed := filepath.Join(dir, "unnamed.acl")
+	os.WriteFile(named, []byte("user default on >filepw ~* +@all\nuser alice on >alicepw ~* +@all\n"), 0o600)
+	os.WriteFile(unnamed, []byte("user alice on >alicepw ~* +@all\n"), 0o600)
+
+	auth := func(addr, user, pass string) string {
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: user, Password: pass, DisableIdentity: true})
+		defer c.Close()
+		if err := c.Ping(ctx).Err(); err != nil {
+			return err.Error()
+		}
+		return "PONG"
+	}
+	rport := freePort(t)
+	if ok, out := serves(t, redisServer(rport, t.TempDir(), "--aclfile", named, "--requirepass", "p"), rport); !ok {
+		t.Fatalf("redis-server does not start:\n%s", out)
+	}
+	ours := startIn(t, "", "--aclfile", named, "--requirepass", "p")
+	for _, cred := range [][2]string{{"", "filepw"}, {"", "p"}, {"alice", "alicepw"}, {"", ""}} {
+		if got, want := auth(ours.Addr, cred[0], cred[1]), auth("127.0.0.1:"+rport, cred[0], cred[1]); got != want {
+			t.Errorf("file naming default, AUTH %q %q: %q, redis-server %q", cred[0], cred[1], got, want)
+		}
+	}
+
+	s := startIn(t, "", "--aclfile", unnamed, "--requirepass", "p")
+	if got := auth(s.Addr, "", "p"); got != "PONG" {
+		t.Errorf("file not naming default, AUTH p: %q", got)
+	}
+	if got := auth(s.Addr, "", ""); !strings.HasPrefix(got, "NOAUTH") {
+		t.Errorf("file not naming default, no AUTH: %q, want NOAUTH", got)
+	}
+	if got := auth(s.Addr, "alice", "alicepw"); got != "PONG" {
+		t.Errorf("alice: %q", got)
 	}
 }

@@ -178,9 +178,6 @@ func parseOptions(args []string) (*options, error) {
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
 	}
-	if o.aclFile != "" && o.requirepass != "" {
-		return nil, fmt.Errorf("--requirepass and --aclfile cannot be used together: give the default user its password in the ACL file (user default on >password ~* +@all)")
-	}
 	if o.busyReply < 0 {
 		return nil, fmt.Errorf("--busy-reply-threshold must be 0 or more milliseconds")
 	}
@@ -452,6 +449,17 @@ func run(args []string) int {
 			p.Shutdown(false)
 		}
 		return 2
+	}
+	if o.aclFile != "" && o.requirepass != "" {
+		// Redis takes both and lets the file's users replace the password,
+		// leaving a default user the file does not name without one. Here
+		// such a default user keeps --requirepass's password.
+		if aclFileNamesDefault(o.aclFile) {
+			log.Printf("warning: --requirepass is not used: --aclfile %s names the default user, whose rules there win, as in Redis", o.aclFile)
+		} else {
+			commands.SetRequirePass(o.requirepass)
+			log.Printf("warning: --aclfile %s does not name the default user: it takes --requirepass's password (Redis would leave it without one); ACL LOAD would remove it", o.aclFile)
+		}
 	}
 	maxclients, err := fitMaxClients(o)
 	if err != nil {

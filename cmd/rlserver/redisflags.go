@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -129,4 +130,19 @@ func joinBindValues(fs *flag.FlagSet, args []string) []string {
 		out = append(out, v)
 	}
 	return out
+}
+
+// aclFileNamesDefault reports whether the ACL file at path has a line for
+// the default user.
+func aclFileNamesDefault(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "user" && f[1] == "default" {
+			return true
+		}
+	}
+	return false
 }
