@@ -22,6 +22,10 @@ type configParam struct {
 	parse func(v []byte) (int64, bool) // nil: immutable
 	set   func(c *Ctx, n int64, v []byte)
 	bad   func(name string) string // CONFIG SET's error for a bad value; default errConfigValue
+	// why, when set, gives Redis's reason a value is refused (and
+	// replaces bad): "" for a good value.
+	why    func(v []byte) string
+	hidden bool // CONFIG GET matches it only by its exact name
 }
 
 // intParam is a settable integer parameter.
@@ -31,11 +35,16 @@ func intParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), set func
 }
 
 // rangedParam is a settable integer parameter bounded to [lo, hi], with
-// Redis's error for a value outside.
+// Redis's errors for a value parse refuses and for one outside.
 func rangedParam(get func(c *Ctx) int64, parse func([]byte) (int64, bool), lo, hi int64, set func(c *Ctx, n int64)) configParam {
 	p := intParam(get, inRange(parse, lo, hi), set)
-	p.bad = func(name string) string {
-		return fmt.Sprintf("ERR CONFIG SET failed (possibly related to argument '%s') - argument must be between %d and %d inclusive", name, lo, hi)
+	p.why = func(v []byte) string {
+		if n, ok := parse(v); !ok {
+			return "argument couldn't be parsed into an integer"
+		} else if n < lo || n > hi {
+			return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return ""
 	}
 	return p
 }
@@ -49,17 +58,17 @@ func inRange(parse func([]byte) (int64, bool), lo, hi int64) func([]byte) (int64
 }
 
 var configParams = map[string]configParam{
-	"maxmemory": intParam(func(c *Ctx) int64 { return c.h.maxMemory.Load() }, ParseMemory,
+	"maxmemory": memParam(func(c *Ctx) int64 { return c.h.maxMemory.Load() }, 0, -1,
 		func(c *Ctx, n int64) { c.h.SetMaxMemory(n) }),
-	"proto-max-bulk-len": intParam(func(c *Ctx) int64 { return c.srv.MaxBulkLen() }, inRange(ParseMemory, 1024, 512<<20),
+	"proto-max-bulk-len": memParam(func(c *Ctx) int64 { return c.srv.MaxBulkLen() }, MinProtoMaxBulkLen, 1<<63-1,
 		func(c *Ctx, n int64) { c.srv.SetMaxBulkLen(n) }),
-	"client-query-buffer-limit": rangedParam(func(c *Ctx) int64 { return c.srv.QueryBufferLimit() }, ParseMemory, 1<<20, 1<<40,
+	"client-query-buffer-limit": memParam(func(c *Ctx) int64 { return c.srv.QueryBufferLimit() }, MinQueryBufferLimit, 1<<63-1,
 		func(c *Ctx, n int64) { c.srv.SetQueryBufferLimit(n) }),
 	"log-max-limit": intParam(func(c *Ctx) int64 { return c.h.logMax.Load() }, parsePositive,
 		func(c *Ctx, n int64) { c.h.logMax.Store(n) }),
-	"maxclients": intParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, parsePositive,
+	"maxclients": rangedParam(func(c *Ctx) int64 { return c.srv.MaxClients() }, redisInt, 1, 1<<32-1,
 		func(c *Ctx, n int64) { c.srv.SetMaxClients(n) }),
-	"timeout": intParam(func(c *Ctx) int64 { return int64(c.srv.IdleTimeout() / time.Second) }, inRange(parseCost, 0, 1<<31),
+	"timeout": rangedParam(func(c *Ctx) int64 { return int64(c.srv.IdleTimeout() / time.Second) }, redisInt, 0, 1<<31-1,
 		func(c *Ctx, n int64) { c.srv.SetIdleTimeout(time.Duration(n) * time.Second) }),
 	"protected-mode": {
 		get:   func(c *Ctx) string { return yesNo(c.h.protected.Load()) },
@@ -79,35 +88,96 @@ var configParams = map[string]configParam{
 	"tls-cert-file": tlsFileParam(true),
 	"tls-key-file":  tlsFileParam(false),
 	"databases":     {get: func(*Ctx) string { return "1" }},
-	"appendonly":    {get: func(*Ctx) string { return "no" }},
-	"save":          {get: func(*Ctx) string { return "" }},
 	// How long a script that has not written may run (ms, 0: for ever)
 	// before it is killed; lua-time-limit is its old name.
 	"busy-reply-threshold": scriptThreshold,
 	"lua-time-limit":       scriptThreshold,
 }
 
-var scriptThreshold = intParam(func(c *Ctx) int64 { return c.h.scripts.Threshold().Milliseconds() }, inRange(parseCost, 0, 1<<40),
-	func(c *Ctx, n int64) { c.h.scripts.SetThreshold(time.Duration(n) * time.Millisecond) })
+var scriptThreshold = rangedParam(func(c *Ctx) int64 { return c.h.busyReplyMs.Load() }, redisInt, 0, 1<<63-1,
+	func(c *Ctx, n int64) { c.h.SetBusyReplyThreshold(n) })
 
-// ParseMemory parses a byte count with Redis's optional units, as in
-// redis.conf and CONFIG SET: k, m, g are powers of 1000, kb, mb, gb powers
-// of 1024, b bytes; case-insensitive.
+// The least proto-max-bulk-len and client-query-buffer-limit Redis 7
+// accepts; neither has an upper bound below 2^63-1, nor a relation to the
+// other (a request over either is refused).
+const (
+	MinProtoMaxBulkLen  = 1 << 20
+	MinQueryBufferLimit = 1 << 20
+)
+
+// memParam is a settable byte count with Redis's units, within [lo, hi]
+// (hi -1: any count, as maxmemory's unsigned range, held at most 2^63-1),
+// refused with Redis's reasons.
+func memParam(get func(c *Ctx) int64, lo, hi int64, set func(c *Ctx, n int64)) configParam {
+	p := intParam(get, func(v []byte) (int64, bool) {
+		n, ok := MemoryValue(v)
+		if hi < 0 {
+			return int64(min(n, 1<<63-1)), ok
+		}
+		return int64(n), ok && n >= uint64(lo) && n <= uint64(hi)
+	}, set)
+	p.why = func(v []byte) string {
+		n, ok := MemoryValue(v)
+		switch {
+		case !ok:
+			return "argument must be a memory value"
+		case hi >= 0 && (n < uint64(lo) || n > uint64(hi)):
+			return fmt.Sprintf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return ""
+	}
+	return p
+}
+
+// ParseMemory parses a byte count as Redis's memory configuration values
+// (see MemoryValue), held at most 2^63-1.
 func ParseMemory(v []byte) (int64, bool) {
-	s := strings.ToLower(string(v))
-	mul := int64(1)
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-		if strings.HasSuffix(s, u.suf) {
-			s, mul = strings.TrimSuffix(s, u.suf), u.m
+	n, ok := MemoryValue(v)
+	return int64(min(n, 1<<63-1)), ok
+}
+
+// MemoryValue parses a byte count as Redis's memtoull, in redis.conf and
+// CONFIG SET: decimal digits (leading zeros allowed, none at all being 0)
+// then an optional unit, case-insensitive: b; k, m, g, powers of 1000;
+// kb, mb, gb, powers of 1024. No sign, space or fraction. Past 2^64-1 it
+// saturates.
+func MemoryValue(v []byte) (uint64, bool) {
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i >= 128 {
+		return 0, false
+	}
+	var mul uint64
+	switch u := strings.ToLower(string(v[i:])); u {
+	case "", "b":
+		mul = 1
+	case "k":
+		mul = 1000
+	case "kb":
+		mul = 1 << 10
+	case "m":
+		mul = 1000 * 1000
+	case "mb":
+		mul = 1 << 20
+	case "g":
+		mul = 1000 * 1000 * 1000
+	case "gb":
+		mul = 1 << 30
+	default:
+		return 0, false
+	}
+	var n uint64
+	for _, d := range v[:i] {
+		if n > (1<<64-1-9)/10 {
+			n = 1<<64 - 1
 			break
 		}
+		n = n*10 + uint64(d-'0')
 	}
-	n, ok := resp.ParseInt([]byte(s))
-	if !ok || n < 0 || n > (1<<63-1)/mul {
-		return 0, false
+	if n > (1<<64-1)/mul {
+		return 1<<64 - 1, true
 	}
 	return n * mul, true
 }
@@ -123,8 +193,10 @@ func (c *Ctx) configValue(name string) (string, bool) {
 // CONFIG GET parameter [parameter ...]
 func cmdConfigGet(c *Ctx, args [][]byte) {
 	names := make([]string, 0, len(configParams)+len(c.h.cfg.Settings))
-	for n := range configParams {
-		names = append(names, n)
+	for n, p := range configParams {
+		if !p.hidden {
+			names = append(names, n)
+		}
 	}
 	for n := range c.h.cfg.Settings {
 		names = append(names, n)
@@ -134,6 +206,15 @@ func cmdConfigGet(c *Ctx, args [][]byte) {
 	seen := map[string]bool{}
 	for _, pat := range args[2:] {
 		low := []byte(strings.ToLower(string(pat)))
+		if !strings.ContainsAny(string(pat), "[*?") {
+			// A plain name, hidden ones too, is answered as it was
+			// written, as Redis does.
+			if v, ok := c.configValue(string(low)); ok && !seen[string(low)] {
+				seen[string(low)] = true
+				pairs = append(pairs, [2]string{string(pat), v})
+			}
+			continue
+		}
 		for _, n := range names {
 			if !seen[n] && globMatch(low, n) {
 				seen[n] = true
@@ -170,10 +251,23 @@ func cmdConfigSet(c *Ctx, args [][]byte) {
 			c.err(errConfigImmutable(name))
 			return
 		}
+		for j := 2; j < i; j += 2 {
+			if strings.EqualFold(string(args[j]), name) {
+				c.err(errConfigReason(name, "duplicate parameter"))
+				return
+			}
+		}
 	}
 	for i := 2; i < len(args); i += 2 {
 		name := strings.ToLower(string(args[i]))
-		if p := configParams[name]; !parsed(p.parse(args[i+1])) {
+		p := configParams[name]
+		if p.why != nil {
+			if why := p.why(args[i+1]); why != "" {
+				c.err(errConfigReason(name, why))
+				return
+			}
+		}
+		if !parsed(p.parse(args[i+1])) {
 			bad := errConfigValue
 			if p.bad != nil {
 				bad = p.bad

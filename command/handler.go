@@ -127,6 +127,8 @@ type Handler struct {
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
+	kept                                   keptValues     // Redis's parameters CONFIG SET keeps (redisconfig.go)
+	busyReplyMs                            atomic.Int64   // busy-reply-threshold as set
 }
 
 // New returns the commands over store, reading time from clock.
@@ -154,6 +156,7 @@ func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 		cmds[i] = &cmd.stat
 	}
 	h.obs = observe.New(cfg.Slowlog, cmds, clock)
+	h.busyReplyMs.Store(h.scripts.Threshold().Milliseconds())
 	return h
 }
 

@@ -134,11 +134,11 @@ func sortedErrors(m map[string]int64) []string {
 // names and ranges.
 func init() {
 	configParams["slowlog-log-slower-than"] = rangedParam(func(c *Ctx) int64 { return c.h.obs.SlowlogThreshold() },
-		resp.ParseInt, -1, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetSlowlogThreshold(n) })
+		redisInt, -1, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetSlowlogThreshold(n) })
 	configParams["slowlog-max-len"] = rangedParam(func(c *Ctx) int64 { return c.h.obs.SlowlogMaxLen() },
-		resp.ParseInt, 0, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetSlowlogMaxLen(n) })
+		redisInt, 0, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetSlowlogMaxLen(n) })
 	configParams["latency-monitor-threshold"] = rangedParam(func(c *Ctx) int64 { return c.h.obs.LatencyThreshold() },
-		resp.ParseInt, 0, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetLatencyThreshold(n) })
+		redisInt, 0, 1<<63-1, func(c *Ctx, n int64) { c.h.obs.SetLatencyThreshold(n) })
 	configParams["latency-tracking"] = configParam{
 		get:   func(c *Ctx) string { return yesNo(c.h.obs.Tracking()) },
 		parse: parseYesNo,

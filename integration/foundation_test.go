@@ -646,7 +646,7 @@ func TestConfigGetSet(t *testing.T) {
 	do(t, c, "CONFIG", "GET", "maxmemory").equal([]any{"maxmemory", "0"})
 	do(t, c, "CONFIG", "SET", "maxmemory", "10mb").equal("OK")
 	do(t, c, "CONFIG", "GET", "maxmemory").equal([]any{"maxmemory", "10485760"})
-	do(t, c, "CONFIG", "SET", "maxmemory", "lots").errIs("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument couldn't be parsed into an integer")
+	do(t, c, "CONFIG", "SET", "maxmemory", "lots").errIs("ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value")
 	do(t, c, "CONFIG", "SET", "port", "1").errIs("ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config")
 	do(t, c, "CONFIG", "SET", "nosuch", "1").errIs("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")
 	do(t, c, "CONFIG", "GET", "maxmemory").equal([]any{"maxmemory", "10485760"})

@@ -112,8 +112,8 @@ func startLimited(t *testing.T, nofile int, dir string, args ...string) (*server
 
 // TestLowFileLimit: under a low ulimit -n the server lowers maxclients to
 // what the limit holds (logging it), and the connections beyond are
-// refused with the error while the others are served; with a store and a
-// limit too low for it, it refuses to start, exit 1.
+// refused with the error while the others are served; with a store too,
+// as Redis would; under a limit of 32 or less it refuses to start.
 func TestLowFileLimit(t *testing.T) {
 	t.Parallel()
 	s, err := startLimited(t, 64, "")
@@ -144,10 +144,18 @@ func TestLowFileLimit(t *testing.T) {
 		t.Fatalf("first client after the refusals: %q, %v", got, err)
 	}
 
+	// With a store, as without: maxclients is the limit minus 32, as
+	// Redis's, and the store shares what is left.
 	dir := t.TempDir()
-	_, err = startLimited(t, 200, dir)
-	if err == nil || !strings.Contains(err.Error(), "too low") {
-		t.Fatalf("start with a store under ulimit -n 200: %v, want a refusal saying the limit is too low", err)
+	s, err = startLimited(t, 200, dir)
+	if err != nil {
+		t.Fatalf("start with a store under ulimit -n 200: %v", err)
+	}
+	if got := s.client(t, 2).ConfigGet(ctx, "maxclients").Val()["maxclients"]; got != "168" {
+		t.Fatalf("maxclients under ulimit -n 200 with a store = %q, want 168", got)
+	}
+	if _, err = startLimited(t, 32, ""); err == nil || !strings.Contains(err.Error(), "too low") {
+		t.Fatalf("start under ulimit -n 32: %v, want a refusal saying the limit is too low", err)
 	}
 }
 
@@ -255,9 +263,9 @@ func TestIdleTimeout(t *testing.T) {
 func TestLimitFlagsRefused(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"--maxclients", "0"}, {"--timeout", "-1"}, {"--tcp-keepalive", "-5"}, {"--maxclients", "x"},
-		{"--client-query-buffer-limit", "10kb"}, {"--client-query-buffer-limit", "2mb", "--proto-max-bulk-len", "4mb"},
+		{"--client-query-buffer-limit", "10kb"}, {"--proto-max-bulk-len", "512kb"},
 		{"--aclfile", "/nonexistent/users.acl"}, {"--aclfile", "x.acl", "--requirepass", "p"},
-		{"--cluster-node-timeout", "500"}, {"--cluster-node-timeout", "2500"}} {
+		{"--cluster-node-timeout", "-1"}} {
 		out, err := serverCommand(append([]string{"--port", "0", "--dir", ""}, args...)...).CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), strings.TrimPrefix(args[0], "--")) {

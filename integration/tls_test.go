@@ -196,7 +196,7 @@ func TestTLSFlagsRefused(t *testing.T) {
 	p.issue(t, "server", 10, false)
 	cert, key := filepath.Join(p.dir, "server.pem"), filepath.Join(p.dir, "server-key.pem")
 	for _, args := range [][]string{
-		{"--tls-port", "0"},
+		{"--tls-port", "0", "--tls-cert-file", cert},
 		{"--tls-port", "0", "--tls-cert-file", cert, "--tls-key-file", key}, // auth-clients yes without a CA
 		{"--tls-port", "0", "--tls-cert-file", cert, "--tls-key-file", filepath.Join(p.dir, "missing.pem"), "--tls-auth-clients", "no"},
 		{"--tls-port", "x"},

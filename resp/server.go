@@ -57,9 +57,11 @@ type Server struct {
 	maxQuery atomic.Int64
 
 	ln       net.Listener
-	tlsLn    net.Listener // ListenTLS's, served in goroutine mode
+	tlsLn    net.Listener   // ListenTLS's, served in goroutine mode
+	more     []net.Listener // further Listen and ListenTLS sockets (one address each of Redis's bind list)
+	moreTLS  []bool         // which of more speak TLS
 	loops    []*eventLoop
-	nextLoop int
+	nextLoop atomic.Int64 // several listeners may accept at once
 	nextID   atomic.Int64
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
@@ -103,11 +105,16 @@ func New(cfg Config, h Handler) *Server {
 
 // Listen binds the listening socket on addr ("127.0.0.1:0" picks a port)
 // and starts the event loops, if any, that Serve will hand connections to.
+// Called again, it binds one more socket, served the same way.
 func (s *Server) Listen(addr string) error {
 	lc := net.ListenConfig{KeepAlive: s.cfg.TCPKeepAlive}
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
+	}
+	if s.ln != nil {
+		s.more, s.moreTLS = append(s.more, ln), append(s.moreTLS, false)
+		return nil
 	}
 	if s.cfg.EventLoops > 0 {
 		if err := s.startLoops(s.cfg.EventLoops); err != nil {
@@ -127,6 +134,10 @@ func (s *Server) ListenTLS(addr string, cfg *tls.Config) error {
 	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return err
+	}
+	if s.tlsLn != nil {
+		s.more, s.moreTLS = append(s.more, tls.NewListener(ln, cfg)), append(s.moreTLS, true)
+		return nil
 	}
 	s.tlsLn = tls.NewListener(ln, cfg)
 	return nil
@@ -155,6 +166,9 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Serve() error {
 	if s.tlsLn != nil {
 		go s.accept(s.tlsLn, false)
+	}
+	for i, ln := range s.more {
+		go s.accept(ln, !s.moreTLS[i] && len(s.loops) > 0)
 	}
 	s.accept(s.ln, len(s.loops) > 0)
 	return nil
@@ -199,8 +213,7 @@ func (s *Server) accept(ln net.Listener, loops bool) {
 		var c *Conn
 		var l *eventLoop
 		if loops {
-			l = s.loops[s.nextLoop%len(s.loops)]
-			s.nextLoop++
+			l = s.loops[(s.nextLoop.Add(1)-1)%int64(len(s.loops))]
 			if c, err = l.adopt(nc); err != nil {
 				nc.Close()
 				failed(err)
@@ -268,6 +281,9 @@ func (s *Server) Close(timeout time.Duration) {
 	}
 	if s.tlsLn != nil {
 		s.tlsLn.Close()
+	}
+	for _, ln := range s.more {
+		ln.Close()
 	}
 	loops := s.loops
 	for c := range s.conns {

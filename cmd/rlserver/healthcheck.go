@@ -44,7 +44,10 @@ func healthcheckAddr(o *options) (string, error) {
 	if o.port == 0 {
 		return "", fmt.Errorf("--port 0 picks a port at random: give the port the server listens on")
 	}
-	host := o.bind
+	host := "127.0.0.1"
+	if b := bindAddrs(o.bind); len(b) > 0 {
+		host = b[0].host
+	}
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		if ip.To4() != nil {
 			host = "127.0.0.1"

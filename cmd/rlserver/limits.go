@@ -13,33 +13,48 @@ import (
 const reservedFDs = 32
 
 // fitMaxClients returns --maxclients, lowered (and logged) when the
-// process's file-descriptor limit, raised as far as the hard limit
-// allows, cannot hold that many connections plus the server's and the
-// store's own files, as Redis does.
+// process's file-descriptor limit cannot hold that many connections plus
+// the server's own files, as Redis's adjustOpenFilesLimit does: it tries
+// to raise the limit to what is wanted, then to 16 less each time, down to
+// the current limit, and lowers maxclients to what it got minus 32. With
+// --dir the store's files are wanted too, but a limit too small for them
+// lowers maxclients no further than Redis would: they share the 32 and any
+// client slots unused (an accept that finds no descriptor is retried).
 func fitMaxClients(o *options) (int, error) {
-	reserved := reservedFDs
+	store := 0
 	if o.dir != "" {
-		reserved += persist.MaxOpenFiles
+		store = persist.MaxOpenFiles
 	}
-	want := uint64(o.maxclients + reserved)
+	want := uint64(o.maxclients + reservedFDs + store)
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return o.maxclients, nil // no limit to read: trust the flag
 	}
-	if rl.Cur < want && rl.Cur < rl.Max {
-		raised := rl
-		raised.Cur = min(want, rl.Max)
-		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
-			rl = raised
-		}
-	}
 	if rl.Cur >= want {
 		return o.maxclients, nil
 	}
-	if rl.Cur <= uint64(reserved) {
-		return 0, fmt.Errorf("the file-descriptor limit (ulimit -n) is %d, too low: the server needs %d for itself and its store, plus one per client", rl.Cur, reserved)
+	got := rl.Cur
+	for best := want; best > rl.Cur; best -= 16 {
+		raised := syscall.Rlimit{Cur: best, Max: max(rl.Max, best)}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			got = best
+			break
+		}
+		if best < 16 {
+			break
+		}
 	}
-	n := int(rl.Cur) - reserved
-	log.Printf("warning: --maxclients %d needs %d file descriptors but the limit (ulimit -n) is %d: maxclients lowered to %d; raise ulimit -n for more", o.maxclients, want, rl.Cur, n)
+	if got >= want {
+		return o.maxclients, nil
+	}
+	if got <= reservedFDs {
+		return 0, fmt.Errorf("the file-descriptor limit (ulimit -n) is %d, too low: the server needs %d for itself, plus one per client", got, reservedFDs)
+	}
+	n := min(o.maxclients, int(got)-reservedFDs)
+	if n < o.maxclients {
+		log.Printf("warning: --maxclients %d needs %d file descriptors but the limit (ulimit -n) is %d: maxclients lowered to %d, as Redis does; raise ulimit -n for more", o.maxclients, want, got, n)
+	} else {
+		log.Printf("warning: the file-descriptor limit (ulimit -n) is %d: --maxclients %d and the store's %d files may not all fit; raise ulimit -n to %d", got, o.maxclients, store, want)
+	}
 	return n, nil
 }

@@ -46,7 +46,8 @@ type options struct {
 	queryLimit   string
 	aclFile      string
 	logMaxLimit  int64
-	enableDebug  bool
+	busyReply    int64 // --busy-reply-threshold, ms
+	enableDebug  redisBool
 	cpuProfile   string
 	threads      int
 	io           string
@@ -90,7 +91,7 @@ func main() {
 func parseOptions(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("rlserver", flag.ContinueOnError)
-	fs.StringVar(&o.bind, "bind", "127.0.0.1", "address to listen on")
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "addresses to listen on, as Redis's bind: separated by spaces, * for every IPv4 address, ::* for every IPv6 one, a leading - for one that may be missing")
 	fs.IntVar(&o.port, "port", 6379, "TCP port; 0 picks a free one and logs it")
 	fs.StringVar(&o.dir, "dir", "./data", "Pebble directory; '' runs in memory only")
 	fs.DurationVar(&o.saveInterval, "save-interval", time.Second, "how often changed keys are flushed to disk")
@@ -99,13 +100,15 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
 	fs.StringVar(&o.backlog, "repl-backlog-size", "1mb", "cluster mode: the change stream a primary keeps per keyspace shard for replicas that reconnect or lag (bytes, or 1mb, 64mb); a replica further behind takes a full copy")
-	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted")
-	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb)")
+	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted (at least 1mb)")
+	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb); past it the connection is closed")
 	fs.StringVar(&o.aclFile, "aclfile", "", "ACL users file (user <name> <rules>... lines), read at start and by ACL LOAD, written by ACL SAVE")
 	fs.StringVar(&o.diskReserve, "disk-reserve", "64mb", "free space kept on --dir's file system: below it (plus twice a flush) nothing is written; a start below it restores read-only and writes once there is room")
+	fs.Int64Var(&o.busyReply, "busy-reply-threshold", 5000, "ms a script may run before other clients are answered -BUSY and SCRIPT KILL may stop it; CONFIG SET works")
+	fs.Int64Var(&o.busyReply, "lua-time-limit", 5000, "the old name of --busy-reply-threshold, as in Redis")
 	fs.BoolVar(&o.recoverDamaged, "recover-damaged-store", false, "start from a store that holds less than its flush record says was flushed (a damaged manifest), or whose record is damaged, with what it holds; the loss is logged")
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
-	fs.BoolVar(&o.enableDebug, "enable-debug-command", false, "enable DEBUG (tests only)")
+	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
 	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
@@ -144,7 +147,7 @@ func parseOptions(args []string) (*options, error) {
 		return nil, envErr
 	}
 	o.cli.register(fs) // after the environment: command line only
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinBoolValues(fs, joinBindValues(fs, args))); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -168,11 +171,15 @@ func parseOptions(args []string) (*options, error) {
 	default:
 		return nil, fmt.Errorf("--io must be epoll or goroutines")
 	}
+	if len(bindAddrs(o.bind)) == 0 {
+		return nil, fmt.Errorf("--bind needs at least one address")
+	}
+	o.bind = strings.Join(strings.Fields(o.bind), " ")
 	if o.saveInterval <= 0 {
 		return nil, fmt.Errorf("--save-interval must be positive")
 	}
-	if o.aclFile != "" && o.requirepass != "" {
-		return nil, fmt.Errorf("--requirepass and --aclfile cannot be used together: give the default user its password in the ACL file (user default on >password ~* +@all)")
+	if o.busyReply < 0 {
+		return nil, fmt.Errorf("--busy-reply-threshold must be 0 or more milliseconds")
 	}
 	if o.maxclients < 1 {
 		return nil, fmt.Errorf("--maxclients must be at least 1")
@@ -182,6 +189,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.tcpKeepalive < 0 {
 		return nil, fmt.Errorf("--tcp-keepalive must be 0 (off) or a number of seconds")
+	}
+	if o.tlsPort == "0" && o.tlsCert == "" && o.tlsKey == "" {
+		o.tlsPort = "" // Redis's tls-port 0 with nothing else: no TLS
 	}
 	if o.tlsPort != "" {
 		if n, err := strconv.Atoi(o.tlsPort); err != nil || n < 0 || n > 65535 {
@@ -194,8 +204,15 @@ func parseOptions(args []string) (*options, error) {
 	if o.clusterReplicas < 0 {
 		return nil, fmt.Errorf("--cluster-replicas must be 0 or more")
 	}
-	if o.nodeTimeoutMs < 1000 || o.nodeTimeoutMs%1000 != 0 {
-		return nil, fmt.Errorf("--cluster-node-timeout must be whole seconds in milliseconds, at least 1000 (etcd leases count seconds)")
+	if o.nodeTimeoutMs < 0 {
+		return nil, fmt.Errorf("--cluster-node-timeout must be 0 or more milliseconds")
+	}
+	if o.clusterEtcd != "" {
+		// etcd leases count whole seconds: round up, to at least one.
+		if ms := max(1000, (o.nodeTimeoutMs+999)/1000*1000); ms != o.nodeTimeoutMs {
+			log.Printf("--cluster-node-timeout %d: etcd leases count whole seconds, so %d ms is used", o.nodeTimeoutMs, ms)
+			o.nodeTimeoutMs = ms
+		}
 	}
 	if o.clusterConfig != "" {
 		if _, err := cluster.ParseFile(o.clusterConfig); err != nil {
@@ -216,6 +233,15 @@ func parseOptions(args []string) (*options, error) {
 	if o.masterAuth == "" {
 		o.masterAuth = o.requirepass
 	}
+	// Redis reads yes/no and its other names case-insensitively.
+	o.protected = strings.ToLower(o.protected)
+	o.appendfsync = strings.ToLower(o.appendfsync)
+	o.tlsAuthClients = strings.ToLower(o.tlsAuthClients)
+	switch o.tlsAuthClients {
+	case "yes", "no", "optional":
+	default:
+		return nil, fmt.Errorf("--tls-auth-clients must be yes, no or optional")
+	}
 	if o.protected != "yes" && o.protected != "no" {
 		return nil, fmt.Errorf("--protected-mode must be yes or no")
 	}
@@ -233,6 +259,34 @@ func parseOptions(args []string) (*options, error) {
 	return o, nil
 }
 
+// listenAll listens on port at every address of the bind list; port 0
+// picks a free port on the first, and the others take the same. An
+// optional address ('-') that cannot be bound is skipped, as Redis does.
+// first returns the address of the first socket listen made.
+func listenAll(bind, port string, listen func(addr string) (first net.Addr, err error)) error {
+	bound := false
+	for _, a := range bindAddrs(bind) {
+		first, err := listen(net.JoinHostPort(a.host, port))
+		if err != nil {
+			if a.optional {
+				log.Printf("bind %s skipped: %v", a.host, err)
+				continue
+			}
+			return err
+		}
+		if !bound {
+			if _, p, err := net.SplitHostPort(first.String()); err == nil {
+				port = p
+			}
+		}
+		bound = true
+	}
+	if !bound {
+		return fmt.Errorf("no address of --bind %q could be bound", bind)
+	}
+	return nil
+}
+
 // defaultIO is --io's default: event loops where there are any.
 func defaultIO() string {
 	if runtime.GOOS == "linux" {
@@ -247,6 +301,12 @@ func eventLoops(o *options) int {
 		return o.threads
 	}
 	return 0
+}
+
+// fitsInt64 reports whether the size s is at most 2^63-1 bytes.
+func fitsInt64(s string) bool {
+	n, ok := command.MemoryValue([]byte(s))
+	return ok && n <= 1<<63-1
 }
 
 func parseBytes(s string) (int64, error) {
@@ -275,22 +335,28 @@ func run(args []string) int {
 		return 2
 	}
 	backlog, err := parseBytes(o.backlog)
-	if err != nil || backlog < 16<<10 || backlog > 1<<30 {
-		log.Printf("error: --repl-backlog-size must be between 16kb and 1gb")
+	if err != nil || backlog < 1 {
+		log.Printf("error: --repl-backlog-size must be a size of at least 1 byte")
 		return 2
 	}
+	// As Redis, a backlog under 16kb is raised to it; rlserver keeps one
+	// per keyspace shard, so it is also held at 1gb.
+	if b := min(max(backlog, 16<<10), 1<<30); b != backlog {
+		if backlog > b {
+			log.Printf("warning: --repl-backlog-size %s is more than the 1gb kept per keyspace shard: 1gb is used", o.backlog)
+		}
+		backlog = b
+	}
+	// Redis 7's bounds, and no relation between the two: a request over
+	// either closes the connection or is refused.
 	maxBulk, err := parseBytes(o.maxBulk)
-	if err != nil || maxBulk < 1024 || maxBulk > 512<<20 {
-		log.Printf("error: --proto-max-bulk-len must be between 1kb and 512mb")
+	if err != nil || maxBulk < command.MinProtoMaxBulkLen || maxBulk == 1<<63-1 && !fitsInt64(o.maxBulk) {
+		log.Printf("error: --proto-max-bulk-len must be a size from 1mb to 9223372036854775807 bytes")
 		return 2
 	}
 	queryLimit, err := parseBytes(o.queryLimit)
-	if err != nil || queryLimit < 1<<20 || queryLimit > 1<<40 {
-		log.Printf("error: --client-query-buffer-limit must be between 1mb and 1tb")
-		return 2
-	}
-	if queryLimit < maxBulk {
-		log.Printf("error: --client-query-buffer-limit must not be below --proto-max-bulk-len")
+	if err != nil || queryLimit < command.MinQueryBufferLimit || queryLimit == 1<<63-1 && !fitsInt64(o.queryLimit) {
+		log.Printf("error: --client-query-buffer-limit must be a size from 1mb to 9223372036854775807 bytes")
 		return 2
 	}
 	if err := o.rls.load(); err != nil {
@@ -333,7 +399,7 @@ func run(args []string) int {
 	cfg := command.Config{
 		RequirePass:   o.requirepass,
 		ACLFile:       o.aclFile,
-		EnableDebug:   o.enableDebug,
+		EnableDebug:   o.enableDebug.on,
 		LogMaxLimit:   o.logMaxLimit,
 		Slowlog:       o.obs.slowlog(),
 		ProtectedMode: o.protected == "yes",
@@ -345,7 +411,7 @@ func run(args []string) int {
 			"save-interval":        o.saveInterval.String(),
 			"appendfsync":          o.appendfsync,
 			"shards":               strconv.Itoa(o.shards),
-			"enable-debug-command": strconv.FormatBool(o.enableDebug),
+			"enable-debug-command": o.enableDebug.String(),
 			"io":                   o.io,
 			"threads":              strconv.Itoa(o.threads),
 			"tcp-keepalive":        strconv.Itoa(o.tcpKeepalive),
@@ -376,12 +442,24 @@ func run(args []string) int {
 	cfg.OnMaxMemory = memLimit.SetBound
 	commands := command.New(cfg, store, clock)
 	commands.SetMaxMemory(maxmem)
+	commands.SetBusyReplyThreshold(o.busyReply)
 	if err := commands.LoadACL(); err != nil {
 		log.Printf("error: --aclfile: %v", err)
 		if p != nil {
 			p.Shutdown(false)
 		}
 		return 2
+	}
+	if o.aclFile != "" && o.requirepass != "" {
+		// Redis takes both and lets the file's users replace the password,
+		// leaving a default user the file does not name without one. Here
+		// such a default user keeps --requirepass's password.
+		if aclFileNamesDefault(o.aclFile) {
+			log.Printf("warning: --requirepass is not used: --aclfile %s names the default user, whose rules there win, as in Redis", o.aclFile)
+		} else {
+			commands.SetRequirePass(o.requirepass)
+			log.Printf("warning: --aclfile %s does not name the default user: it takes --requirepass's password (Redis would leave it without one); ACL LOAD would remove it", o.aclFile)
+		}
 	}
 	maxclients, err := fitMaxClients(o)
 	if err != nil {
@@ -426,7 +504,12 @@ func run(args []string) int {
 			}
 			return 2
 		}
-		if err := srv.ListenTLS(net.JoinHostPort(o.bind, o.tlsPort), tcfg); err != nil {
+		if err := listenAll(o.bind, o.tlsPort, func(addr string) (net.Addr, error) {
+			if err := srv.ListenTLS(addr, tcfg); err != nil {
+				return nil, err
+			}
+			return srv.TLSAddr(), nil
+		}); err != nil {
 			log.Printf("error: listen (TLS): %v", err)
 			if p != nil {
 				p.Shutdown(false)
@@ -435,7 +518,12 @@ func run(args []string) int {
 		}
 		log.Printf("TLS: listening on %s", srv.TLSAddr())
 	}
-	if err := srv.Listen(net.JoinHostPort(o.bind, strconv.Itoa(o.port))); err != nil {
+	if err := listenAll(o.bind, strconv.Itoa(o.port), func(addr string) (net.Addr, error) {
+		if err := srv.Listen(addr); err != nil {
+			return nil, err
+		}
+		return srv.Addr(), nil
+	}); err != nil {
 		log.Printf("error: listen: %v", err)
 		if p != nil {
 			p.Shutdown(false)
