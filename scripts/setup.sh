@@ -11,7 +11,8 @@
 #   php-nyholm-psr7, php-symfony-yaml and php-apcu for sdk/php;
 #   default-jdk-headless, junit5 and libservlet-api-java for sdk/java),
 #   and Node.js with npm, then ioredis from
-#   integration/clients/node's lockfile;
+#   integration/clients/node's lockfile, and express-rate-limit with
+#   rate-limit-redis from integration/testdata/node-express's;
 # - etcd (etcd-server), which the etcd-run cluster tests start, and etcdctl
 #   (etcd-client), which the compose test's etcd image holds;
 # - Docker (docker.io) for the container test, docker-compose and PyYAML
@@ -159,6 +160,14 @@ node_sdk=sdk/node
 if [ ! -d "$node_sdk/node_modules" ]; then
   echo "setup: installing $node_sdk's npm packages" >&2
   (cd "$node_sdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+
+# express-rate-limit, rate-limit-redis, ioredis and express for
+# integration/node_express_test.go, at its lockfile's pinned versions.
+node_express=integration/testdata/node-express
+if [ ! -d "$node_express/node_modules" ]; then
+  echo "setup: installing $node_express's npm packages" >&2
+  (cd "$node_express" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
 
 # redis_exporter, built from the Go module proxy, for the test that has it
