@@ -13,6 +13,8 @@ require (
 
 require github.com/yuin/gopher-lua v1.1.2
 
+require github.com/go-redis/redis_rate/v10 v10.0.1
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
