@@ -5,22 +5,34 @@ import (
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 	"github.com/rlserver/rlserver/values"
+	"strconv"
 )
 
 // OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key: what Redis's clients and
 // test suite read of a key's representation. rlserver has one
 // representation per kind; ENCODING names the one Redis 7.0 would use for
-// the same value under its default thresholds.
+// the same value under the thresholds CONFIG SET gave (Redis also never
+// converts a value back; the value's current size decides here).
 
-// Redis 7.0's default thresholds of its compact encodings.
-const (
-	hashListpackEntries = 512
-	zsetListpackEntries = 128
-	listpackValue       = 64
-)
+// thresholds are the limits of Redis's compact encodings, as CONFIG SET
+// last gave them (hash-max-listpack-*, zset-max-listpack-*).
+type thresholds struct{ hashEntries, hashValue, zsetEntries, zsetValue int }
 
-// encoding names st's Redis encoding.
-func encoding(st engine.State) string {
+func (h *Handler) thresholds() thresholds {
+	get := func(name string) int {
+		v, ok := h.kept.get(name)
+		if !ok {
+			v = keptParams[name].def
+		}
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	return thresholds{get("hash-max-listpack-entries"), get("hash-max-listpack-value"),
+		get("zset-max-listpack-entries"), get("zset-max-listpack-value")}
+}
+
+// encoding names st's Redis encoding under the thresholds t.
+func encoding(st engine.State, t thresholds) string {
 	switch st := st.(type) {
 	case *values.String:
 		if _, ok := resp.ParseInt(st.B); ok {
@@ -31,22 +43,22 @@ func encoding(st engine.State) string {
 		}
 		return "raw"
 	case *values.Hash:
-		if st.Len() > hashListpackEntries {
+		if st.Len() > t.hashEntries {
 			return "hashtable"
 		}
 		for i := range st.Len() {
 			f, v := st.Field(i)
-			if len(f) > listpackValue || len(v) > listpackValue {
+			if len(f) > t.hashValue || len(v) > t.hashValue {
 				return "hashtable"
 			}
 		}
 		return "listpack"
 	case *values.ZSet:
-		if st.Len() > zsetListpackEntries {
+		if st.Len() > t.zsetEntries {
 			return "skiplist"
 		}
 		for _, m := range st.Range(0, st.Len()-1, false) {
-			if len(m.Member) > listpackValue {
+			if len(m.Member) > t.zsetValue {
 				return "skiplist"
 			}
 		}
@@ -64,7 +76,7 @@ func cmdObject(c *Ctx, args [][]byte) {
 		case v.State == nil:
 			o.c.W.Null()
 		case equalFold(o.args[1], "ENCODING"):
-			o.c.W.BulkString(encoding(v.State))
+			o.c.W.BulkString(encoding(v.State, o.c.h.thresholds()))
 		case equalFold(o.args[1], "REFCOUNT"):
 			o.c.W.Int(1)
 		default: // IDLETIME: access times are not kept

@@ -494,6 +494,12 @@ func TestObjectEncodingAgainstRedis(t *testing.T) {
 		{"OBJECT", "FREQ", "l"},
 		{"OBJECT", "FREQ", "nokey"},
 		{"OBJECT", "ENCODING"},
+		{"CONFIG", "SET", "zset-max-listpack-entries", "1"},
+		{"ZADD", "z2", "1", "a", "2", "b"}, {"OBJECT", "ENCODING", "z2"},
+		{"CONFIG", "SET", "hash-max-ziplist-value", "2"},
+		{"HSET", "h2", "f", "vvv"}, {"OBJECT", "ENCODING", "h2"},
+		{"CONFIG", "SET", "zset-max-listpack-entries", "128"},
+		{"CONFIG", "SET", "hash-max-ziplist-value", "64"},
 	}
 	big := []string{"ZADD", "zbig"}
 	hbig := []string{"HSET", "hbig"}
