@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,8 @@ func TestRedisRateLibrary(t *testing.T) {
 		}
 	}
 }
+
+var plainDecimal = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
 // compareTranscripts fails on the first line that differs.
 func compareTranscripts(t *testing.T, nameA string, a []string, nameB string, b []string) {
@@ -131,6 +134,18 @@ func redisRateScenario(t *testing.T, c *redis.Client) []string {
 	}
 	note("hour: %d of 15 allowed", allowed)
 	ttl("hour")
+	// The script SETs the theoretical arrival time, a Lua number
+	// (seconds since 2017 with microseconds): redis.call converts it as
+	// Redis does, "%.17g" (Redis 7.0; shortest round trip from 7.2), a
+	// plain decimal such as 312657448.94957399, never an exponent form.
+	tat, err := c.Get(ctx, "rate:hour").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	note("GET rate:hour is a plain decimal: %v", plainDecimal.MatchString(tat))
+	if !plainDecimal.MatchString(tat) {
+		t.Errorf("GET rate:hour = %q: Redis stores the Lua number SET by the script as a plain decimal (%%.17g), e.g. 312657448.94957399", tat)
+	}
 	// Reset deletes the key: the next call starts a fresh burst.
 	if err := l.Reset(ctx, "hour"); err != nil {
 		t.Fatal(err)
@@ -207,6 +222,7 @@ func redisRateExpected() []string {
 	w = append(w,
 		"hour: 10 of 15 allowed",
 		"TTL rate:hour = 1h0m0s",
+		"GET rate:hour is a plain decimal: true",
 		"EXISTS rate:hour = 0",
 		"Allow hour after Reset: allowed=1 remaining=9 retry=-1 reset=360.0s",
 		"TTL rate:hour = 6m0s",
