@@ -195,6 +195,10 @@ func (c *Ctx) exec(args [][]byte) {
 			return
 		}
 	}
+	if cmd.denyoom && c.h.outOfMemory() {
+		c.reject(errOOM)
+		return
+	}
 	if s.caching && cmd.readonly && cmd.Keys.First > 0 {
 		c.reject(errNoCaching)
 		return

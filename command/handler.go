@@ -124,6 +124,7 @@ type Handler struct {
 	authFailures, authLogged, authLoggedAt atomic.Int64
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
+	policy                                 atomic.Pointer[string] // --maxmemory-policy (maxmemory.go)
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
@@ -220,7 +221,11 @@ func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *
 // maxmemory would.
 func (h *Handler) SetMaxMemory(n int64) {
 	h.maxMemory.Store(n)
-	h.store.SetMaxMemory(n)
+	if h.noEviction() {
+		h.store.SetMaxMemory(0) // refuse writes instead (see outOfMemory)
+	} else {
+		h.store.SetMaxMemory(n)
+	}
 	if f := h.cfg.OnMaxMemory; f != nil {
 		f(n)
 	}

@@ -41,6 +41,7 @@ type Command struct {
 	noAuth    bool     // runs before authentication
 	readonly  bool     // the readonly flag: a read client-side caching could keep
 	write     bool     // the write flag: a replica refuses it
+	denyoom   bool     // the denyoom flag: refused past maxmemory under noeviction
 	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
@@ -142,6 +143,8 @@ func (c *Command) prepare() {
 			c.readonly = true
 		case "write":
 			c.write = true
+		case "denyoom":
+			c.denyoom = true
 		case "no_multi_queue":
 			c.immediate = true
 		case "no_multi":

@@ -582,3 +582,50 @@ func TestEnvoyRatelimitRedisPipeline(t *testing.T) {
 		}
 	}
 }
+
+// TestNoEviction: under --maxmemory-policy noeviction, past --maxmemory the
+// commands that may grow the keyspace answer Redis's -OOM error and
+// nothing is evicted; reads and deletes still run, and once a DEL brings
+// the keyspace under the bound, writes run again. CONFIG GET/SET
+// maxmemory-policy answer as Redis's.
+func TestNoEviction(t *testing.T) {
+	s := start(t, "--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+	c := s.client(t, 2)
+	do(t, c, "CONFIG", "GET", "maxmemory-policy").equal([]any{"maxmemory-policy", "noeviction"})
+	val := strings.Repeat("v", 1000)
+	n := 0
+	for ; n < 5000; n++ {
+		if err := c.Set(ctx, fmt.Sprint("k", n), val, 0).Err(); err != nil {
+			if err.Error() != "OOM command not allowed when used memory > 'maxmemory'." {
+				t.Fatalf("SET k%d: %v", n, err)
+			}
+			break
+		}
+	}
+	if n < 500 || n >= 5000 {
+		t.Fatalf("%d keys of 1000 bytes were written under a 1mb bound", n)
+	}
+	do(t, c, "DBSIZE").equal(int64(n))
+	do(t, c, "CL.THROTTLE", "lim", 5, 5, 60).errIs("OOM command not allowed when used memory > 'maxmemory'.")
+	do(t, c, "GET", "k0").equal(val)
+	do(t, c, "EXISTS", "k1").equal(1)
+	for i := range 100 {
+		do(t, c, "DEL", fmt.Sprint("k", i)).equal(1)
+	}
+	do(t, c, "SET", "again", "1").equal("OK")
+	do(t, c, "INFO", "stats") // the server still answers
+	if got := do(t, c, "INFO", "memory").val.(string); !strings.Contains(got, "maxmemory_policy:noeviction") {
+		t.Fatalf("INFO memory does not name the policy:\n%s", got)
+	}
+	do(t, c, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru").equal("OK")
+	for i := range 300 {
+		do(t, c, "SET", fmt.Sprint("more", i), val).equal("OK") // evicts now
+	}
+	diffRequests(t, [][]string{
+		{"CONFIG", "SET", "maxmemory-policy", "bogus"},
+		{"CONFIG", "SET", "maxmemory-policy", "ALLKEYS-LRU"},
+		{"CONFIG", "GET", "maxmemory-policy"},
+		{"CONFIG", "SET", "maxmemory-policy", "noeviction"},
+		{"CONFIG", "GET", "maxmemory-policy"},
+	})
+}

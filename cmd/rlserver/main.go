@@ -40,6 +40,7 @@ type options struct {
 	shards       int
 	requirepass  string
 	maxmemory    string
+	policy       string
 	backlog      string
 	diskReserve  string
 	maxBulk      string
@@ -99,6 +100,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.shards, "shards", shard.DefaultShards(), "keyspace shards (a power of two)")
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
+	fs.StringVar(&o.policy, "maxmemory-policy", "volatile-ttl", "what happens past --maxmemory, by Redis's names: noeviction refuses writes with -OOM; any other evicts the keys closest to expiring first")
 	fs.StringVar(&o.backlog, "repl-backlog-size", "1mb", "cluster mode: the change stream a primary keeps per keyspace shard for replicas that reconnect or lag (bytes, or 1mb, 64mb); a replica further behind takes a full copy")
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted (at least 1mb)")
 	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb); past it the connection is closed")
@@ -441,6 +443,10 @@ func run(args []string) int {
 	var memLimit memlimit.Tuner
 	cfg.OnMaxMemory = memLimit.SetBound
 	commands := command.New(cfg, store, clock)
+	if !commands.SetMaxMemoryPolicy(o.policy) {
+		log.Printf("error: --maxmemory-policy %q: not one of %s", o.policy, strings.Join(command.MaxMemoryPolicies, ", "))
+		return 2
+	}
 	commands.SetMaxMemory(maxmem)
 	commands.SetBusyReplyThreshold(o.busyReply)
 	if err := commands.LoadACL(); err != nil {
