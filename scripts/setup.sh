@@ -31,6 +31,12 @@
 #   and Psr\Container files are never read: the extension declares those
 #   interfaces, and the autoloaders only look for undeclared ones. Kept when
 #   its autoload.php is already there.
+# - Laravel 8.83's Redis component (php-illuminate-redis, from Debian's
+#   php-laravel-framework source, with the packages its autoloader
+#   requires) for the test that runs its DurationLimiter and
+#   ConcurrencyLimiter: unpacked the same way into .cache/laravel-redis/,
+#   never installed, since installing php-laravel-framework would remove
+#   php-psr too.
 # As root it installs what is missing (apt-get update only then); otherwise
 # through sudo when sudo needs no password, else it lists what is missing
 # with the command that installs it and exits 1. Safe to run again.
@@ -205,5 +211,40 @@ if [ ! -f "$symfony_cache/Symfony/Component/Cache/autoload.php" ]; then
   done
   rm -rf "$symfony_cache"
   mv "$stage/root/usr/share/php" "$symfony_cache"
+  rm -rf "$stage"
+fi
+
+# Laravel's Redis component for integration/laravel_test.go, unpacked, not
+# installed (see the top). Its Debian autoloaders require each other by
+# include_path-relative paths: the test puts .cache/laravel-redis first on
+# PHP's include_path.
+laravel_redis=.cache/laravel-redis
+if [ ! -f "$laravel_redis/Illuminate/Redis/autoload.php" ]; then
+  laravel_debs=(php-illuminate-redis php-illuminate-support php-illuminate-collections
+                php-illuminate-contracts php-illuminate-macroable php-nesbot-carbon
+                php-doctrine-inflector php-voku-portable-ascii php-symfony-translation
+                php-symfony-translation-contracts php-symfony-deprecation-contracts
+                php-psr-container php-psr-simple-cache)
+  echo "setup: unpacking ${laravel_debs[*]} into $laravel_redis" >&2
+  mkdir -p .cache
+  stage=$(mktemp -d .cache/laravel-redis.XXXXXX)
+  mkdir "$stage/debs"
+  download() { (cd "$stage/debs" && apt-get download -qq "${laravel_debs[@]}") >"$stage/log" 2>&1; }
+  if ! download; then
+    if [ "$sudo" != "none" ]; then
+      $sudo apt-get update -qq >/dev/null 2>&1 || true
+    fi
+    if ! download; then
+      echo "setup: apt-get download ${laravel_debs[*]} failed:" >&2
+      tail -n 20 "$stage/log" >&2
+      rm -rf "$stage"
+      exit 1
+    fi
+  fi
+  for deb in "$stage"/debs/*.deb; do
+    dpkg -x "$deb" "$stage/root"
+  done
+  rm -rf "$laravel_redis"
+  mv "$stage/root/usr/share/php" "$laravel_redis"
   rm -rf "$stage"
 fi
