@@ -159,6 +159,7 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 			{"expired_keys", i64(st.Expired)},
 			{"evicted_keys", i64(st.Evicted)},
 			{"evicted_clients", "0"},
+			{"evicted_scripts", i64(h.scripts.Evicted.Load())},
 			{"keyspace_hits", "0"},
 			{"keyspace_misses", "0"},
 			{"pubsub_channels", "0"},

@@ -8,6 +8,7 @@
 package script
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -45,6 +46,12 @@ type Engine struct {
 	randSt  uint64         // math.random's lrand48 state
 	Logf    func(level int, msg string)
 	running string // sha of the running script
+	// evalLRU orders the scripts EVAL added (not SCRIPT LOAD), most
+	// recently used first: past MaxEvalScripts the least recent is
+	// forgotten, as Redis 7.4 bounds them.
+	evalLRU *list.List
+	evalAt  map[string]*list.Element
+	Evicted atomic.Int64 // scripts forgotten so (INFO stats' evicted_scripts)
 
 	// A running script that has not written may be killed: by SCRIPT KILL
 	// (Kill), or by itself once it has run longer than the threshold
@@ -104,7 +111,8 @@ func SHA1(body []byte) string {
 
 // New returns an engine with no script loaded.
 func New() *Engine {
-	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}}
+	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{},
+		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.vm = e.newState()
 	e.handler = e.vm.NewFunction(e.onError)
@@ -119,7 +127,34 @@ func (e *Engine) Load(body []byte) (string, error) {
 	defer e.mu.Unlock()
 	sha := SHA1(body)
 	_, err := e.compile(sha, body)
+	if el := e.evalAt[sha]; el != nil && err == nil {
+		e.evalLRU.Remove(el) // loaded for good now
+		delete(e.evalAt, sha)
+	}
 	return sha, err
+}
+
+// MaxEvalScripts bounds the scripts EVAL keeps, as Redis 7.4's LRU does.
+const MaxEvalScripts = 500
+
+// touchEval records a use of sha, a script EVAL added (added: just now),
+// forgetting the least recently used past MaxEvalScripts.
+func (e *Engine) touchEval(sha string, added bool) {
+	if el := e.evalAt[sha]; el != nil {
+		e.evalLRU.MoveToFront(el)
+		return
+	}
+	if !added {
+		return // SCRIPT LOAD's: kept for good
+	}
+	e.evalAt[sha] = e.evalLRU.PushFront(sha)
+	for e.evalLRU.Len() > MaxEvalScripts {
+		old := e.evalLRU.Remove(e.evalLRU.Back()).(string)
+		delete(e.evalAt, old)
+		delete(e.bodies, old)
+		delete(e.protos, old)
+		e.Evicted.Add(1)
+	}
 }
 
 // Exists reports whether a script is loaded.
@@ -136,6 +171,8 @@ func (e *Engine) Flush() {
 	defer e.mu.Unlock()
 	clear(e.bodies)
 	clear(e.protos)
+	clear(e.evalAt)
+	e.evalLRU.Init()
 }
 
 func (e *Engine) compile(sha string, body []byte) (*lua.FunctionProto, error) {
@@ -186,6 +223,7 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	defer e.mu.Unlock()
 	sha = strings.ToLower(sha)
 	p := e.protos[sha]
+	added := false
 	if p == nil {
 		if body == nil {
 			return appendErr(dst, ErrNoScript)
@@ -194,7 +232,9 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 		if p, err = e.compile(sha, body); err != nil {
 			return appendErr(dst, err.Error())
 		}
+		added = true
 	}
+	e.touchEval(sha, added)
 	L := e.vm
 	e.call, e.resp, e.running = call, 2, sha
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -2,6 +2,7 @@ package script
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -226,5 +227,34 @@ func TestScriptCache(t *testing.T) {
 	e.Flush()
 	if e.Exists(sha) {
 		t.Fatal("Flush kept the script")
+	}
+}
+
+// TestEvalScriptsBounded: EVAL keeps at most MaxEvalScripts scripts, the
+// least recently used forgotten first (EVALSHA then answers NOSCRIPT);
+// SCRIPT LOAD's are never forgotten, and a use keeps a script.
+func TestEvalScriptsBounded(t *testing.T) {
+	e := New()
+	call := func(args [][]byte, proto int) []byte { return nil }
+	loaded, _ := e.Load([]byte("return 'loaded'"))
+	first := []byte("return 0")
+	kept := []byte("return 1")
+	e.Run(nil, SHA1(first), first, nil, nil, call, 2)
+	e.Run(nil, SHA1(kept), kept, nil, nil, call, 2)
+	for i := 2; i < MaxEvalScripts+1; i++ {
+		if i == MaxEvalScripts-5 {
+			e.Run(nil, SHA1(kept), nil, nil, nil, call, 2) // EVALSHA: a use
+		}
+		b := []byte(fmt.Sprintf("return %d", i))
+		e.Run(nil, SHA1(b), b, nil, nil, call, 2)
+	}
+	if e.Exists(SHA1(first)) || !e.Exists(SHA1(kept)) || !e.Exists(loaded) {
+		t.Fatalf("first %v kept %v loaded %v, want false true true", e.Exists(SHA1(first)), e.Exists(SHA1(kept)), e.Exists(loaded))
+	}
+	if got := string(e.Run(nil, SHA1(first), nil, nil, nil, call, 2)); !strings.HasPrefix(got, "-NOSCRIPT") {
+		t.Fatalf("EVALSHA of the forgotten script: %q", got)
+	}
+	if e.Evicted.Load() != 1 {
+		t.Fatalf("evicted %d, want 1", e.Evicted.Load())
 	}
 }
