@@ -125,7 +125,7 @@ type Handler struct {
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
 	policy                                 atomic.Pointer[string] // --maxmemory-policy (maxmemory.go)
-	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
+	totalCmds                              atomic.Int64           // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM
 	kept                                   keptValues     // Redis's parameters CONFIG SET keeps (redisconfig.go)

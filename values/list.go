@@ -5,7 +5,7 @@ import "bytes"
 // List is a Redis list: a ring of elements, O(1) at both ends and by
 // index, LTRIM in O(removed), LRANGE in O(returned).
 type List struct {
-	buf  [][]byte // power-of-two size, or nil
+	buf   [][]byte // power-of-two size, or nil
 	head  int      // index in buf of the first element
 	n     int
 	bytes int // the elements' bytes, for Size
