@@ -58,9 +58,10 @@ func TestRedisRateLibrary(t *testing.T) {
 
 var plainDecimal = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 
-// compareTranscripts fails on the first line that differs.
+// compareTranscripts fails listing every line that differs.
 func compareTranscripts(t *testing.T, nameA string, a []string, nameB string, b []string) {
 	t.Helper()
+	var diffs []string
 	for i := 0; i < len(a) || i < len(b); i++ {
 		var la, lb string
 		if i < len(a) {
@@ -70,9 +71,12 @@ func compareTranscripts(t *testing.T, nameA string, a []string, nameB string, b 
 			lb = b[i]
 		}
 		if la != lb {
-			t.Fatalf("line %d differs:\n  %s: %q\n  %s: %q\n%s:\n%s\n%s:\n%s",
-				i+1, nameA, la, nameB, lb, nameA, strings.Join(a, "\n"), nameB, strings.Join(b, "\n"))
+			diffs = append(diffs, fmt.Sprintf("line %d differs:\n  %s: %q\n  %s: %q", i+1, nameA, la, nameB, lb))
 		}
+	}
+	if diffs != nil {
+		t.Fatalf("%s\n%s:\n%s\n%s:\n%s", strings.Join(diffs, "\n"),
+			nameA, strings.Join(a, "\n"), nameB, strings.Join(b, "\n"))
 	}
 }
 
