@@ -58,6 +58,21 @@ func (e *Engine) newState() *lua.LState {
 		L.Insert(lua.LTrue, top+1)
 		return L.GetTop() - top
 	}))
+	// tostring writes a number as Lua 5.1 does (LUA_NUMBER_FMT, %.14g).
+	base := g.RawGetString("tostring")
+	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
+		if n, ok := L.Get(1).(lua.LNumber); ok && L.GetTop() >= 1 {
+			L.Push(lua.LString(luaNumber(float64(n))))
+			return 1
+		}
+		top := L.GetTop()
+		L.Push(base)
+		for i := 1; i <= top; i++ {
+			L.Push(L.Get(i))
+		}
+		L.Call(top, 1)
+		return 1
+	}))
 	math := g.RawGetString("math").(*lua.LTable)
 	math.RawSetString("random", L.NewFunction(e.random))
 	math.RawSetString("randomseed", L.NewFunction(e.randomseed))
@@ -147,7 +162,8 @@ func (e *Engine) redisCall(L *lua.LState, raise bool) int {
 		case lua.LString:
 			args[i-1] = []byte(v)
 		case lua.LNumber:
-			args[i-1] = []byte(lua.LVAsString(v))
+			// As Redis 7.0: printf's %.17g, not Lua's own conversion.
+			args[i-1] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
@@ -298,4 +314,19 @@ func (e *Engine) setresp(L *lua.LState) int {
 	}
 	e.resp = v
 	return 0
+}
+
+// luaNumber formats f as Lua 5.1's tostring does (C's %.14g).
+func luaNumber(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f) && math.Signbit(f):
+		return "-nan"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
 }
