@@ -114,11 +114,11 @@ func cmdHIncrBy(c *Ctx, args [][]byte) {
 			}
 			cur = n
 		}
-		if o.n > 0 && cur > math.MaxInt64-o.n || o.n < 0 && cur < math.MinInt64-o.n {
-			o.c.err("ERR increment or decrement would overflow")
+		cur, ok := addInt(cur, o.n)
+		if !ok {
+			o.c.err(errOverflow)
 			return shard.Unchanged
 		}
-		cur += o.n
 		h.Set(string(o.args[2]), strconv.AppendInt(nil, cur, 10))
 		o.c.W.Int(cur)
 		return shard.Changed
@@ -231,18 +231,6 @@ func cmdHExists(c *Ctx, args [][]byte) {
 			}
 		}
 		o.c.W.Int(n)
-		return shard.Unchanged
-	}).run(args[1])
-}
-
-// HLEN key
-func cmdHLen(c *Ctx, args [][]byte) {
-	c.op(values.KindHash, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		n := 0
-		if v.State != nil {
-			n = v.State.(*values.Hash).Len()
-		}
-		o.c.W.Int(int64(n))
 		return shard.Unchanged
 	}).run(args[1])
 }

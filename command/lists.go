@@ -84,18 +84,6 @@ func cmdPop(c *Ctx, args [][]byte) {
 	o.run(args[1])
 }
 
-// LLEN key
-func cmdLLen(c *Ctx, args [][]byte) {
-	c.op(values.KindList, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		n := 0
-		if v.State != nil {
-			n = v.State.(*values.List).Len()
-		}
-		o.c.W.Int(int64(n))
-		return shard.Unchanged
-	}).run(args[1])
-}
-
 // LINDEX key index: the key is looked up before the index is read, as
 // Redis does (a missing key answers nil whatever the index).
 func cmdLIndex(c *Ctx, args [][]byte) {

@@ -197,9 +197,7 @@ func cmdGet(c *Ctx, args [][]byte) {
 // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT t|PXAT t|KEEPTTL]
 func cmdSet(c *Ctx, args [][]byte) {
 	o := c.op(0, args, applySet)
-	now := c.Now()
-	for i := 3; i < len(args); i++ {
-		a := args[i]
+	ok := o.expireOpts(args, 3, func(a []byte) bool {
 		switch {
 		case equalFold(a, "NX") && o.flags&optXX == 0:
 			o.flags |= optNX
@@ -210,22 +208,38 @@ func cmdSet(c *Ctx, args [][]byte) {
 		case equalFold(a, "KEEPTTL") && o.flags&optExpire == 0:
 			o.flags |= optKeepTTL
 		default:
-			took, msg := o.parseExpireOpt(args, i)
-			if took == 0 {
-				msg = errSyntax
-			}
-			if msg != "" {
-				c.err(msg)
-				return
-			}
-			i += took - 1
+			return false
 		}
+		return true
+	})
+	if ok {
+		o.run(args[1])
 	}
-	if msg := o.expireValue(now); msg != "" {
-		c.err(msg)
-		return
+}
+
+// expireOpts reads SET's and GETEX's options from args[from:]: other
+// takes the command's own, parseExpireOpt the expiry ones. It answers the
+// first error and reports false then.
+func (o *valueOp) expireOpts(args [][]byte, from int, other func(a []byte) bool) bool {
+	for i := from; i < len(args); i++ {
+		if other(args[i]) {
+			continue
+		}
+		took, msg := o.parseExpireOpt(args, i)
+		if took == 0 {
+			msg = errSyntax
+		}
+		if msg != "" {
+			o.c.err(msg)
+			return false
+		}
+		i += took - 1
 	}
-	o.run(args[1])
+	if msg := o.expireValue(o.c.Now()); msg != "" {
+		o.c.err(msg)
+		return false
+	}
+	return true
 }
 
 func applySet(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
@@ -349,27 +363,16 @@ func cmdGetEx(c *Ctx, args [][]byte) {
 		}
 		return shard.Changed
 	})
-	now := c.Now()
-	for i := 2; i < len(args); i++ {
-		if equalFold(args[i], "PERSIST") && o.flags&optExpire == 0 {
+	ok := o.expireOpts(args, 2, func(a []byte) bool {
+		if equalFold(a, "PERSIST") && o.flags&optExpire == 0 {
 			o.flags |= optPersist
-			continue
+			return true
 		}
-		took, msg := o.parseExpireOpt(args, i)
-		if took == 0 {
-			msg = errSyntax
-		}
-		if msg != "" {
-			c.err(msg)
-			return
-		}
-		i += took - 1
+		return false
+	})
+	if ok {
+		o.run(args[1])
 	}
-	if msg := o.expireValue(now); msg != "" {
-		c.err(msg)
-		return
-	}
-	o.run(args[1])
 }
 
 // MGET key [key ...]
@@ -434,11 +437,11 @@ func cmdIncr(c *Ctx, args [][]byte) {
 			}
 			cur = n
 		}
-		if o.n > 0 && cur > math.MaxInt64-o.n || o.n < 0 && cur < math.MinInt64-o.n {
-			o.c.err("ERR increment or decrement would overflow")
+		cur, ok := addInt(cur, o.n)
+		if !ok {
+			o.c.err(errOverflow)
 			return shard.Unchanged
 		}
-		cur += o.n
 		s := str(v)
 		s.B = strconv.AppendInt(s.B[:0], cur, 10)
 		o.c.W.Int(cur)
@@ -483,12 +486,32 @@ func cmdAppend(c *Ctx, args [][]byte) {
 	}).run(args[1])
 }
 
-// STRLEN key
-func cmdStrlen(c *Ctx, args [][]byte) {
-	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+const errOverflow = "ERR increment or decrement would overflow"
+
+// addInt returns a+b, or false when it overflows.
+func addInt(a, b int64) (int64, bool) {
+	if b > 0 && a > math.MaxInt64-b || b < 0 && a < math.MinInt64-b {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// STRLEN, HLEN, ZCARD and LLEN key: the size of a value of the command's
+// kind (0 for a missing key).
+func cmdLen(c *Ctx, args [][]byte) {
+	kind := values.KindList
+	switch {
+	case equalFold(args[0], "STRLEN"):
+		kind = values.KindString
+	case equalFold(args[0], "HLEN"):
+		kind = values.KindHash
+	case equalFold(args[0], "ZCARD"):
+		kind = values.KindZSet
+	}
+	c.op(kind, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
 		n := 0
 		if v.State != nil {
-			n = len(v.State.(*values.String).B)
+			n = values.Len(v.State)
 		}
 		o.c.W.Int(int64(n))
 		return shard.Unchanged

@@ -203,18 +203,6 @@ func cmdZRem(c *Ctx, args [][]byte) {
 	}).run(args[1])
 }
 
-// ZCARD key
-func cmdZCard(c *Ctx, args [][]byte) {
-	c.op(values.KindZSet, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		n := 0
-		if v.State != nil {
-			n = v.State.(*values.ZSet).Len()
-		}
-		o.c.W.Int(int64(n))
-		return shard.Unchanged
-	}).run(args[1])
-}
-
 // ZSCORE key member
 func cmdZScore(c *Ctx, args [][]byte) {
 	c.op(values.KindZSet, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {

@@ -59,13 +59,7 @@ func TestRateLimiterScriptsAgainstRedis(t *testing.T) {
 	theirs := &server{Addr: redistest.Start(t)}
 	for _, proto := range []string{"2", "3"} {
 		for _, sha := range []bool{false, true} {
-			a, b := dial(t, ours), dial(t, theirs)
-			for _, c := range []*rawConn{a, b} {
-				c.cmd("HELLO", proto)
-				c.reply()
-				c.cmd("FLUSHALL")
-				c.reply()
-			}
+			a, b := diffPair(t, ours, theirs, proto)
 			for _, cl := range calls {
 				src := load(cl.script)
 				req := []string{"EVAL", src}

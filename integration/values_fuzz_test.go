@@ -161,13 +161,7 @@ func TestValuesFuzzAgainstRedis(t *testing.T) {
 	ours := start(t)
 	theirs := &server{Addr: redistest.Start(t)}
 	for _, proto := range []string{"2", "3"} {
-		a, b := dial(t, ours), dial(t, theirs)
-		for _, c := range []*rawConn{a, b} {
-			c.cmd("HELLO", proto)
-			c.reply()
-			c.cmd("FLUSHALL")
-			c.reply()
-		}
+		a, b := diffPair(t, ours, theirs, proto)
 		bad := 0
 		for i, req := range reqs {
 			a.cmd(req...)

@@ -9,6 +9,20 @@ import (
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
+// diffPair dials ours and theirs, switches both connections to proto and
+// empties both servers.
+func diffPair(t *testing.T, ours, theirs *server, proto string) (a, b *rawConn) {
+	t.Helper()
+	a, b = dial(t, ours), dial(t, theirs)
+	for _, c := range []*rawConn{a, b} {
+		c.cmd("HELLO", proto)
+		c.reply()
+		c.cmd("FLUSHALL")
+		c.reply()
+	}
+	return a, b
+}
+
 // diffRequests sends every request to rlserver and to redis-server, in
 // RESP2 and RESP3, each protocol on fresh keys, and fails on any reply
 // that differs.
@@ -17,13 +31,7 @@ func diffRequests(t *testing.T, requests [][]string) {
 	ours := start(t)
 	theirs := &server{Addr: redistest.Start(t)}
 	for _, proto := range []string{"2", "3"} {
-		a, b := dial(t, ours), dial(t, theirs)
-		for _, c := range []*rawConn{a, b} {
-			c.cmd("HELLO", proto)
-			c.reply()
-			c.cmd("FLUSHALL")
-			c.reply()
-		}
+		a, b := diffPair(t, ours, theirs, proto)
 		for _, req := range requests {
 			a.cmd(req...)
 			b.cmd(req...)

@@ -133,3 +133,19 @@ func (h *Hash) Reset() {
 	clear(h.vals)
 	h.fields, h.vals, h.index, h.bytes = h.fields[:0], h.vals[:0], nil, 0
 }
+
+// Len returns the size of a value: a string's bytes, a collection's
+// elements.
+func Len(st engine.State) int {
+	switch st := st.(type) {
+	case *String:
+		return len(st.B)
+	case *Hash:
+		return st.Len()
+	case *ZSet:
+		return st.Len()
+	case *List:
+		return st.Len()
+	}
+	return 0
+}
