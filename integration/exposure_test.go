@@ -223,7 +223,7 @@ func TestACLUsers(t *testing.T) {
 	do(t, admin, "ACL", "DELUSER", "default").errIs("ERR The 'default' user cannot be removed")
 	do(t, admin, "ACL", "USERS").equal([]any{"app", "default"})
 	// Bad rules change nothing.
-	do(t, admin, "ACL", "SETUSER", "app", "+get").errIs("ERR Error in ACL SETUSER modifier '+get': Unknown command or category name in ACL")
+	do(t, admin, "ACL", "SETUSER", "app", "+nosuchcommand").errIs("ERR Error in ACL SETUSER modifier '+nosuchcommand': Unknown command or category name in ACL")
 	do(t, admin, "ACL", "SETUSER", "app", "off", "+@nosuch").errIs("ERR Error in ACL SETUSER modifier '+@nosuch': Unknown command or category name in ACL")
 	do(t, admin, "ACL", "SETUSER", "app", "<nosuch").errIs("ERR Error in ACL SETUSER modifier '<nosuch': The password you are trying to remove from the user does not exist")
 	do(t, admin, "ACL", "SETUSER", "app", "bogus").errIs("ERR Error in ACL SETUSER modifier 'bogus': Syntax error")

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"math"
 	"time"
 
 	"github.com/rlserver/rlserver/engine"
@@ -225,10 +224,11 @@ func (sh *Shard) store(f Found, key []byte, h uint64, st engine.State, now int64
 	return sh.write(f, key, h, st, exp, changed)
 }
 
-// expireAt returns now+d, saturating instead of wrapping for huge d.
+// expireAt returns now+d, saturating instead of wrapping for huge d (a
+// limiter key always has an expiry: below NoExpiry).
 func expireAt(now int64, d time.Duration) int64 {
-	if d > 0 && now > math.MaxInt64-int64(d) {
-		return math.MaxInt64
+	if d > 0 && now > engine.NoExpiry-1-int64(d) {
+		return engine.NoExpiry - 1 // the last instant: NoExpiry means none
 	}
 	return now + int64(d)
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"fmt"
 	"log"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/rlserver/rlserver/persist"
@@ -34,7 +38,18 @@ func fitMaxClients(o *options) (int, error) {
 		return o.maxclients, nil
 	}
 	got := rl.Cur
-	for best := want; best > rl.Cur; best -= 16 {
+	// The values the kernel refuses anyway are skipped, so that a huge
+	// --maxclients does not cost millions of refused calls: no limit
+	// passes fs.nr_open, and only root may pass the hard limit.
+	ceiling := nrOpen()
+	if syscall.Geteuid() != 0 {
+		ceiling = min(ceiling, rl.Max)
+	}
+	start := want
+	if start > ceiling {
+		start -= (start - ceiling + 15) / 16 * 16
+	}
+	for best := start; best > rl.Cur; best -= 16 {
 		raised := syscall.Rlimit{Cur: best, Max: max(rl.Max, best)}
 		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
 			got = best
@@ -57,4 +72,18 @@ func fitMaxClients(o *options) (int, error) {
 		log.Printf("warning: the file-descriptor limit (ulimit -n) is %d: --maxclients %d and the store's %d files may not all fit; raise ulimit -n to %d", got, o.maxclients, store, want)
 	}
 	return n, nil
+}
+
+// nrOpen returns the kernel's bound on any file-descriptor limit
+// (/proc/sys/fs/nr_open), or the largest value when it cannot be read.
+func nrOpen() uint64 {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return math.MaxUint64
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return math.MaxUint64
+	}
+	return n
 }

@@ -51,6 +51,7 @@ type options struct {
 	enableDebug  redisBool
 	cpuProfile   string
 	threads      int
+	loops        int
 	io           string
 	maxclients   int
 	timeout      int
@@ -112,6 +113,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
+	fs.IntVar(&o.loops, "event-loops", 0, "with --io epoll, event loops serving connections (0: one per thread)")
 	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
 	fs.IntVar(&o.timeout, "timeout", 0, "close a connection idle for this many seconds (0: never)")
@@ -163,6 +165,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.threads < 1 {
 		return nil, fmt.Errorf("--threads must be at least 1")
+	}
+	if o.loops < 0 {
+		return nil, fmt.Errorf("--event-loops must be 0 (one per thread) or more")
 	}
 	switch o.io {
 	case "epoll":
@@ -266,6 +271,18 @@ func parseOptions(args []string) (*options, error) {
 // optional address ('-') that cannot be bound is skipped, as Redis does.
 // first returns the address of the first socket listen made.
 func listenAll(bind, port string, listen func(addr string) (first net.Addr, err error)) error {
+	// An address that cannot be bound stops the start before any socket
+	// listens: a client must never reach a server that is about to exit.
+	for _, a := range bindAddrs(bind) {
+		if a.optional {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(a.host, "0"))
+		if err != nil {
+			return err
+		}
+		pc.Close()
+	}
 	bound := false
 	for _, a := range bindAddrs(bind) {
 		first, err := listen(net.JoinHostPort(a.host, port))
@@ -300,6 +317,9 @@ func defaultIO() string {
 // eventLoops returns resp.Config.EventLoops for o: one loop per thread.
 func eventLoops(o *options) int {
 	if o.io == "epoll" {
+		if o.loops > 0 {
+			return o.loops
+		}
 		return o.threads
 	}
 	return 0
