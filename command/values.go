@@ -102,21 +102,21 @@ func expiry(arg []byte, unit int64, abs bool, now int64) (exp int64, ok bool) {
 			return 0, false
 		}
 		ms += nowMs
-		return msToNs(ms, now%1e6), true
+		return msToNs(ms), true // Redis's resolution: GT and LT compare ms
 	}
-	return msToNs(ms, 0), true
+	return msToNs(ms), true
 }
 
 // msToNs converts a Unix time in ms to the clock's ns, saturating where
 // ns run out (the year 2262) below NoExpiry.
-func msToNs(ms, frac int64) int64 {
+func msToNs(ms int64) int64 {
 	if ms > (engine.NoExpiry-1)/1e6 {
 		return engine.NoExpiry - 1
 	}
 	if ms < math.MinInt64/1_000_000 {
 		return math.MinInt64
 	}
-	return ms*1e6 + frac
+	return ms * 1e6
 }
 
 func errInvalidExpire(cmd string) string { return "ERR invalid expire time in '" + cmd + "' command" }

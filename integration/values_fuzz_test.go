@@ -29,6 +29,7 @@ func TestValuesFuzzAgainstRedis(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	key := func() string { return "k" + strconv.Itoa(rng.IntN(5)) }
+	var step int64
 	num := func() string {
 		return pick("0", "1", "2", "-1", "7", "10", "100", "-100", "abc", "1.5", "9223372036854775807", "-9223372036854775808", "")
 	}
@@ -138,7 +139,17 @@ func TestValuesFuzzAgainstRedis(t *testing.T) {
 		func() []string { return []string{"LTRIM", key(), idx(), idx()} },
 		func() []string { return []string{"LREM", key(), idx(), member()} },
 		func() []string {
-			r := []string{pick("EXPIRE", "PEXPIRE"), key(), pick("100000", "200000", "-1", "x")}
+			// Every expiry a second or more from any other: a tie under
+			// GT or LT would depend on each server's millisecond.
+			step++
+			base := int64(100000 * (1 + rng.IntN(2)))
+			r := []string{"EXPIRE", key(), strconv.FormatInt(base+step, 10)}
+			if rng.IntN(2) == 0 {
+				r = []string{"PEXPIRE", key(), strconv.FormatInt((base+step)*1000, 10)}
+			}
+			if rng.IntN(5) == 0 {
+				r[2] = pick("-1", "x")
+			}
 			if rng.IntN(2) == 0 {
 				r = append(r, pick("NX", "XX", "GT", "LT"))
 			}

@@ -87,11 +87,11 @@ func (l *List) Size() int { return 24*len(l.buf) + l.bytes }
 
 // AppendCompact appends the sorted set's encoding to b, in order.
 func (z *ZSet) AppendCompact(b []byte, _ int64) []byte {
-	b = binary.AppendUvarint(b, uint64(z.n))
-	for x := z.head.levels[0].next; x != nil; x = x.levels[0].next {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x.score))
-		b = appendBytes(b, []byte(x.member))
-	}
+	b = binary.AppendUvarint(b, uint64(z.Len()))
+	z.each(func(m string, s float64) {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s))
+		b = appendBytes(b, []byte(m))
+	})
 	return b
 }
 
@@ -118,9 +118,15 @@ func (z *ZSet) DecodeCompact(b []byte, _ int64) error {
 	return r.done()
 }
 
-// Size estimates the heap bytes the sorted set holds: per member the map
-// entry, the node and its levels, and the member's bytes twice.
-func (z *ZSet) Size() int { return z.n*120 + 2*z.bytes }
+// Size estimates the heap bytes the sorted set holds: per member of a
+// skip list the map entry, the node and its levels, and the member's
+// bytes twice; per member of a small set its slot and bytes.
+func (z *ZSet) Size() int {
+	if z.sk != nil {
+		return z.sk.n*120 + 2*z.sk.bytes
+	}
+	return 40*len(z.small) + z.bytes
+}
 
 // AppendCompact appends the hash's encoding to b, fields in their order.
 func (h *Hash) AppendCompact(b []byte, _ int64) []byte {

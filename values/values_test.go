@@ -48,12 +48,24 @@ func (m model) index(member string) int {
 // range, count, range by score both ways with offsets) answers as the
 // slice does.
 func TestZSetAgainstModel(t *testing.T) {
+	// 300 members: small sets that become skip lists; 40: sets that stay
+	// small (zsetSmall 64); 40 with zsetSmall 0: skip lists from the start.
+	for _, tc := range []struct{ members, small int }{{300, 64}, {40, 64}, {40, 0}} {
+		t.Run(fmt.Sprintf("members=%d,small=%d", tc.members, tc.small), func(t *testing.T) {
+			defer func(n int) { zsetSmall = n }(zsetSmall)
+			zsetSmall = tc.small
+			zsetAgainstModel(t, tc.members)
+		})
+	}
+}
+
+func zsetAgainstModel(t *testing.T, members int) {
 	r := rng(t)
 	z := NewZSet()
 	var m model
 	score := func() float64 { return float64(r.IntN(40)) / 2 }
 	for step := range 20000 {
-		member := fmt.Sprintf("m%d", r.IntN(300))
+		member := fmt.Sprintf("m%d", r.IntN(members))
 		switch op := r.IntN(10); {
 		case op < 5:
 			s := score()

@@ -9,11 +9,12 @@ import (
 	"math/rand/v2"
 )
 
-// ZSet is a sorted set: members ordered by score, then by member bytes,
-// with each member's score looked up in O(1) and every ordered operation
-// O(log n) plus what it returns or removes (a skip list whose links count
-// the members they skip, as Redis's zskiplist, beside a map).
-type ZSet struct {
+// skipList is a large sorted set: members ordered by score, then by
+// member bytes, with each member's score looked up in O(1) and every
+// ordered operation O(log n) plus what it returns or removes (a skip list
+// whose links count the members they skip, as Redis's zskiplist, beside a
+// map).
+type skipList struct {
 	scores map[string]float64
 	head   *znode
 	tail   *znode
@@ -40,16 +41,16 @@ const (
 	zP        = 4 // a node has a level above its last with probability 1/zP
 )
 
-// NewZSet returns an empty sorted set.
-func NewZSet() *ZSet {
-	return &ZSet{scores: map[string]float64{}, head: &znode{levels: make([]zlevel, zMaxLevel)}, level: 1,
+// newSkipList returns an empty skip list.
+func newSkipList() *skipList {
+	return &skipList{scores: map[string]float64{}, head: &znode{levels: make([]zlevel, zMaxLevel)}, level: 1,
 		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
 // Reset empties the set, keeping its map and head for reuse.
-func (z *ZSet) Reset() {
+func (z *skipList) Reset() {
 	if z.scores == nil {
-		*z = *NewZSet()
+		*z = *newSkipList()
 		return
 	}
 	clear(z.scores)
@@ -58,10 +59,10 @@ func (z *ZSet) Reset() {
 }
 
 // Len returns how many members the set has.
-func (z *ZSet) Len() int { return z.n }
+func (z *skipList) Len() int { return z.n }
 
 // Score returns member's score.
-func (z *ZSet) Score(member string) (float64, bool) {
+func (z *skipList) Score(member string) (float64, bool) {
 	s, ok := z.scores[member]
 	return s, ok
 }
@@ -71,7 +72,7 @@ func before(x *znode, s float64, m string) bool {
 	return x.score < s || x.score == s && x.member < m
 }
 
-func (z *ZSet) randomLevel() int {
+func (z *skipList) randomLevel() int {
 	l := 1
 	for l < zMaxLevel && z.rng.IntN(zP) == 0 {
 		l++
@@ -81,7 +82,7 @@ func (z *ZSet) randomLevel() int {
 
 // Add sets member's score, adding the member if it is new; it reports
 // whether it was added.
-func (z *ZSet) Add(member string, score float64) (added bool) {
+func (z *skipList) Add(member string, score float64) (added bool) {
 	if old, ok := z.scores[member]; ok {
 		if old == score {
 			return false
@@ -96,7 +97,7 @@ func (z *ZSet) Add(member string, score float64) (added bool) {
 	return true
 }
 
-func (z *ZSet) insert(member string, score float64) {
+func (z *skipList) insert(member string, score float64) {
 	var update [zMaxLevel]*znode
 	var rank [zMaxLevel]int
 	x := z.head
@@ -143,7 +144,7 @@ func (z *ZSet) insert(member string, score float64) {
 
 // path fills update with the last node before (score, member) on each
 // level and returns the node at (score, member) or after it.
-func (z *ZSet) path(score float64, member string, update *[zMaxLevel]*znode) *znode {
+func (z *skipList) path(score float64, member string, update *[zMaxLevel]*znode) *znode {
 	x := z.head
 	for i := z.level - 1; i >= 0; i-- {
 		for y := x.levels[i].next; y != nil && before(y, score, member); y = x.levels[i].next {
@@ -154,14 +155,14 @@ func (z *ZSet) path(score float64, member string, update *[zMaxLevel]*znode) *zn
 	return x.levels[0].next
 }
 
-func (z *ZSet) unlink(member string, score float64) {
+func (z *skipList) unlink(member string, score float64) {
 	var update [zMaxLevel]*znode
 	if x := z.path(score, member, &update); x != nil && x.member == member {
 		z.remove(x, &update)
 	}
 }
 
-func (z *ZSet) remove(x *znode, update *[zMaxLevel]*znode) {
+func (z *skipList) remove(x *znode, update *[zMaxLevel]*znode) {
 	for i := 0; i < z.level; i++ {
 		if update[i].levels[i].next == x {
 			update[i].levels[i].span += x.levels[i].span - 1
@@ -183,7 +184,7 @@ func (z *ZSet) remove(x *znode, update *[zMaxLevel]*znode) {
 }
 
 // Remove removes member; it reports whether it was there.
-func (z *ZSet) Remove(member string) bool {
+func (z *skipList) Remove(member string) bool {
 	s, ok := z.scores[member]
 	if !ok {
 		return false
@@ -194,7 +195,7 @@ func (z *ZSet) Remove(member string) bool {
 }
 
 // Rank returns member's 0-based rank, from the highest score with reverse.
-func (z *ZSet) Rank(member string, reverse bool) (int, bool) {
+func (z *skipList) Rank(member string, reverse bool) (int, bool) {
 	s, ok := z.scores[member]
 	if !ok {
 		return 0, false
@@ -217,7 +218,7 @@ func (z *ZSet) Rank(member string, reverse bool) (int, bool) {
 }
 
 // byRank returns the node at 0-based rank r (0 <= r < n).
-func (z *ZSet) byRank(r int) *znode {
+func (z *skipList) byRank(r int) *znode {
 	traversed := 0
 	x := z.head
 	for i := z.level - 1; i >= 0; i-- {
@@ -241,7 +242,7 @@ type Member struct {
 // Range returns the members of ranks start to stop, both included, from
 // the highest score with reverse. The caller normalises the ranks as
 // Redis does (Normalize).
-func (z *ZSet) Range(start, stop int, reverse bool) []Member {
+func (z *skipList) Range(start, stop int, reverse bool) []Member {
 	if start > stop || start >= z.n {
 		return nil
 	}
@@ -290,7 +291,7 @@ func (r ScoreRange) empty() bool {
 }
 
 // firstIn returns the first node whose score is in r.
-func (z *ZSet) firstIn(r ScoreRange) *znode {
+func (z *skipList) firstIn(r ScoreRange) *znode {
 	if r.empty() {
 		return nil
 	}
@@ -308,7 +309,7 @@ func (z *ZSet) firstIn(r ScoreRange) *znode {
 }
 
 // lastIn returns the last node whose score is in r.
-func (z *ZSet) lastIn(r ScoreRange) *znode {
+func (z *skipList) lastIn(r ScoreRange) *znode {
 	if r.empty() {
 		return nil
 	}
@@ -325,7 +326,7 @@ func (z *ZSet) lastIn(r ScoreRange) *znode {
 }
 
 // Count returns how many members have a score in r, in O(log n).
-func (z *ZSet) Count(r ScoreRange) int {
+func (z *skipList) Count(r ScoreRange) int {
 	first := z.firstIn(r)
 	if first == nil {
 		return 0
@@ -338,7 +339,7 @@ func (z *ZSet) Count(r ScoreRange) int {
 // RangeByScore returns the members with a score in r, in order (from the
 // highest with reverse), skipping offset of them and returning at most
 // count (count < 0: all).
-func (z *ZSet) RangeByScore(r ScoreRange, reverse bool, offset, count int) []Member {
+func (z *skipList) RangeByScore(r ScoreRange, reverse bool, offset, count int) []Member {
 	var x *znode
 	if reverse {
 		x = z.lastIn(r)
@@ -373,7 +374,7 @@ func walk(x *znode, reverse bool, offset, count int, in func(*znode) bool) []Mem
 
 // RemoveRangeByScore removes the members with a score in r and returns
 // how many, in O(log n + removed).
-func (z *ZSet) RemoveRangeByScore(r ScoreRange) int {
+func (z *skipList) RemoveRangeByScore(r ScoreRange) int {
 	removed := 0
 	for x := z.firstIn(r); x != nil && r.belowMax(x.score); {
 		next := x.levels[0].next
@@ -386,7 +387,7 @@ func (z *ZSet) RemoveRangeByScore(r ScoreRange) int {
 
 // RemoveRangeByRank removes the members of ranks start to stop (both
 // included, normalised) and returns how many.
-func (z *ZSet) RemoveRangeByRank(start, stop int) int {
+func (z *skipList) RemoveRangeByRank(start, stop int) int {
 	if start > stop || start >= z.n {
 		return 0
 	}
@@ -430,7 +431,7 @@ func (r LexRange) belowMax(m string) bool {
 // RangeByLex returns the members in r, in order (reversed with reverse),
 // skipping offset and returning at most count (count < 0: all). As Redis,
 // it assumes every member has the same score.
-func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
+func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
 	if r.Empty {
 		return nil
 	}
@@ -458,7 +459,7 @@ func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member 
 }
 
 // PopMin removes and returns the count members with the lowest scores.
-func (z *ZSet) PopMin(count int) []Member {
+func (z *skipList) PopMin(count int) []Member {
 	var out []Member
 	for x := z.head.levels[0].next; x != nil && count > 0; count-- {
 		next := x.levels[0].next
