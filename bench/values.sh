@@ -15,6 +15,11 @@
 # `SET key:i 1 EX 60` are loaded into fresh in-memory servers and the
 # used_memory and RSS growth per key reported.
 #
+# Scripts (WORKLOADS="evalsha_gcra evalsha_incr evalsha_empty native_gcra
+# native_window"): go-redis/redis_rate's GCRA and rate-limit-redis's
+# increment through EVALSHA on both servers, an empty script, and the
+# native commands that replace them (GCRA, CL.WINDOW FIXED) on rlserver
+# against the scripts on Redis.
 # Environment: ROUNDS (3), N (requests per run, 1000000), WORKLOADS,
 # CONFIGS ("memory durable"), MEM_KEYS (1000000; 0 skips), RL_ARGS,
 # RLSERVER_BIN (else ./cmd/rlserver is built).
@@ -66,8 +71,11 @@ for cfg in $CONFIGS; do
 	for w in $WORKLOADS; do
 		: >"$TMP/rl" ; : >"$TMP/rd"; : >"$TMP/ratio"
 		for _ in $(seq "$ROUNDS"); do
+			# A native command on rlserver against the script it replaces on Redis.
+			rw=$w
+			case $w in native_gcra) rw=evalsha_gcra ;; native_window) rw=evalsha_incr ;; esac
 			a=$("$TMP/valload" -addr 127.0.0.1:"$RLP" -workload "$w" -requests "$N")
-			b=$("$TMP/valload" -addr 127.0.0.1:"$RDP" -workload "$w" -requests "$N")
+			b=$("$TMP/valload" -addr 127.0.0.1:"$RDP" -workload "$rw" -requests "$N")
 			echo "$a" >>"$TMP/rl"; echo "$b" >>"$TMP/rd"
 			echo "$(echo "$a" | field rate) $(echo "$b" | field rate)" | awk '{printf "%.3f\n", $1/$2}' >>"$TMP/ratio"
 		done

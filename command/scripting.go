@@ -2,6 +2,7 @@ package command
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/script"
@@ -83,7 +84,14 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 	var sha string
 	var body []byte
 	if bySHA {
-		sha = strings.ToLower(string(args[1]))
+		// The request's bytes, lower-cased in place: no copy.
+		b := args[1]
+		for i, ch := range b {
+			if 'A' <= ch && ch <= 'Z' {
+				b[i] = ch + 'a' - 'A'
+			}
+		}
+		sha = unsafe.String(unsafe.SliceData(b), len(b))
 	} else {
 		body = args[1]
 		sha = script.SHA1(body)

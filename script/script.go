@@ -40,10 +40,11 @@ type Engine struct {
 	vm      *lua.LState
 	bodies  map[string][]byte // by sha1 hex
 	protos  map[string]*lua.FunctionProto
-	handler *lua.LFunction // onError
-	call    Caller         // the running script's
-	resp    int            // the running script's protocol for redis.call (redis.setresp)
-	randSt  uint64         // math.random's lrand48 state
+	fns     map[string]*lua.LFunction // the scripts' functions, made once
+	handler *lua.LFunction            // onError
+	call    Caller                    // the running script's
+	resp    int                       // the running script's protocol for redis.call (redis.setresp)
+	randSt  uint64                    // math.random's lrand48 state
 	Logf    func(level int, msg string)
 	running string // sha of the running script
 	// evalLRU orders the scripts EVAL added (not SCRIPT LOAD), most
@@ -61,6 +62,13 @@ type Engine struct {
 	killMu    sync.Mutex
 	cancel    context.CancelCauseFunc // the running script's (nil: none)
 	wrote     bool
+	started   int64 // when the running script started, Unix ns
+	// The VM's context, kept from script to script until a kill cancels
+	// it, and the function that cancels it; a watchdog goroutine
+	// (started with the first script) stops a script past the threshold.
+	ctx   context.Context
+	stop  context.CancelCauseFunc
+	watch sync.Once
 }
 
 // Errors of a killed script and of SCRIPT KILL, as Redis words them.
@@ -111,7 +119,7 @@ func SHA1(body []byte) string {
 
 // New returns an engine with no script loaded.
 func New() *Engine {
-	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{},
+	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}, fns: map[string]*lua.LFunction{},
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.vm = e.newState()
@@ -153,6 +161,7 @@ func (e *Engine) touchEval(sha string, added bool) {
 		delete(e.evalAt, old)
 		delete(e.bodies, old)
 		delete(e.protos, old)
+		delete(e.fns, old)
 		e.Evicted.Add(1)
 	}
 }
@@ -171,6 +180,7 @@ func (e *Engine) Flush() {
 	defer e.mu.Unlock()
 	clear(e.bodies)
 	clear(e.protos)
+	clear(e.fns)
 	clear(e.evalAt)
 	e.evalLRU.Init()
 }
@@ -187,6 +197,10 @@ func (e *Engine) compile(sha string, body []byte) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
 	}
+	// As Redis runs a script as the body of a function without
+	// parameters, it gets no "arg" table (Lua 5.1 would build one for a
+	// chunk on every call).
+	p.IsVarArg &^= lua.VarArgNeedsArg
 	e.bodies[sha] = append([]byte(nil), body...)
 	e.protos[sha] = p
 	return p, nil
@@ -221,7 +235,9 @@ const ErrNoScript = "NOSCRIPT No matching script. Please use EVAL."
 func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, call Caller, proto int) []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	sha = strings.ToLower(sha)
+	if strings.ContainsAny(sha, "ABCDEF") {
+		sha = strings.ToLower(sha)
+	}
 	p := e.protos[sha]
 	added := false
 	if p == nil {
@@ -237,36 +253,30 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	e.touchEval(sha, added)
 	L := e.vm
 	e.call, e.resp, e.running = call, 2, sha
-	ctx, cancel := context.WithCancelCause(context.Background())
-	e.killMu.Lock()
-	e.cancel, e.wrote = cancel, false
-	e.killMu.Unlock()
-	var timer *time.Timer
-	if d := e.Threshold(); d > 0 {
-		timer = time.AfterFunc(d, func() {
-			e.killMu.Lock()
-			if !e.wrote {
-				cancel(errTimedOut)
-			}
-			e.killMu.Unlock()
-		})
+	if e.ctx == nil || e.ctx.Err() != nil {
+		e.ctx, e.stop = context.WithCancelCause(context.Background())
+		L.SetContext(e.ctx)
 	}
-	L.SetContext(ctx)
+	ctx := e.ctx
+	e.watch.Do(func() { go e.watchdog() })
+	e.killMu.Lock()
+	e.cancel, e.wrote, e.started = e.stop, false, time.Now().UnixNano()
+	e.killMu.Unlock()
 	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
 		e.killMu.Lock()
-		e.cancel = nil
+		e.cancel, e.started = nil, 0
 		e.killMu.Unlock()
-		cancel(nil)
-		L.RemoveContext()
 		e.call, e.running = nil, ""
 	}()
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
 	g.RawSetString("KEYS", strTable(L, keys))
 	g.RawSetString("ARGV", strTable(L, argv))
-	L.Push(L.NewFunctionFromProto(p))
+	fn := e.fns[sha]
+	if fn == nil {
+		fn = L.NewFunctionFromProto(p)
+		e.fns[sha] = fn
+	}
+	L.Push(fn)
 	if err := L.PCall(0, 1, e.handler); err != nil {
 		L.SetTop(0)
 		if cause := context.Cause(ctx); cause != nil {
@@ -277,6 +287,24 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	ret := L.Get(-1)
 	L.SetTop(0)
 	return e.toRESP(dst, ret, proto)
+}
+
+// watchdog stops the running script once it has run past the threshold
+// without writing, checking a few times per threshold.
+func (e *Engine) watchdog() {
+	for {
+		d := e.Threshold()
+		tick := 100 * time.Millisecond
+		if d > 0 {
+			tick = min(tick, max(d/4, time.Millisecond))
+		}
+		time.Sleep(tick)
+		e.killMu.Lock()
+		if e.cancel != nil && !e.wrote && d > 0 && time.Now().UnixNano()-e.started > int64(d) {
+			e.cancel(errTimedOut)
+		}
+		e.killMu.Unlock()
+	}
 }
 
 func strTable(L *lua.LState, vals [][]byte) *lua.LTable {

@@ -30,7 +30,8 @@ func main() {
 	requests := flag.Int("requests", 1000000, "commands in all")
 	flag.Parse()
 
-	steps := map[string]int{"get": 1, "set": 1, "incr": 1, "setex": 1, "incrby_expire": 2, "slidinglog": 4}[*workload]
+	steps := map[string]int{"get": 1, "set": 1, "incr": 1, "setex": 1, "incrby_expire": 2, "slidinglog": 4,
+		"evalsha_gcra": 1, "evalsha_incr": 1, "evalsha_empty": 1, "native_gcra": 1, "native_window": 1}[*workload]
 	if steps == 0 {
 		fmt.Fprintln(os.Stderr, "unknown workload", *workload)
 		os.Exit(2)
@@ -38,7 +39,17 @@ func main() {
 	per := max(1, *pipeline/steps) // requests per pipeline
 	// Each workload its own keys, so that they run in any order; GET
 	// reads what SET wrote.
-	prefix := map[string]string{"get": "str:", "set": "str:", "setex": "str:", "incr": "cnt:", "incrby_expire": "win:", "slidinglog": "log:"}[*workload]
+	prefix := map[string]string{"get": "str:", "set": "str:", "setex": "str:", "incr": "cnt:", "incrby_expire": "win:", "slidinglog": "log:",
+		"evalsha_gcra": "gcra:", "evalsha_incr": "rl:", "evalsha_empty": "none:", "native_gcra": "ngcra:", "native_window": "nwin:"}[*workload]
+	// The scripts of the EVALSHA workloads, loaded once.
+	sha := ""
+	if src, ok := scripts[*workload]; ok {
+		var err error
+		if sha, err = load(*addr, src); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	var left atomic.Int64
 	left.Store(int64(*requests / steps))
 	var mu sync.Mutex
@@ -80,6 +91,16 @@ func main() {
 					case "incrby_expire":
 						buf = cmd(buf, "INCRBY", k, "1")
 						buf = cmd(buf, "EXPIRE", k, "60")
+					case "evalsha_gcra": // go-redis/redis_rate: burst 100, 10 per second
+						buf = cmd(buf, "EVALSHA", sha, "1", k, "100", "10", "1", "1")
+					case "evalsha_incr": // rate-limit-redis: a window of a minute
+						buf = cmd(buf, "EVALSHA", sha, "1", k, "0", "60000")
+					case "evalsha_empty":
+						buf = cmd(buf, "EVALSHA", sha, "0")
+					case "native_gcra":
+						buf = cmd(buf, "GCRA", k, "99", "10", "1")
+					case "native_window":
+						buf = cmd(buf, "CL.WINDOW", k, "100", "60000", "1", "FIXED")
 					case "slidinglog":
 						buf = cmd(buf, "ZREMRANGEBYSCORE", k, "-inf", strconv.FormatInt(time.Now().UnixMicro()-60_000_000, 10))
 						buf = cmd(buf, "ZADD", k, now, now+strconv.Itoa(rng.IntN(1000)))
@@ -156,4 +177,71 @@ func skipReply(r *bufio.Reader) error {
 		}
 	}
 	return nil
+}
+
+// load sends SCRIPT LOAD src and returns the sha.
+func load(addr, src string) (string, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if _, err := conn.Write(cmd(nil, "SCRIPT", "LOAD", src)); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil || line[0] != '$' {
+		return "", fmt.Errorf("SCRIPT LOAD: %q %v", line, err)
+	}
+	sha, err := r.ReadString('\n')
+	return sha[:len(sha)-2], err
+}
+
+// scripts are the EVALSHA workloads' scripts: redis_rate's GCRA and
+// rate-limit-redis's increment, as those libraries send them, and an
+// empty script (a script's fixed cost).
+var scripts = map[string]string{
+	"evalsha_empty": "return 1",
+	"evalsha_incr": `local totalHits = redis.call("INCR", KEYS[1])
+local timeToExpire = redis.call("PTTL", KEYS[1])
+if timeToExpire <= 0 or ARGV[1] == "1" then
+  redis.call("PEXPIRE", KEYS[1], tonumber(ARGV[2]))
+  timeToExpire = tonumber(ARGV[2])
+end
+return { totalHits, timeToExpire }`,
+	"evalsha_gcra": `redis.replicate_commands()
+local rate_limit_key = KEYS[1]
+local burst = ARGV[1]
+local rate = ARGV[2]
+local period = ARGV[3]
+local cost = tonumber(ARGV[4])
+local emission_interval = period / rate
+local increment = emission_interval * cost
+local burst_offset = emission_interval * burst
+local jan_1_2017 = 1483228800
+local now = redis.call("TIME")
+now = (now[1] - jan_1_2017) + (now[2] / 1000000)
+local tat = redis.call("GET", rate_limit_key)
+if not tat then
+  tat = now
+else
+  tat = tonumber(tat)
+end
+tat = math.max(tat, now)
+local new_tat = tat + increment
+local allow_at = new_tat - burst_offset
+local diff = now - allow_at
+local remaining = diff / emission_interval
+if remaining < 0 then
+  local reset_after = tat - now
+  local retry_after = diff * -1
+  return {0, 0, tostring(retry_after), tostring(reset_after)}
+end
+local reset_after = new_tat - now
+if reset_after > 0 then
+  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
+end
+local retry_after = -1
+return {cost, remaining, tostring(retry_after), tostring(reset_after)}`,
 }
