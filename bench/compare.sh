@@ -36,6 +36,7 @@
 # everysec running INCR and the token-bucket Lua script, alternating in
 # each round. It reports each server's median rate and p99 and the medians
 # of the per-round ratios.
+#   RL_DURABLE_ARGS  further flags for the durable rlserver only (e.g. --event-loops 1)
 #   OUT=dir          keep raw results there (default: a temp dir, removed on exit)
 #   RLSERVER_BIN=path  use this binary instead of building ./cmd/rlserver
 #   RL_IO=mode       rlserver --io: epoll (default) or goroutines
@@ -181,7 +182,8 @@ launch_redis_aof() { # port log
 }
 
 launch_rl_durable() { # port log
-	exec "$RL_BIN" --bind $HOST --port "$1" --dir "$TMP/rldurable.$1" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" >"$2" 2>&1
+	# shellcheck disable=SC2086
+	exec "$RL_BIN" --bind $HOST --port "$1" --dir "$TMP/rldurable.$1" --threads "${RL_THREADS:-1}" --io "${RL_IO:-epoll}" ${RL_DURABLE_ARGS:-} >"$2" 2>&1
 }
 
 launch_rl_mem() { # port log

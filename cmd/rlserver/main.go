@@ -113,7 +113,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
-	fs.IntVar(&o.loops, "event-loops", 0, "with --io epoll, event loops serving connections (0: one per thread)")
+	fs.IntVar(&o.loops, "event-loops", 0, "with --io epoll, event loops serving connections (0: one per thread, one fewer with persistence on, leaving the flusher a core)")
 	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
 	fs.IntVar(&o.timeout, "timeout", 0, "close a connection idle for this many seconds (0: never)")
@@ -314,15 +314,19 @@ func defaultIO() string {
 	return "goroutines"
 }
 
-// eventLoops returns resp.Config.EventLoops for o: one loop per thread.
+// eventLoops returns resp.Config.EventLoops for o: --event-loops, or one
+// loop per thread, one fewer when persistence is on (the flusher works
+// beside the loops: with every thread a loop it takes their time).
 func eventLoops(o *options) int {
-	if o.io == "epoll" {
-		if o.loops > 0 {
-			return o.loops
-		}
-		return o.threads
+	switch {
+	case o.io != "epoll":
+		return 0
+	case o.loops > 0:
+		return o.loops
+	case o.dir != "" && o.threads > 1:
+		return o.threads - 1
 	}
-	return 0
+	return o.threads
 }
 
 // fitsInt64 reports whether the size s is at most 2^63-1 bytes.
