@@ -23,7 +23,7 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 		// key list to build.
 		slot := cluster.Slot(args[1])
 		c.slotKey, c.slot = args[1], slot
-		return c.routeSlot(v, slot, cmd.write)
+		return c.routeSlot(slot, cmd.write)
 	}
 	slot, write := -1, cmd.write
 	check := func(cmd *Command, args [][]byte) string {
@@ -61,37 +61,23 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 	if slot < 0 {
 		return ""
 	}
-	return c.routeSlot(v, slot, write)
+	return c.routeSlot(slot, write)
 }
 
-// routeSlot is route's decision for a command on slot.
-func (c *Ctx) routeSlot(v *cluster.View, slot int, write bool) string {
-	if v.Topo.Owner(slot) < 0 {
+// routeSlot answers, for a command on slot, what cluster.State.Route
+// decides: "" to run it here, else the error that sends it elsewhere.
+func (c *Ctx) routeSlot(slot int, write bool) string {
+	switch r, addr := c.h.cfg.Cluster.Route(slot, write, c.sess.readOnly); r {
+	case cluster.Unbound:
 		return errSlotUnbound
-	}
-	owner := v.Topo.Owner(slot)
-	if !v.Topo.Complete() || v.Topo.Shards[owner].Down || c.h.cfg.Cluster.Fenced() {
+	case cluster.Down:
 		return errClusterDown
+	case cluster.Ask:
+		return errAsk(slot, addr)
+	case cluster.Moved:
+		return errMoved(slot, addr)
 	}
-	if g := c.h.cfg.Cluster.Gate(); g != nil && !v.Self.Replica {
-		// A slot on the move: the source's primary sends what it handed
-		// over to the importing primary, which serves it. It does so
-		// without ASKING too: the source no longer serves the slot, and a
-		// client redirected here by a node already on the next topology
-		// must not be sent back to the source while this node is not yet
-		// (an exchange of MOVED that exhausts the client's redirects).
-		if owner == v.Self.Shard && g.Handed.Has(slot) {
-			return errAsk(slot, g.To.Addr())
-		}
-		if g.Imported.Has(slot) {
-			return ""
-		}
-	}
-	if owner == v.Self.Shard && (!v.Self.Replica || c.sess.readOnly && !write) {
-		return ""
-	}
-	p, _ := v.Primary(slot)
-	return errMoved(slot, p.Addr())
+	return ""
 }
 
 // holdMoving holds a command that found its key's slot frozen: the slot
