@@ -55,17 +55,17 @@ func TestBindAddrs(t *testing.T) {
 // on (the flusher's core), unless --event-loops says.
 func TestEventLoops(t *testing.T) {
 	for _, tc := range []struct {
-		o    options
+		o    *options
 		want int
 	}{
-		{options{io: "epoll", threads: 2, dir: "data"}, 1},
-		{options{io: "epoll", threads: 2, dir: ""}, 2},
-		{options{io: "epoll", threads: 1, dir: "data"}, 1},
-		{options{io: "epoll", threads: 8, dir: "data"}, 7},
-		{options{io: "epoll", threads: 2, dir: "data", loops: 2}, 2},
-		{options{io: "goroutines", threads: 2, dir: "data"}, 0},
+		{&options{io: "epoll", threads: 2, dir: "data"}, 1},
+		{&options{io: "epoll", threads: 2, dir: ""}, 2},
+		{&options{io: "epoll", threads: 1, dir: "data"}, 1},
+		{&options{io: "epoll", threads: 8, dir: "data"}, 7},
+		{&options{io: "epoll", threads: 2, dir: "data", loops: 2}, 2},
+		{&options{io: "goroutines", threads: 2, dir: "data"}, 0},
 	} {
-		if got := eventLoops(&tc.o); got != tc.want {
+		if got := eventLoops(tc.o); got != tc.want {
 			t.Errorf("threads %d dir %q loops %d io %s: %d event loops, want %d", tc.o.threads, tc.o.dir, tc.o.loops, tc.o.io, got, tc.want)
 		}
 	}
