@@ -64,7 +64,52 @@ func scriptingCommands() []*Command {
 		eval("eval_ro", "Executes a read-only server-side Lua script.", false, true),
 		eval("evalsha_ro", "Executes a read-only server-side Lua script by SHA1 digest.", true, true),
 		scriptCmd,
+		functionCommand(),
 	}
+}
+
+// functionCommand is the part of Redis 7's FUNCTION that runs with no
+// function library loaded (there is no FUNCTION LOAD yet): FLUSH, which
+// Redis's own test suite sends before every test file, LIST and STATS.
+func functionCommand() *Command {
+	f := container("function", "scripting", "A container for function commands.",
+		sub("function|flush", -2, "Deletes all libraries and functions.", cmdFunctionFlush,
+			opt(oneof("flush-type", token("ASYNC"), token("SYNC")))),
+		sub("function|list", -2, "Returns information about all libraries.", cmdFunctionList,
+			opt(tokenArg("LIBRARYNAME", argStr("library-name-pattern"))), opt(token("WITHCODE"))),
+	)
+	f.Since = "7.0.0"
+	for _, s := range f.Subs {
+		s.Group, s.Since = "scripting", "7.0.0"
+		s.Flags = []string{"noscript"}
+		s.ACL = []string{"slow", "scripting"}
+	}
+	f.Subs[0].Flags = []string{"write", "noscript"}
+	return f
+}
+
+// FUNCTION FLUSH [ASYNC|SYNC]
+func cmdFunctionFlush(c *Ctx, args [][]byte) {
+	if len(args) > 3 || len(args) == 3 && !equalFold(args[2], "ASYNC") && !equalFold(args[2], "SYNC") {
+		c.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		return
+	}
+	c.W.OK()
+}
+
+// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: no library is loaded.
+func cmdFunctionList(c *Ctx, args [][]byte) {
+	for i := 2; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "WITHCODE"):
+		case equalFold(args[i], "LIBRARYNAME") && i+1 < len(args):
+			i++
+		default:
+			c.err("ERR Unknown argument " + string(args[i]))
+			return
+		}
+	}
+	c.W.Array(0)
 }
 
 func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {

@@ -108,6 +108,12 @@ func TestScriptingAgainstRedis(t *testing.T) {
 	theirs := &server{Addr: redistest.Start(t)}
 	requests := [][]string{
 		{"SCRIPT", "FLUSH"},
+		{"FUNCTION", "FLUSH"},
+		{"FUNCTION", "FLUSH", "SYNC"},
+		{"FUNCTION", "FLUSH", "NOW"},
+		{"FUNCTION", "LIST"},
+		{"FUNCTION", "LIST", "WITHCODE"},
+		{"FUNCTION", "LIST", "FOO"},
 		{"EVAL", "return {1, 'two', {3, nil, 4}, true, false}", "0"},
 		{"EVAL", "return {ok='fine'}", "0"},
 		{"EVAL", "return redis.error_reply('MYERR custom')", "0"},
