@@ -133,6 +133,44 @@ func TestEtcdClusterForms(t *testing.T) {
 	// replica, so it becomes the primary of a fourth shard, and a quarter
 	// of the slots move to it online. The clients see redirects only, and
 	// every key's token bucket counts exactly the decisions made.
+	// Redis values of every kind, over every slot, read back whole after
+	// the moves: a value moves with its slot as a limiter's state does.
+	vkeys := keysOverSlots(80)
+	readValue := func(k string, i int) string {
+		var r any
+		var err error
+		switch i % 4 {
+		case 0:
+			r, err = cc.Do(ctx, "GET", "v:"+k).Result()
+		case 1:
+			r, err = cc.Do(ctx, "HGETALL", "v:"+k).Result()
+		case 2:
+			r, err = cc.Do(ctx, "ZRANGE", "v:"+k, 0, -1, "WITHSCORES").Result()
+		default:
+			r, err = cc.Do(ctx, "LRANGE", "v:"+k, 0, -1).Result()
+		}
+		ttl := cc.TTL(ctx, "v:"+k).Val()
+		return fmt.Sprint(r, err, ttl > 0)
+	}
+	vwant := make([]string, len(vkeys))
+	for i, k := range vkeys {
+		var err error
+		switch i % 4 {
+		case 0:
+			err = cc.Do(ctx, "SET", "v:"+k, "s"+strconv.Itoa(i), "EX", 3600).Err()
+		case 1:
+			err = cc.Do(ctx, "HSET", "v:"+k, "tokens", i, "ts", 1700000000).Err()
+		case 2:
+			err = cc.Do(ctx, "ZADD", "v:"+k, 1, "a", 2, strconv.Itoa(i)).Err()
+		default:
+			err = cc.Do(ctx, "RPUSH", "v:"+k, "x", i).Err()
+		}
+		if err != nil {
+			t.Fatalf("writing value v:%s: %v", k, err)
+		}
+		vwant[i] = readValue(k, i)
+	}
+
 	load := startLoad(t, c, 4, 200)
 	c.Nodes = append(c.Nodes, nil)
 	start(6)
@@ -172,6 +210,18 @@ func TestEtcdClusterForms(t *testing.T) {
 	}
 	if moved < 0 {
 		t.Fatal("no load key moved to the seventh node")
+	}
+	vmoved := 0
+	for i, k := range vkeys {
+		if got := readValue(k, i); got != vwant[i] {
+			t.Fatalf("value v:%s after the moves: %s, want %s", k, got, vwant[i])
+		}
+		if c.primaryOf(t, 6, cluster.Slot([]byte("v:"+k))) == 6 {
+			vmoved++
+		}
+	}
+	if vmoved == 0 {
+		t.Fatal("no value moved to the seventh node")
 	}
 	if n := clients[6].ClusterCountKeysInSlot(ctx, moved).Val(); n < 1 {
 		t.Fatalf("the seventh node holds %d keys of slot %d", n, moved)
