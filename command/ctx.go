@@ -195,6 +195,10 @@ func (c *Ctx) exec(args [][]byte) {
 			return
 		}
 	}
+	if c.h.scripts.Busy() && !cmd.allowBusy && !c.inExec && !shutdownNoSave(cmd, args) {
+		c.reject(errBusy)
+		return
+	}
 	if cmd.denyoom && c.h.outOfMemory() {
 		c.reject(errOOM)
 		return

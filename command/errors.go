@@ -15,6 +15,7 @@ const (
 	errNumKeysNeg       = "ERR Number of keys can't be negative"
 	errSyntax           = "ERR syntax error"
 	errNotInt           = "ERR value is not an integer or out of range"
+	errBusy             = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	errWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	errNoAuth           = "NOAUTH Authentication required."
 	errWrongPass        = "WRONGPASS invalid username-password pair or user is disabled."

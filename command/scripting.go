@@ -58,6 +58,7 @@ func scriptingCommands() []*Command {
 		s.Flags = []string{"noscript"}
 		s.ACL = []string{"slow", "scripting"}
 	}
+	scriptCmd.Subs[3].Flags = []string{"noscript", "allow_busy"} // SCRIPT KILL
 	return []*Command{
 		eval("eval", "Executes a server-side Lua script.", false, false),
 		eval("evalsha", "Executes a server-side Lua script by SHA1 digest.", true, false),
@@ -217,4 +218,18 @@ func cmdScriptKill(c *Ctx, args [][]byte) {
 		return
 	}
 	c.W.OK()
+}
+
+// shutdownNoSave reports whether the command is SHUTDOWN NOSAVE, which
+// runs while a script is busy, as in Redis.
+func shutdownNoSave(cmd *Command, args [][]byte) bool {
+	if cmd.Name != "shutdown" {
+		return false
+	}
+	for _, a := range args[1:] {
+		if equalFold(a, "NOSAVE") {
+			return true
+		}
+	}
+	return false
 }

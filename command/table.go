@@ -42,6 +42,7 @@ type Command struct {
 	readonly  bool     // the readonly flag: a read client-side caching could keep
 	write     bool     // the write flag: a replica refuses it
 	denyoom   bool     // the denyoom flag: refused past maxmemory under noeviction
+	allowBusy bool     // runs while a script is busy (allow_busy; EXEC never)
 	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
@@ -145,6 +146,8 @@ func (c *Command) prepare() {
 			c.write = true
 		case "denyoom":
 			c.denyoom = true
+		case "allow_busy":
+			c.allowBusy = !c.RunsQueue
 		case "no_multi_queue":
 			c.immediate = true
 		case "no_multi":

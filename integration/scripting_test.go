@@ -94,6 +94,12 @@ func TestScriptKill(t *testing.T) {
 		err := b.Do(ctx, "SCRIPT", "KILL").Err()
 		return err != nil && strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands")
 	})
+	// Past the threshold (0 here), other clients are told BUSY, as by
+	// Redis, instead of waiting behind the script's locks for ever.
+	busy := "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	do(t, b, "PING").errIs(busy)
+	do(t, b, "GET", "k").errIs(busy)
+	do(t, b, "CL.THROTTLE", "other", 1, 1, 1).errIs(busy)
 }
 
 // TestScriptingAgainstRedis: the same scripting requests to redis-server

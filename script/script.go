@@ -62,7 +62,7 @@ type Engine struct {
 	killMu    sync.Mutex
 	cancel    context.CancelCauseFunc // the running script's (nil: none)
 	wrote     bool
-	started   int64 // when the running script started, Unix ns
+	started   atomic.Int64 // when the running script started, Unix ns (0: none runs)
 	// The VM's context, kept from script to script until a kill cancels
 	// it, and the function that cancels it; a watchdog goroutine
 	// (started with the first script) stops a script past the threshold.
@@ -260,11 +260,13 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	ctx := e.ctx
 	e.watch.Do(func() { go e.watchdog() })
 	e.killMu.Lock()
-	e.cancel, e.wrote, e.started = e.stop, false, time.Now().UnixNano()
+	e.cancel, e.wrote = e.stop, false
+	e.started.Store(time.Now().UnixNano())
 	e.killMu.Unlock()
 	defer func() {
 		e.killMu.Lock()
-		e.cancel, e.started = nil, 0
+		e.cancel = nil
+		e.started.Store(0)
 		e.killMu.Unlock()
 		e.call, e.running = nil, ""
 	}()
@@ -289,6 +291,17 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	return e.toRESP(dst, ret, proto)
 }
 
+// Busy reports whether a script has run longer than the threshold (then
+// other clients are answered -BUSY, as Redis does): one atomic load when
+// none runs.
+func (e *Engine) Busy() bool {
+	s := e.started.Load()
+	return s != 0 && e.past(s)
+}
+
+// past reports whether a script started at s has run past the threshold.
+func (e *Engine) past(s int64) bool { return time.Now().UnixNano()-s > e.threshold.Load() }
+
 // watchdog stops the running script once it has run past the threshold
 // without writing, checking a few times per threshold.
 func (e *Engine) watchdog() {
@@ -300,7 +313,7 @@ func (e *Engine) watchdog() {
 		}
 		time.Sleep(tick)
 		e.killMu.Lock()
-		if e.cancel != nil && !e.wrote && d > 0 && time.Now().UnixNano()-e.started > int64(d) {
+		if e.cancel != nil && !e.wrote && d > 0 && time.Now().UnixNano()-e.started.Load() > int64(d) {
 			e.cancel(errTimedOut)
 		}
 		e.killMu.Unlock()
