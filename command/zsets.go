@@ -416,6 +416,10 @@ func cmdZPopMin(c *Ctx, args [][]byte) {
 		}
 		z := v.State.(*values.ZSet)
 		ms := z.PopMin(int(min(o.n, int64(z.Len()))))
+		if len(ms) == 0 { // an empty set restored or received: never kept otherwise
+			o.c.W.Array(0)
+			return shard.Removed
+		}
 		if !o.found { // no count: one flat pair in both protocols
 			o.c.W.Array(2)
 			o.c.W.BulkString(ms[0].Member)
