@@ -184,23 +184,22 @@ fi
 # (see the top). Its Debian autoloaders require each other by
 # __DIR__-relative paths, so the whole set is unpacked side by side, as
 # under /usr/share/php: .cache/symfony-cache/Symfony/Component/Cache/autoload.php.
-symfony_cache=.cache/symfony-cache
-if [ ! -f "$symfony_cache/Symfony/Component/Cache/autoload.php" ]; then
-  symfony_debs=(php-symfony-cache php-symfony-cache-contracts php-symfony-service-contracts
-                php-symfony-var-exporter php-symfony-deprecation-contracts
-                php-psr-cache php-psr-container php-psr-log)
-  echo "setup: unpacking ${symfony_debs[*]} into $symfony_cache" >&2
+# unpack_debs DIR PACKAGE...: downloads the Debian packages (not
+# installing them) and unpacks their /usr/share/php into DIR.
+unpack_debs() {
+  local dir=$1 stage deb
+  shift
+  echo "setup: unpacking $* into $dir" >&2
   mkdir -p .cache
-  stage=$(mktemp -d .cache/symfony-cache.XXXXXX)
+  stage=$(mktemp -d "$dir.XXXXXX")
   mkdir "$stage/debs"
-  download() { (cd "$stage/debs" && apt-get download -qq "${symfony_debs[@]}") >"$stage/log" 2>&1; }
-  if ! download; then
+  if ! (cd "$stage/debs" && apt-get download -qq "$@") >"$stage/log" 2>&1; then
     # The package lists may be missing (a fresh image) or stale.
     if [ "$sudo" != "none" ]; then
       $sudo apt-get update -qq >/dev/null 2>&1 || true
     fi
-    if ! download; then
-      echo "setup: apt-get download ${symfony_debs[*]} failed:" >&2
+    if ! (cd "$stage/debs" && apt-get download -qq "$@") >"$stage/log" 2>&1; then
+      echo "setup: apt-get download $* failed:" >&2
       tail -n 20 "$stage/log" >&2
       rm -rf "$stage"
       exit 1
@@ -209,9 +208,15 @@ if [ ! -f "$symfony_cache/Symfony/Component/Cache/autoload.php" ]; then
   for deb in "$stage"/debs/*.deb; do
     dpkg -x "$deb" "$stage/root"
   done
-  rm -rf "$symfony_cache"
-  mv "$stage/root/usr/share/php" "$symfony_cache"
+  rm -rf "$dir"
+  mv "$stage/root/usr/share/php" "$dir"
   rm -rf "$stage"
+}
+
+symfony_cache=.cache/symfony-cache
+if [ ! -f "$symfony_cache/Symfony/Component/Cache/autoload.php" ]; then
+  unpack_debs "$symfony_cache" php-symfony-cache php-symfony-cache-contracts php-symfony-service-contracts \
+    php-symfony-var-exporter php-symfony-deprecation-contracts php-psr-cache php-psr-container php-psr-log
 fi
 
 # Laravel's Redis component for integration/laravel_test.go, unpacked, not
@@ -220,31 +225,8 @@ fi
 # PHP's include_path.
 laravel_redis=.cache/laravel-redis
 if [ ! -f "$laravel_redis/Illuminate/Redis/autoload.php" ]; then
-  laravel_debs=(php-illuminate-redis php-illuminate-support php-illuminate-collections
-                php-illuminate-contracts php-illuminate-macroable php-nesbot-carbon
-                php-doctrine-inflector php-voku-portable-ascii php-symfony-translation
-                php-symfony-translation-contracts php-symfony-deprecation-contracts
-                php-psr-container php-psr-simple-cache)
-  echo "setup: unpacking ${laravel_debs[*]} into $laravel_redis" >&2
-  mkdir -p .cache
-  stage=$(mktemp -d .cache/laravel-redis.XXXXXX)
-  mkdir "$stage/debs"
-  download() { (cd "$stage/debs" && apt-get download -qq "${laravel_debs[@]}") >"$stage/log" 2>&1; }
-  if ! download; then
-    if [ "$sudo" != "none" ]; then
-      $sudo apt-get update -qq >/dev/null 2>&1 || true
-    fi
-    if ! download; then
-      echo "setup: apt-get download ${laravel_debs[*]} failed:" >&2
-      tail -n 20 "$stage/log" >&2
-      rm -rf "$stage"
-      exit 1
-    fi
-  fi
-  for deb in "$stage"/debs/*.deb; do
-    dpkg -x "$deb" "$stage/root"
-  done
-  rm -rf "$laravel_redis"
-  mv "$stage/root/usr/share/php" "$laravel_redis"
-  rm -rf "$stage"
+  unpack_debs "$laravel_redis" php-illuminate-redis php-illuminate-support php-illuminate-collections \
+    php-illuminate-contracts php-illuminate-macroable php-nesbot-carbon php-doctrine-inflector \
+    php-voku-portable-ascii php-symfony-translation php-symfony-translation-contracts \
+    php-symfony-deprecation-contracts php-psr-container php-psr-simple-cache
 fi
