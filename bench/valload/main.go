@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -28,6 +29,7 @@ func main() {
 	pipeline := flag.Int("pipeline", 16, "commands per pipeline")
 	keys := flag.Int("keys", 100000, "distinct keys (1: a hot key)")
 	requests := flag.Int("requests", 1000000, "commands in all")
+	scriptDir := flag.String("scripts", "integration/testdata/lua", "where the EVALSHA workloads' scripts are")
 	flag.Parse()
 
 	steps := map[string]int{"get": 1, "set": 1, "incr": 1, "setex": 1, "incrby_expire": 2, "slidinglog": 4,
@@ -43,9 +45,12 @@ func main() {
 		"evalsha_gcra": "gcra:", "evalsha_incr": "rl:", "evalsha_empty": "none:", "native_gcra": "ngcra:", "native_window": "nwin:"}[*workload]
 	// The scripts of the EVALSHA workloads, loaded once.
 	sha := ""
-	if src, ok := scripts[*workload]; ok {
-		var err error
-		if sha, err = load(*addr, src); err != nil {
+	if name, ok := scripts[*workload]; ok {
+		src, err := scriptText(*scriptDir, name)
+		if err == nil {
+			sha, err = load(*addr, src)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -198,50 +203,21 @@ func load(addr, src string) (string, error) {
 	return sha[:len(sha)-2], err
 }
 
-// scripts are the EVALSHA workloads' scripts: redis_rate's GCRA and
-// rate-limit-redis's increment, as those libraries send them, and an
-// empty script (a script's fixed cost).
+// scripts names the EVALSHA workloads' scripts: go-redis/redis_rate's
+// GCRA and rate-limit-redis's increment as those libraries send them (the
+// files the integration tests run on both servers), and an empty script
+// (a script's fixed cost).
 var scripts = map[string]string{
-	"evalsha_empty": "return 1",
-	"evalsha_incr": `local totalHits = redis.call("INCR", KEYS[1])
-local timeToExpire = redis.call("PTTL", KEYS[1])
-if timeToExpire <= 0 or ARGV[1] == "1" then
-  redis.call("PEXPIRE", KEYS[1], tonumber(ARGV[2]))
-  timeToExpire = tonumber(ARGV[2])
-end
-return { totalHits, timeToExpire }`,
-	"evalsha_gcra": `redis.replicate_commands()
-local rate_limit_key = KEYS[1]
-local burst = ARGV[1]
-local rate = ARGV[2]
-local period = ARGV[3]
-local cost = tonumber(ARGV[4])
-local emission_interval = period / rate
-local increment = emission_interval * cost
-local burst_offset = emission_interval * burst
-local jan_1_2017 = 1483228800
-local now = redis.call("TIME")
-now = (now[1] - jan_1_2017) + (now[2] / 1000000)
-local tat = redis.call("GET", rate_limit_key)
-if not tat then
-  tat = now
-else
-  tat = tonumber(tat)
-end
-tat = math.max(tat, now)
-local new_tat = tat + increment
-local allow_at = new_tat - burst_offset
-local diff = now - allow_at
-local remaining = diff / emission_interval
-if remaining < 0 then
-  local reset_after = tat - now
-  local retry_after = diff * -1
-  return {0, 0, tostring(retry_after), tostring(reset_after)}
-end
-local reset_after = new_tat - now
-if reset_after > 0 then
-  redis.call("SET", rate_limit_key, new_tat, "EX", math.ceil(reset_after))
-end
-local retry_after = -1
-return {cost, remaining, tostring(retry_after), tostring(reset_after)}`,
+	"evalsha_empty": "",
+	"evalsha_incr":  "express_fixed_window.lua",
+	"evalsha_gcra":  "redis_rate_gcra.lua",
+}
+
+// scriptText returns a workload's script, read from dir.
+func scriptText(dir, name string) (string, error) {
+	if name == "" {
+		return "return 1", nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	return string(b), err
 }
