@@ -21,7 +21,8 @@ import (
 // TestRLSCluster: in a cluster, a node answers descriptors whose keys
 // other shards own, asking their primaries: the counts are exact, each
 // descriptor's key lives on its owner only, and one request with
-// descriptors of two other shards is answered whole.
+// descriptors of two other shards is answered whole; a refund reaches the
+// owner too.
 func TestRLSCluster(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(config, []byte(rlsConfig), 0o644); err != nil {
@@ -72,6 +73,15 @@ func TestRLSCluster(t *testing.T) {
 	expectSummary(t, ask(ips[0]), "OK OK/1/60")
 	expectSummary(t, ask(ips[0], ips[1]), "OK OK/0/60 OK/2/60")
 	expectSummary(t, ask(ips[0], ips[1]), "OVER_LIMIT OVER_LIMIT/0/60 OK/1/60")
+	// A refund (is_negative_hits) of a key another primary owns.
+	back, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "test",
+		Descriptors: []*rlv3.RateLimitDescriptor{refund(desc("remote_address", ips[0]), 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectSummary(t, back, "OK OK/1/60")
+	expectSummary(t, ask(ips[0]), "OK OK/0/60")
+	expectSummary(t, ask(ips[0]), "OVER_LIMIT OVER_LIMIT/0/60")
 	for i, ip := range ips {
 		do(t, c.Nodes[owners[i]].client(t, 2), "TYPE", key(ip)).equal("window")
 		do(t, c.Nodes[0].client(t, 2), "CLUSTER", "COUNTKEYSINSLOT", cluster.Slot([]byte(key(ip)))).equal(0)

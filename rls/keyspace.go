@@ -122,6 +122,11 @@ func (s *session) build(call *Call) {
 	}
 	window := strconv.AppendInt(s.num[5][:0], r.WindowSeconds(), 10)
 	window = append(window, 's')
+	if call.Refund {
+		s.args = append(s.args[:0], []byte("EVAL"), refundScript, []byte("1"), call.Key,
+			[]byte(r.Algorithm.String()), num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
+		return
+	}
 	switch r.Algorithm {
 	case FixedWindow, SlidingWindow:
 		mode := "FIXED"
@@ -137,6 +142,36 @@ func (s *session) build(call *Call) {
 			num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window, []byte("COST"), num(call.N))
 	}
 }
+
+// refundScript gives ARGV[5] units back to a rule's limiter at KEYS[1]
+// (is_negative_hits), atomically, with the limiter commands alone: it looks
+// (n = 0) to learn the units in use, then, if the refund frees some,
+// deletes the key and takes what is left in use on the fresh limiter. The
+// key stays an ordinary limiter key with the expiry its command gives it;
+// a fresh key stays absent (nothing to give back, nothing created). It
+// answers the limiter's decision after the refund.
+//
+// In use is limit - remaining. For a fixed window that is the window's
+// count, so the refund is exact, as envoyproxy/ratelimit's decrement
+// floored at 0. For the others remaining is rounded down, so in use is
+// rounded up: a token bucket or GCRA forgets the part of a unit already
+// refilled, and a sliding window counts the previous window's weight in
+// the current one. Never more is given back than asked, and the state
+// after a refund never admits more than exact arithmetic would.
+var refundScript = []byte(`local alg, cap, rate, win, v = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local function take(n)
+  if alg == 'fixed_window' then return redis.call('CL.WINDOW', KEYS[1], cap, win, n, 'FIXED') end
+  if alg == 'sliding_window' then return redis.call('CL.WINDOW', KEYS[1], cap, win, n, 'SLIDING') end
+  if alg == 'token_bucket' then return redis.call('CL.TOKENBUCKET', KEYS[1], cap, rate, win, n) end
+  return redis.call('CL.ALL', 1, 'THROTTLE', KEYS[1], cap - 1, rate, win, 'COST', n)[2]
+end
+local d = take(0)
+local used = d[2] - d[3]
+if v <= 0 or used <= 0 then return d end
+redis.call('DEL', KEYS[1])
+if used > v then return take(used - v) end
+return take(0)
+`)
 
 // parseDecision reads a decision reply (CL.WINDOW's and CL.TOKENBUCKET's
 // five integers, or CL.ALL's allowed then the five): its last five

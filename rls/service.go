@@ -19,11 +19,12 @@ import (
 )
 
 // Call is one decision asked of the keyspace: take N units of Rule's
-// limiter at Key (N = 0 only looks).
+// limiter at Key (N = 0 only looks), or with Refund give N units back.
 type Call struct {
-	Key  []byte
-	Rule *Rule
-	N    int64
+	Key    []byte
+	Rule   *Rule
+	N      int64
+	Refund bool // is_negative_hits: N units return to the limiter
 }
 
 // Decision is a limiter command's decision reply.
@@ -95,6 +96,7 @@ type item struct {
 	values    []string
 	stat      string
 	hits      int64
+	refund    bool // is_negative_hits
 	unlimited bool
 	call      int // index in calls, -1 none
 }
@@ -122,7 +124,7 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 		if err != nil {
 			return nil, err
 		}
-		it.hits = hits
+		it.hits, it.refund = hits, d.IsNegativeHits
 		it.entries = make([]Entry, len(d.Entries))
 		for j, e := range d.Entries {
 			if e == nil {
@@ -168,7 +170,7 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 			continue // a limit of 0: decided here, no state
 		}
 		it.call = len(calls)
-		calls = append(calls, Call{Key: appendKey(nil, req.Domain, it.entries, it.values, it.rule), Rule: it.rule, N: it.hits})
+		calls = append(calls, Call{Key: appendKey(nil, req.Domain, it.entries, it.values, it.rule), Rule: it.rule, N: it.hits, Refund: it.refund})
 	}
 	decisions := make([]Decision, len(calls))
 	if len(calls) > 0 {
@@ -192,10 +194,20 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 			continue
 		}
 		var d Decision
-		if it.call >= 0 {
+		switch {
+		case it.call >= 0:
 			d = decisions[it.call]
-		} else {
+		case it.refund:
+			d = Decision{Allowed: true}
+		default:
 			d = Decision{Allowed: it.hits == 0, RetryAfterMs: -1}
+		}
+		if it.refund {
+			// A refund is never over the limit (envoyproxy/ratelimit's
+			// is_negative_hits): OK with what remains after it, counted
+			// as total_negative_hits and nothing else.
+			d.Allowed = true
+			s.stats.countRefund(it.stat, it.hits)
 		}
 		st := &pb.RateLimitResponse_DescriptorStatus{
 			Code:               pb.RateLimitResponse_OK,
@@ -207,7 +219,9 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
 			st.LimitRemaining = 0
 		}
-		s.stats.count(it.stat, it.rule, d, it.hits)
+		if !it.refund {
+			s.stats.count(it.stat, it.rule, d, it.hits)
+		}
 		if s.headers && st.LimitRemaining < minRemaining {
 			closest, minRemaining = st, st.LimitRemaining
 		}
@@ -242,7 +256,8 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 
 // hitsAddend is a descriptor's cost as envoyproxy/ratelimit reads it: its
 // own hits_addend when set (0 looks without counting), else the request's,
-// where 0 means 1.
+// where 0 means 1. With is_negative_hits it is what the descriptor gives
+// back.
 func hitsAddend(req *pb.RateLimitRequest, d *rlv3.RateLimitDescriptor) (int64, error) {
 	if d.HitsAddend != nil {
 		if d.HitsAddend.Value > math.MaxInt64/2 {

@@ -17,6 +17,7 @@ const maxStatKeys = 10000
 // counters are one metric key's counts, as envoyproxy/ratelimit's stats.
 type counters struct {
 	total, over, near, within, shadow atomic.Uint64
+	negative                          atomic.Uint64 // refunded hits (is_negative_hits)
 }
 
 // Stats are the service's metrics, a prometheus.Collector.
@@ -120,17 +121,24 @@ func (s *Stats) count(key string, r *Rule, d Decision, hits int64) {
 	}
 }
 
+// countRefund adds a refund of hits (is_negative_hits) to key's counters:
+// total_negative_hits only, as envoyproxy/ratelimit counts it.
+func (s *Stats) countRefund(key string, hits int64) {
+	s.counters(key).negative.Add(uint64(hits))
+}
+
 var (
-	dTotal  = prometheus.NewDesc("rlserver_rls_total_hits", "Hits asked of a rule (the sum of hits_addend).", []string{"key"}, nil)
-	dOver   = prometheus.NewDesc("rlserver_rls_over_limit", "Hits over the rule's limit.", []string{"key"}, nil)
-	dNear   = prometheus.NewDesc("rlserver_rls_near_limit", "Hits past 80% of the rule's limit.", []string{"key"}, nil)
-	dWithin = prometheus.NewDesc("rlserver_rls_within_limit", "Hits within the rule's limit.", []string{"key"}, nil)
-	dShadow = prometheus.NewDesc("rlserver_rls_shadow_mode", "Hits over the limit of a shadow_mode rule (answered OK).", []string{"key"}, nil)
+	dNegative = prometheus.NewDesc("rlserver_rls_total_negative_hits", "Hits given back to a rule (hits_addend of descriptors with is_negative_hits).", []string{"key"}, nil)
+	dTotal    = prometheus.NewDesc("rlserver_rls_total_hits", "Hits asked of a rule (the sum of hits_addend).", []string{"key"}, nil)
+	dOver     = prometheus.NewDesc("rlserver_rls_over_limit", "Hits over the rule's limit.", []string{"key"}, nil)
+	dNear     = prometheus.NewDesc("rlserver_rls_near_limit", "Hits past 80% of the rule's limit.", []string{"key"}, nil)
+	dWithin   = prometheus.NewDesc("rlserver_rls_within_limit", "Hits within the rule's limit.", []string{"key"}, nil)
+	dShadow   = prometheus.NewDesc("rlserver_rls_shadow_mode", "Hits over the limit of a shadow_mode rule (answered OK).", []string{"key"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *Stats) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dTotal, dOver, dNear, dWithin, dShadow} {
+	for _, d := range []*prometheus.Desc{dTotal, dOver, dNear, dWithin, dShadow, dNegative} {
 		ch <- d
 	}
 	s.latency.Describe(ch)
@@ -145,7 +153,7 @@ func (s *Stats) Collect(ch chan<- prometheus.Metric) {
 		for _, m := range []struct {
 			d *prometheus.Desc
 			v *atomic.Uint64
-		}{{dTotal, &c.total}, {dOver, &c.over}, {dNear, &c.near}, {dWithin, &c.within}, {dShadow, &c.shadow}} {
+		}{{dTotal, &c.total}, {dOver, &c.over}, {dNear, &c.near}, {dWithin, &c.within}, {dShadow, &c.shadow}, {dNegative, &c.negative}} {
 			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v.Load()), k)
 		}
 	}
@@ -165,4 +173,14 @@ func (s *Stats) Snapshot(key string) [5]uint64 {
 		return [5]uint64{}
 	}
 	return [5]uint64{c.total.Load(), c.over.Load(), c.near.Load(), c.within.Load(), c.shadow.Load()}
+}
+
+// NegativeHits returns key's total_negative_hits, for tests.
+func (s *Stats) NegativeHits(key string) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if c := s.keys[key]; c != nil {
+		return c.negative.Load()
+	}
+	return 0
 }
