@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import weakref
 
 import redis
-import logging
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import NEVER, BadReplyError, Decision, ErrorEvent, LimitedError, _Base, _LocalStore, _Spec, dur, parse_decision
@@ -203,7 +204,54 @@ class Client(_Factory):
         return self.redis.execute_command(*args) == 1
 
 
-_timeout = getattr(asyncio, "timeout", None)
+_uncancel = hasattr(asyncio.Task, "uncancel")  # 3.11+
+_current_task = asyncio.current_task
+_EXPIRED = "rlserver: the call took longer than the timeout"
+
+
+class _Deadlines:
+    """The timeouts of one AsyncClient's calls on one event loop. All have the
+    client's timeout, so the calls in flight, in the order they began, are in
+    deadline order: one loop timer, at the first deadline, serves them all and
+    moves to the next when it fires. A call costs a dict insert and delete, not
+    a timer scheduled and cancelled (asyncio.timeout's cost, a tenth of a local
+    round trip). An expired call's task is cancelled, with a message of its
+    own, and the call raises TimeoutError.
+
+    Not asyncio.timeout's way of telling its cancel from the caller's (the
+    task's count of cancel requests against the count at entry): redis-py 4.3's
+    async_timeout 4.0 leaves cancel requests it has answered itself counted
+    (a timeout of 0 on every connection taken from the pool), and a reply that
+    never came would then end in a CancelledError past the failure policy."""
+
+    __slots__ = ("loop", "calls", "expired", "handle", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.calls: Dict[asyncio.Task, float] = {}  # task -> deadline, in the order the calls began
+        self.expired: set = set()  # tasks cancelled here whose call has not yet ended
+        self.handle: Optional[asyncio.TimerHandle] = None
+
+    def fire(self) -> None:
+        self.handle = None
+        now = self.loop.time()
+        calls = self.calls
+        while calls:
+            task = next(iter(calls))
+            deadline = calls[task]
+            if deadline > now:
+                self.handle = self.loop.call_at(deadline, self.fire)
+                return
+            waiter = getattr(task, "_fut_waiter", None)
+            if getattr(task, "_must_cancel", False) or (waiter is not None and waiter.cancelled()):
+                # A cancel is on its way to the task already: its caller's, which
+                # must stay a CancelledError, or one redis-py makes and catches
+                # itself. Look again in a moment.
+                self.handle = self.loop.call_at(now + 0.001, self.fire)
+                return
+            del calls[task]
+            self.expired.add(task)
+            task.cancel(_EXPIRED)
 
 
 class AsyncClient(_Factory):
@@ -213,19 +261,48 @@ class AsyncClient(_Factory):
                  on_error: Optional[Callable[[ErrorEvent], None]] = None, closed_retry_after_ms: int = 1000,
                  logger: Optional[logging.Logger] = None, _local: Optional[_LocalStore] = None) -> None:
         super().__init__(r, timeout, failure, on_error, closed_retry_after_ms, logger, _local)
+        self._dl: Optional[_Deadlines] = None  # the last loop's
+        self._dls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines]" = weakref.WeakKeyDictionary()
 
     def with_options(self, **kw: Any) -> "AsyncClient":
         return AsyncClient(self.redis, _local=self.local, **kw)
 
+    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> _Deadlines:
+        dl = self._dls.get(loop)
+        if dl is None:
+            dl = self._dls[loop] = _Deadlines(loop)
+        self._dl = dl
+        return dl
+
     async def _call(self, args: List[Any]) -> Any:
-        if self.timeout:
-            if _timeout is not None:
-                # asyncio.timeout (3.11+) bounds the call in place, where
-                # wait_for runs it in a task of its own.
-                async with _timeout(self.timeout):
-                    return await self.redis.execute_command(*args)
-            return await asyncio.wait_for(self.redis.execute_command(*args), self.timeout)
-        return await self.redis.execute_command(*args)
+        timeout = self.timeout
+        if not timeout:
+            return await self.redis.execute_command(*args)
+        task = _current_task() if _uncancel else None
+        if task is None:  # before 3.11 (no Task.uncancel), or not in a task
+            return await asyncio.wait_for(self.redis.execute_command(*args), timeout)
+        loop = task.get_loop()
+        dl = self._dl
+        if dl is None or dl.loop is not loop:
+            dl = self._deadlines(loop)
+        calls = dl.calls
+        deadline = loop.time() + timeout
+        calls[task] = deadline
+        if dl.handle is None:
+            dl.handle = loop.call_at(deadline, dl.fire)
+        try:
+            return await self.redis.execute_command(*args)
+        except asyncio.CancelledError as e:
+            if task in dl.expired:
+                dl.expired.discard(task)
+                task.uncancel()
+                if e.args and e.args[0] == _EXPIRED:
+                    raise TimeoutError(f"rlserver: {args[0]} took more than {timeout}s") from None
+            raise
+        finally:
+            if calls.pop(task, None) is None and task in dl.expired:  # expired, but the call ended otherwise
+                dl.expired.discard(task)
+                task.uncancel()
 
     async def check(self) -> None:
         try:
