@@ -81,9 +81,11 @@ def unreachable(err: BaseException) -> bool:
 
 
 def parse_decision(v: Any) -> Decision:
-    if not isinstance(v, (list, tuple)) or len(v) < 5 or not all(isinstance(x, int) for x in v[:5]):
-        raise BadReplyError(f"rlserver: unexpected reply {v!r}")
-    return Decision(v[0] == 1, v[1], v[2], v[3], v[4])
+    if isinstance(v, (list, tuple)) and len(v) >= 5:
+        a, b, c, d, e = v[0], v[1], v[2], v[3], v[4]
+        if isinstance(a, int) and isinstance(b, int) and isinstance(c, int) and isinstance(d, int) and isinstance(e, int):
+            return Decision(a == 1, b, c, d, e)
+    raise BadReplyError(f"rlserver: unexpected reply {v!r}")
 
 
 def dur(ms: float) -> str:

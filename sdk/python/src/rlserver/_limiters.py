@@ -204,7 +204,7 @@ class Client(_Factory):
         return self.redis.execute_command(*args) == 1
 
 
-_uncancel = hasattr(asyncio.Task, "uncancel")  # 3.11+
+_HAS_UNCANCEL = hasattr(asyncio.Task, "uncancel")  # 3.11+
 _current_task = asyncio.current_task
 _EXPIRED = "rlserver: the call took longer than the timeout"
 
@@ -278,7 +278,7 @@ class AsyncClient(_Factory):
         timeout = self.timeout
         if not timeout:
             return await self.redis.execute_command(*args)
-        task = _current_task() if _uncancel else None
+        task = _current_task() if _HAS_UNCANCEL else None
         if task is None:  # before 3.11 (no Task.uncancel), or not in a task
             return await asyncio.wait_for(self.redis.execute_command(*args), timeout)
         loop = task.get_loop()
