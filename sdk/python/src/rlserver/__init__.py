@@ -4,6 +4,7 @@ reached, the IETF RateLimit fields, WSGI and ASGI middleware, and a
 `limits` storage under the scheme rlserver:// (import rlserver.limits_storage)."""
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import threading
@@ -73,7 +74,7 @@ def unreachable(err: BaseException) -> bool:
     """A transport failure (the policy applies), not an error about the request."""
     if misconfigured(err):
         return False
-    if isinstance(err, (rexc.ConnectionError, rexc.TimeoutError, TimeoutError, OSError)):
+    if isinstance(err, (rexc.ConnectionError, rexc.TimeoutError, TimeoutError, asyncio.TimeoutError, OSError)):
         return True
     if isinstance(err, rexc.ResponseError):
         return str(err).startswith(_UNREACHABLE)

@@ -280,7 +280,10 @@ class AsyncClient(_Factory):
             return await self.redis.execute_command(*args)
         task = _current_task() if _HAS_UNCANCEL else None
         if task is None:  # before 3.11 (no Task.uncancel), or not in a task
-            return await asyncio.wait_for(self.redis.execute_command(*args), timeout)
+            try:
+                return await asyncio.wait_for(self.redis.execute_command(*args), timeout)
+            except asyncio.TimeoutError:  # not the builtin TimeoutError before 3.11
+                raise TimeoutError(f"rlserver: {args[0]} took more than {timeout}s") from None
         loop = task.get_loop()
         dl = self._dl
         if dl is None or dl.loop is not loop:
