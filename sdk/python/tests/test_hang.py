@@ -221,3 +221,19 @@ def test_async_cancel_is_not_a_timeout():
             await r.close()
             srv.close()
     asyncio.run(main())
+
+
+def test_async_one_client_two_loops(hanging_port):
+    """A client used under one asyncio.run and then another: its timeout holds on each loop."""
+    r = redis.asyncio.Redis(host="127.0.0.1", port=hanging_port)
+    tb = AsyncClient(r, timeout=TIMEOUT, failure="open").token_bucket(5, 1, 1000)
+
+    async def main():
+        t = time.monotonic()
+        d = await tb.allow("k")
+        took = time.monotonic() - t
+        await r.connection_pool.disconnect()
+        return d, took
+    for _ in range(2):
+        d, took = asyncio.run(main())
+        assert d == WANT["open"] and TIMEOUT * 0.9 <= took < TIMEOUT + SLACK

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 
 import redis
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -224,7 +223,7 @@ class _Deadlines:
     (a timeout of 0 on every connection taken from the pool), and a reply that
     never came would then end in a CancelledError past the failure policy."""
 
-    __slots__ = ("loop", "calls", "expired", "handle", "__weakref__")
+    __slots__ = ("loop", "calls", "expired", "handle")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -261,18 +260,12 @@ class AsyncClient(_Factory):
                  on_error: Optional[Callable[[ErrorEvent], None]] = None, closed_retry_after_ms: int = 1000,
                  logger: Optional[logging.Logger] = None, _local: Optional[_LocalStore] = None) -> None:
         super().__init__(r, timeout, failure, on_error, closed_retry_after_ms, logger, _local)
-        self._dl: Optional[_Deadlines] = None  # the last loop's
-        self._dls: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines]" = weakref.WeakKeyDictionary()
+        # The last event loop's. A call on another loop replaces it; calls still
+        # in flight on the one replaced keep theirs (and its timer) to the end.
+        self._dl: Optional[_Deadlines] = None
 
     def with_options(self, **kw: Any) -> "AsyncClient":
         return AsyncClient(self.redis, _local=self.local, **kw)
-
-    def _deadlines(self, loop: asyncio.AbstractEventLoop) -> _Deadlines:
-        dl = self._dls.get(loop)
-        if dl is None:
-            dl = self._dls[loop] = _Deadlines(loop)
-        self._dl = dl
-        return dl
 
     async def _call(self, args: List[Any]) -> Any:
         timeout = self.timeout
@@ -287,7 +280,7 @@ class AsyncClient(_Factory):
         loop = task.get_loop()
         dl = self._dl
         if dl is None or dl.loop is not loop:
-            dl = self._deadlines(loop)
+            dl = self._dl = _Deadlines(loop)
         calls = dl.calls
         deadline = loop.time() + timeout
         calls[task] = deadline
