@@ -1,6 +1,8 @@
 package command
 
 import (
+	"strings"
+
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -23,19 +25,12 @@ func cmdExpire(c *Ctx, args [][]byte) {
 	}
 	o := c.op(0, args, applyExpire)
 	for _, a := range args[3:] {
-		switch {
-		case equalFold(a, "NX"):
-			o.flags |= optNX
-		case equalFold(a, "XX"):
-			o.flags |= optXX
-		case equalFold(a, "GT"):
-			o.flags |= optGT
-		case equalFold(a, "LT"):
-			o.flags |= optLT
-		default:
+		f := optionFlag(a, optNX|optXX|optGT|optLT)
+		if f == 0 {
 			c.err("ERR Unsupported option " + string(a))
 			return
 		}
+		o.flags |= f
 	}
 	if o.flags&optNX != 0 && o.flags&(optXX|optGT|optLT) != 0 {
 		c.err("ERR NX and XX, GT or LT options at the same time are not compatible")
@@ -45,13 +40,14 @@ func cmdExpire(c *Ctx, args [][]byte) {
 		c.err("ERR GT and LT options at the same time are not compatible")
 		return
 	}
-	if _, ok := resp.ParseInt(args[2]); !ok {
+	n, ok := resp.ParseInt(args[2])
+	if !ok {
 		c.err(errNotInt)
 		return
 	}
-	exp, ok := expiry(args[2], unit, abs, c.Now())
+	exp, ok := expiry(n, unit, abs, c.Now())
 	if !ok {
-		c.err(errInvalidExpire(string(lower(args[0]))))
+		c.err(errInvalidExpire(strings.ToLower(string(args[0]))))
 		return
 	}
 	o.exp = exp
@@ -128,4 +124,20 @@ func cmdRename(c *Ctx, args [][]byte) {
 	default:
 		c.W.Int(0)
 	}
+}
+
+// optionTokens are the tokens of the EXPIRE family's and ZADD's options.
+var optionTokens = []struct {
+	tok  string
+	flag int
+}{{"NX", optNX}, {"XX", optXX}, {"GT", optGT}, {"LT", optLT}, {"CH", optCH}, {"INCR", optIncr}}
+
+// optionFlag returns the option flag a names among allowed, or 0.
+func optionFlag(a []byte, allowed int) int {
+	for _, t := range optionTokens {
+		if t.flag&allowed != 0 && equalFold(a, t.tok) {
+			return t.flag
+		}
+	}
+	return 0
 }

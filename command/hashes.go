@@ -3,6 +3,7 @@ package command
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
@@ -45,7 +46,7 @@ func cmdHGet(c *Ctx, args [][]byte) {
 // HSET key field value [field value ...] and HMSET
 func cmdHSet(c *Ctx, args [][]byte) {
 	if len(args)%2 != 0 {
-		c.err(errWrongArgs(string(lower(args[0]))))
+		c.err(errWrongArgs(strings.ToLower(string(args[0]))))
 		return
 	}
 	c.op(values.KindHash, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {

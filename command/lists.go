@@ -4,6 +4,7 @@ import (
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 	"github.com/rlserver/rlserver/values"
+	"strings"
 )
 
 // The list commands.
@@ -70,7 +71,7 @@ func cmdPop(c *Ctx, args [][]byte) {
 	}
 	o.count = -1
 	if len(args) > 3 {
-		c.err(errWrongArgs(string(lower(args[0]))))
+		c.err(errWrongArgs(strings.ToLower(string(args[0]))))
 		return
 	}
 	if len(args) == 3 {

@@ -3,6 +3,7 @@ package command
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/rlserver/rlserver/engine"
 	"github.com/rlserver/rlserver/resp"
@@ -83,15 +84,12 @@ const (
 	optIncr
 )
 
-// expiry converts an expiry argument to the server clock's ns: unit is
-// the argument's ms (1000 for seconds), abs says it is a Unix time rather
-// than a duration from now. Redis refuses values whose ms overflow, and
-// (except for the EXPIRE family, which deletes the key) values ≤ 0.
-func expiry(arg []byte, unit int64, abs bool, now int64) (exp int64, ok bool) {
-	n, ok := resp.ParseInt(arg)
-	if !ok {
-		return 0, false
-	}
+// expiry converts an expiry argument n to the server clock's ns: unit is
+// its ms (1000 for seconds), abs says it is a Unix time rather than a
+// duration from now. Redis refuses values whose ms overflow, and (except
+// for the EXPIRE family, which deletes the key) values ≤ 0. A time from
+// now is a whole ms, Redis's resolution: GT and LT compare ms.
+func expiry(n, unit int64, abs bool, now int64) (exp int64, ok bool) {
 	if n > math.MaxInt64/unit || n < math.MinInt64/unit {
 		return 0, false
 	}
@@ -102,7 +100,6 @@ func expiry(arg []byte, unit int64, abs bool, now int64) (exp int64, ok bool) {
 			return 0, false
 		}
 		ms += nowMs
-		return msToNs(ms), true // Redis's resolution: GT and LT compare ms
 	}
 	return msToNs(ms), true
 }
@@ -163,33 +160,27 @@ func (o *valueOp) expireValue(now int64) string {
 	if !ok {
 		return errNotInt
 	}
-	exp, ok := expiry(o.expArg, max(o.count, -o.count), o.count < 0, now)
+	exp, ok := expiry(n, max(o.count, -o.count), o.count < 0, now)
 	if !ok || n <= 0 {
-		return errInvalidExpire(string(lower(o.args[0])))
+		return errInvalidExpire(strings.ToLower(string(o.args[0])))
 	}
 	o.exp = exp
 	return ""
 }
 
-func lower(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, ch := range b {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		out[i] = ch
+// bulkString answers a string value, or nil for a missing key.
+func (c *Ctx) bulkString(st engine.State) {
+	if st == nil {
+		c.W.Null()
+		return
 	}
-	return out
+	c.W.Bulk(st.(*values.String).B)
 }
 
 // GET key
 func cmdGet(c *Ctx, args [][]byte) {
 	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		if v.State == nil {
-			o.c.W.Null()
-		} else {
-			o.c.W.Bulk(v.State.(*values.String).B)
-		}
+		o.c.bulkString(v.State)
 		return shard.Unchanged
 	}).run(args[1])
 }
@@ -249,11 +240,7 @@ func applySet(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
 		return shard.Unchanged
 	}
 	if get {
-		if v.State == nil {
-			o.c.W.Null()
-		} else {
-			o.c.W.Bulk(v.State.(*values.String).B)
-		}
+		o.c.bulkString(v.State)
 	}
 	if o.flags&optNX != 0 && v.State != nil || o.flags&optXX != 0 && v.State == nil {
 		if !get {
@@ -297,37 +284,26 @@ func cmdSetNX(c *Ctx, args [][]byte) {
 
 // SETEX key seconds value and PSETEX key ms value
 func cmdSetEx(c *Ctx, args [][]byte) {
-	unit := int64(1000)
-	if equalFold(args[0], "PSETEX") {
-		unit = 1
-	}
 	o := c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
 		setString(o, v, o.args[3])
 		o.c.W.OK()
 		return shard.Changed
 	})
-	n, ok := resp.ParseInt(args[2])
-	if !ok {
-		c.err(errNotInt)
+	o.flags, o.count, o.expArg = optExpire, 1000, args[2]
+	if equalFold(args[0], "PSETEX") {
+		o.count = 1
+	}
+	if msg := o.expireValue(c.Now()); msg != "" {
+		c.err(msg)
 		return
 	}
-	exp, ok := expiry(args[2], unit, false, c.Now())
-	if !ok || n <= 0 {
-		c.err(errInvalidExpire(string(lower(args[0]))))
-		return
-	}
-	o.exp, o.flags = exp, optExpire
 	o.run(args[1])
 }
 
 // GETSET key value
 func cmdGetSet(c *Ctx, args [][]byte) {
 	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		if v.State == nil {
-			o.c.W.Null()
-		} else {
-			o.c.W.Bulk(v.State.(*values.String).B)
-		}
+		o.c.bulkString(v.State)
 		setString(o, v, o.args[2])
 		return shard.Changed
 	}).run(args[1])
@@ -336,11 +312,10 @@ func cmdGetSet(c *Ctx, args [][]byte) {
 // GETDEL key
 func cmdGetDel(c *Ctx, args [][]byte) {
 	c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		o.c.bulkString(v.State)
 		if v.State == nil {
-			o.c.W.Null()
 			return shard.Unchanged
 		}
-		o.c.W.Bulk(v.State.(*values.String).B)
 		return shard.Removed
 	}).run(args[1])
 }
@@ -348,12 +323,10 @@ func cmdGetDel(c *Ctx, args [][]byte) {
 // GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]
 func cmdGetEx(c *Ctx, args [][]byte) {
 	o := c.op(values.KindString, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
-		if v.State == nil {
-			o.c.W.Null()
-			return shard.Unchanged
-		}
-		o.c.W.Bulk(v.State.(*values.String).B)
+		o.c.bulkString(v.State)
 		switch {
+		case v.State == nil:
+			return shard.Unchanged
 		case o.flags&optExpire != 0:
 			v.Exp = o.exp
 		case o.flags&optPersist != 0 && v.Exp != engine.NoExpiry:

@@ -57,25 +57,12 @@ func cmdZAdd(c *Ctx, args [][]byte) {
 	o := c.op(values.KindZSet, args, applyZAdd)
 	i := 2
 	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case equalFold(a, "NX"):
-			o.flags |= optNX
-		case equalFold(a, "XX"):
-			o.flags |= optXX
-		case equalFold(a, "GT"):
-			o.flags |= optGT
-		case equalFold(a, "LT"):
-			o.flags |= optLT
-		case equalFold(a, "CH"):
-			o.flags |= optCH
-		case equalFold(a, "INCR"):
-			o.flags |= optIncr
-		default:
-			goto pairs
+		f := optionFlag(args[i], optNX|optXX|optGT|optLT|optCH|optIncr)
+		if f == 0 {
+			break
 		}
+		o.flags |= f
 	}
-pairs:
 	n := len(args) - i
 	switch {
 	case n == 0 || n%2 != 0:
