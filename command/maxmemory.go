@@ -1,6 +1,9 @@
 package command
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // --maxmemory-policy and CONFIG SET maxmemory-policy take Redis's names.
 // noeviction stops evicting: past --maxmemory, the commands that may grow
@@ -18,54 +21,43 @@ const errOOM = "OOM command not allowed when used memory > 'maxmemory'."
 // SetMaxMemoryPolicy applies a policy by name; it reports false for a
 // name Redis does not have.
 func (h *Handler) SetMaxMemoryPolicy(name string) bool {
-	name = strings.ToLower(name)
-	for _, p := range MaxMemoryPolicies {
-		if p == name {
-			h.policy.Store(&p)
-			h.SetMaxMemory(h.maxMemory.Load()) // the store evicts, or not
-			return true
-		}
+	i := policyIndex(name)
+	if i < 0 {
+		return false
 	}
-	return false
+	h.policy.Store(int32(i))
+	h.SetMaxMemory(h.maxMemory.Load()) // the store evicts, or not
+	return true
+}
+
+// policyIndex returns name's place in MaxMemoryPolicies, or -1.
+func policyIndex(name string) int {
+	return slices.Index(MaxMemoryPolicies, strings.ToLower(name))
 }
 
 // maxMemoryPolicy returns the policy's name.
-func (h *Handler) maxMemoryPolicy() string {
-	if p := h.policy.Load(); p != nil {
-		return *p
-	}
-	return MaxMemoryPolicies[0]
-}
+func (h *Handler) maxMemoryPolicy() string { return MaxMemoryPolicies[h.policy.Load()] }
 
 // noEviction reports whether the policy is noeviction.
-func (h *Handler) noEviction() bool { return h.maxMemoryPolicy() == "noeviction" }
+func (h *Handler) noEviction() bool { return h.policy.Load() == 1 }
 
 // outOfMemory reports whether a denyoom command must be refused: under
 // noeviction, when the keyspace holds more than --maxmemory.
 func (h *Handler) outOfMemory() bool {
 	max := h.maxMemory.Load()
-	return max > 0 && h.noEviction() && h.store.Stats().Memory > max
+	return max > 0 && h.noEviction() && h.store.Memory() > max
 }
 
 func init() {
 	configParams["maxmemory-policy"] = configParam{
 		get:   func(c *Ctx) string { return c.h.maxMemoryPolicy() },
-		parse: func(v []byte) (int64, bool) { return 0, validPolicy(string(v)) },
+		parse: func(v []byte) (int64, bool) { return 0, policyIndex(string(v)) >= 0 },
 		set:   func(c *Ctx, _ int64, v []byte) { c.h.SetMaxMemoryPolicy(string(v)) },
 		why: func(v []byte) string {
-			if validPolicy(string(v)) {
+			if policyIndex(string(v)) >= 0 {
 				return ""
 			}
 			return "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
 		},
 	}
-}
-
-func validPolicy(name string) bool {
-	for _, p := range MaxMemoryPolicies {
-		if strings.EqualFold(p, name) {
-			return true
-		}
-	}
-	return false
 }

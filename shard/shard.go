@@ -1254,6 +1254,15 @@ func (s *Store) Pending() int {
 	return n
 }
 
+// Memory returns the bytes the keyspace holds (what --maxmemory bounds).
+func (s *Store) Memory() int64 {
+	var n int64
+	for i := range s.shards {
+		n += s.shards[i].mem.Load()
+	}
+	return n
+}
+
 // Stats sums the shards' counters.
 func (s *Store) Stats() Stats {
 	var st Stats
