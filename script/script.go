@@ -38,9 +38,7 @@ type Caller func(args [][]byte, proto int) []byte
 type Engine struct {
 	mu      sync.Mutex
 	vm      *lua.LState
-	bodies  map[string][]byte // by sha1 hex
-	protos  map[string]*lua.FunctionProto
-	fns     map[string]*lua.LFunction // the scripts' functions, made once
+	fns     map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
 	handler *lua.LFunction            // onError
 	call    Caller                    // the running script's
 	resp    int                       // the running script's protocol for redis.call (redis.setresp)
@@ -119,7 +117,7 @@ func SHA1(body []byte) string {
 
 // New returns an engine with no script loaded.
 func New() *Engine {
-	e := &Engine{bodies: map[string][]byte{}, protos: map[string]*lua.FunctionProto{}, fns: map[string]*lua.LFunction{},
+	e := &Engine{fns: map[string]*lua.LFunction{},
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.vm = e.newState()
@@ -159,8 +157,6 @@ func (e *Engine) touchEval(sha string, added bool) {
 	for e.evalLRU.Len() > MaxEvalScripts {
 		old := e.evalLRU.Remove(e.evalLRU.Back()).(string)
 		delete(e.evalAt, old)
-		delete(e.bodies, old)
-		delete(e.protos, old)
 		delete(e.fns, old)
 		e.Evicted.Add(1)
 	}
@@ -170,7 +166,7 @@ func (e *Engine) touchEval(sha string, added bool) {
 func (e *Engine) Exists(sha string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.bodies[strings.ToLower(sha)]
+	_, ok := e.fns[strings.ToLower(sha)]
 	return ok
 }
 
@@ -178,16 +174,16 @@ func (e *Engine) Exists(sha string) bool {
 func (e *Engine) Flush() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	clear(e.bodies)
-	clear(e.protos)
 	clear(e.fns)
 	clear(e.evalAt)
 	e.evalLRU.Init()
 }
 
-func (e *Engine) compile(sha string, body []byte) (*lua.FunctionProto, error) {
-	if p := e.protos[sha]; p != nil {
-		return p, nil
+// compile returns the function of body, whose id is sha, compiling and
+// keeping it unless it is kept already.
+func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
+	if fn := e.fns[sha]; fn != nil {
+		return fn, nil
 	}
 	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
 	if err != nil {
@@ -201,9 +197,9 @@ func (e *Engine) compile(sha string, body []byte) (*lua.FunctionProto, error) {
 	// parameters, it gets no "arg" table (Lua 5.1 would build one for a
 	// chunk on every call).
 	p.IsVarArg &^= lua.VarArgNeedsArg
-	e.bodies[sha] = append([]byte(nil), body...)
-	e.protos[sha] = p
-	return p, nil
+	fn := e.vm.NewFunctionFromProto(p)
+	e.fns[sha] = fn
+	return fn, nil
 }
 
 // compileMsg turns a gopher-lua parse error into Lua 5.1's "line: msg"
@@ -238,14 +234,14 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	if strings.ContainsAny(sha, "ABCDEF") {
 		sha = strings.ToLower(sha)
 	}
-	p := e.protos[sha]
+	fn := e.fns[sha]
 	added := false
-	if p == nil {
+	if fn == nil {
 		if body == nil {
 			return appendErr(dst, ErrNoScript)
 		}
 		var err error
-		if p, err = e.compile(sha, body); err != nil {
+		if fn, err = e.compile(sha, body); err != nil {
 			return appendErr(dst, err.Error())
 		}
 		added = true
@@ -273,11 +269,6 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
 	g.RawSetString("KEYS", strTable(L, keys))
 	g.RawSetString("ARGV", strTable(L, argv))
-	fn := e.fns[sha]
-	if fn == nil {
-		fn = L.NewFunctionFromProto(p)
-		e.fns[sha] = fn
-	}
 	L.Push(fn)
 	if err := L.PCall(0, 1, e.handler); err != nil {
 		L.SetTop(0)

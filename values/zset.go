@@ -47,20 +47,6 @@ func newSkipList() *skipList {
 		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
-// Reset empties the set, keeping its map and head for reuse.
-func (z *skipList) Reset() {
-	if z.scores == nil {
-		*z = *newSkipList()
-		return
-	}
-	clear(z.scores)
-	clear(z.head.levels)
-	z.head.prev, z.tail, z.level, z.n, z.bytes = nil, nil, 1, 0, 0
-}
-
-// Len returns how many members the set has.
-func (z *skipList) Len() int { return z.n }
-
 // Score returns member's score.
 func (z *skipList) Score(member string) (float64, bool) {
 	s, ok := z.scores[member]
