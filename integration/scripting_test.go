@@ -3,6 +3,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/script"
@@ -166,6 +167,57 @@ func TestScriptingAgainstRedis(t *testing.T) {
 			if got, want := a.reply(), b.reply(); got != want {
 				t.Errorf("RESP%s %q:\n got %q\nwant %q", proto, req, got, want)
 			}
+		}
+	}
+}
+
+// TestBusyScriptAgainstRedis: beside a script that wrote and loops, past
+// busy-reply-threshold, both servers answer other clients the same
+// -BUSY, let SCRIPT KILL through with the same UNKILLABLE, and keep
+// answering HELLO. (rlserver serves a connection per goroutine here: a
+// script runs on its connection's event loop, see docs/commands.md.)
+func TestBusyScriptAgainstRedis(t *testing.T) {
+	ours := start(t, "--io", "goroutines")
+	theirs := &server{Addr: redistest.Start(t)}
+	var got [2][]string
+	for i, srv := range []*server{ours, theirs} {
+		a, b := dial(t, srv), dial(t, srv)
+		b.cmd("CONFIG", "SET", "busy-reply-threshold", "100")
+		if r := b.reply(); r != "+OK" {
+			t.Fatalf("%s: CONFIG SET busy-reply-threshold: %q", srv.Addr, r)
+		}
+		a.cmd("EVAL", "redis.call('SET', KEYS[1], '1') while true do end", "1", "busykey")
+		// Redis answers nothing before the threshold; rlserver answers
+		// PONG until it: ask until BUSY comes.
+		deadline := time.Now().Add(10 * time.Second)
+		var busy string
+		for busy == "" && time.Now().Before(deadline) {
+			if r := b.cmd("PING").reply(); strings.HasPrefix(r, "-BUSY") {
+				busy = r
+			}
+		}
+		got[i] = append(got[i], busy)
+		for _, req := range [][]string{{"GET", "busykey"}, {"CL.THROTTLE", "x", "1", "1", "1"}, {"SCRIPT", "KILL"}, {"HELLO", "2"}} {
+			got[i] = append(got[i], b.cmd(req...).reply())
+		}
+	}
+	if !strings.HasPrefix(got[1][0], "-BUSY Redis is busy running a script.") {
+		t.Fatalf("redis-server never answered BUSY: %q", got[1])
+	}
+	// CL.THROTTLE is unknown to Redis, and HELLO names each server's
+	// version and connection id: compared apart.
+	if got[0][2] != got[0][0] {
+		t.Errorf("CL.THROTTLE beside the busy script: %q, want %q", got[0][2], got[0][0])
+	}
+	for i := range got {
+		if !strings.HasPrefix(got[i][4], "*14 $6 server $5 redis") {
+			t.Errorf("HELLO beside the busy script: %q", got[i][4])
+		}
+	}
+	got[0][2], got[1][2], got[0][4], got[1][4] = "", "", "", ""
+	for j := range got[0] {
+		if got[0][j] != got[1][j] {
+			t.Errorf("reply %d: got %q, want %q", j, got[0][j], got[1][j])
 		}
 	}
 }

@@ -628,6 +628,19 @@ func TestNoEviction(t *testing.T) {
 	for i := range 300 {
 		do(t, c, "SET", fmt.Sprint("more", i), val).equal("OK") // evicts now
 	}
+	// Redis's own -OOM under noeviction, past a bound it is already over.
+	rc := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
+	t.Cleanup(func() { rc.Close() })
+	rc.Do(ctx, "SET", "fill", strings.Repeat("v", 100000))
+	rc.Do(ctx, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	rc.Do(ctx, "CONFIG", "SET", "maxmemory", "1")
+	theirs := rc.Do(ctx, "SET", "k", "v").Err()
+	c.Do(ctx, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	c.Do(ctx, "CONFIG", "SET", "maxmemory", "1")
+	if ours := c.Do(ctx, "SET", "k", "v").Err(); theirs == nil || ours == nil || ours.Error() != theirs.Error() {
+		t.Fatalf("SET past maxmemory under noeviction: %v, redis-server: %v", ours, theirs)
+	}
+	rc.Do(ctx, "CONFIG", "SET", "maxmemory", "0")
 	diffRequests(t, [][]string{
 		{"CONFIG", "SET", "maxmemory-policy", "bogus"},
 		{"CONFIG", "SET", "maxmemory-policy", "ALLKEYS-LRU"},
