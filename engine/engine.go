@@ -41,6 +41,9 @@ const MaxKinds = 16
 
 var kinds [MaxKinds]kindInfo
 
+// objectKinds has bit k set for a kind kept as an object (see Object).
+var objectKinds uint32
+
 // register records limiter kind k's name and fresh-state constructor.
 // Each algorithm's file calls it from init; a kind registered twice is a
 // bug.
@@ -56,13 +59,16 @@ func RegisterValue(k Kind, name string, object bool, fresh func() State) {
 }
 
 // Object reports whether the keyspace keeps k's states as objects.
-func (k Kind) Object() bool { return int(k) < len(kinds) && kinds[k].object }
+func (k Kind) Object() bool { return objectKinds&(1<<(k&31)) != 0 }
 
 func add(k Kind, info kindInfo) {
 	if int(k) >= len(kinds) || kinds[k].fresh != nil {
 		panic("engine: kind registered twice or out of range")
 	}
 	kinds[k] = info
+	if info.object {
+		objectKinds |= 1 << k
+	}
 }
 
 // NoExpiry is the expiry of a key without a TTL (a Redis value that was

@@ -257,6 +257,7 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	if exp == engine.NoExpiry {
 		sh.persistent++
 	}
+	kind := st.Kind()
 	var old []byte
 	oldBox := -1
 	if f.OK {
@@ -267,19 +268,19 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 			// it: a hot key's (see hot), and a long LOG window, which
 			// would cost O(limit) per call to encode.
 			if sh.boxes[oldBox] == st {
-				if hot := sh.isHot(f.ref); hot || st.Size() > maxInline || st.Kind().Object() {
+				if hot := sh.isHot(f.ref); hot || kind.Object() || st.Size() > maxInline {
 					sh.putBox(f, oldBox, key, st, exp, mark, hot)
 					return false
 				}
 			}
 		}
 	}
-	hdr := byte(st.Kind())
+	hdr := byte(kind)
 	payload := sh.pbuf[:0]
 	c, inline := st, true
 	hot, owned := false, false // owned: st is the shard's (a spare), not the caller's
 	switch {
-	case st.Kind().Object():
+	case kind.Object():
 		inline = false // kept as an object, never hot (see engine.RegisterValue)
 	case inline && mark && f.OK && !f.boxed && sh.wroteRecently(f.ref):
 		// A key one of the last writes wrote, again: it is hot, keep its
@@ -291,10 +292,10 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 		if last := sh.hot[HotKeys-1]; last != 0 {
 			sh.cool(last)
 		}
-		if spare := sh.spare[st.Kind()&kindMask]; spare != nil {
+		if spare := sh.spare[kind&kindMask]; spare != nil {
 			payload = c.AppendCompact(payload, exp)
 			decodeInto(spare, payload, exp)
-			sh.spare[st.Kind()&kindMask] = nil
+			sh.spare[kind&kindMask] = nil
 			st, owned = spare, true
 		}
 	case inline:
