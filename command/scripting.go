@@ -147,7 +147,7 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		c.txn, c.inExec = c.Store().LockAll(), true
 	}
 	proto := c.W.Proto
-	call := func(cargs [][]byte, p int) []byte {
+	call := func(dst []byte, cargs [][]byte, p int) []byte {
 		start := len(c.W.Buf)
 		cmd := c.command(cargs[0])
 		if cmd != nil {
@@ -158,9 +158,9 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 			}
 			switch {
 			case cmd.hasFlag("noscript"):
-				return resp.AppendErr(nil, errScriptCmd)
+				return resp.AppendErr(dst, errScriptCmd)
 			case ro && cmd.write:
-				return resp.AppendErr(nil, errScriptWrite)
+				return resp.AppendErr(dst, errScriptWrite)
 			}
 		}
 		c.W.Proto = p
@@ -169,9 +169,9 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		if cmd != nil && cmd.write {
 			c.h.scripts.Wrote() // no longer killable
 		}
-		out := append([]byte(nil), c.W.Buf[start:]...)
+		dst = append(dst, c.W.Buf[start:]...)
 		c.W.Buf = c.W.Buf[:start]
-		return out
+		return dst
 	}
 	c.W.Buf = c.h.scripts.Run(c.W.Buf, sha, body, keys, argv, call, proto)
 	if held {

@@ -148,133 +148,69 @@ func (e *Engine) redisCall(L *lua.LState, raise bool) int {
 		if raise {
 			raiseErr(L, msg)
 		}
-		t := L.NewTable()
-		t.RawSetString("err", lua.LString(msg))
-		L.Push(t)
+		L.Push(field(L, "err", lua.LString(msg)))
 		return 1
 	}
 	if n == 0 {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
-	args := make([][]byte, n)
+	// The arguments are copied into one reused buffer, then sliced: a
+	// command may change its arguments in place, and Lua's strings are
+	// shared.
+	buf, ends := e.argBuf[:0], e.argEnds[:0]
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args[i-1] = []byte(v)
+			buf = append(buf, v...)
 		case lua.LNumber:
 			// As Redis 7.0: printf's %.17g, not Lua's own conversion.
-			args[i-1] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
+		ends = append(ends, len(buf))
 	}
-	r, _, err := parseReply(e.call(args, e.resp))
+	args := e.args[:0]
+	for i, end := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		args = append(args, buf[start:end:end])
+	}
+	e.argBuf, e.argEnds, e.args = buf, ends, args
+	e.out = e.call(e.out[:0], args, e.resp)
+	if len(e.out) > 0 && e.out[0] == '-' {
+		msg := string(e.out[1 : len(e.out)-2])
+		if strings.HasPrefix(msg, "ERR unknown command") {
+			return fail("ERR Unknown Redis command called from script")
+		}
+		return fail(msg)
+	}
+	v, _, err := toLua(L, e.out)
 	if err != nil {
 		return fail("ERR " + err.Error())
 	}
-	if r.kind == '-' {
-		if strings.HasPrefix(r.str, "ERR unknown command") {
-			return fail("ERR Unknown Redis command called from script")
-		}
-		return fail(r.str)
-	}
-	L.Push(e.toLua(L, r))
+	L.Push(v)
 	return 1
-}
-
-// toLua converts a command's reply to Lua as Redis's
-// redisProtocolToLuaType does.
-func (e *Engine) toLua(L *lua.LState, r reply) lua.LValue {
-	switch r.kind {
-	case ':':
-		return lua.LNumber(r.num)
-	case '$', '=':
-		if r.null {
-			return lua.LFalse
-		}
-		if r.kind == '=' {
-			t := L.NewTable()
-			v := L.NewTable()
-			format, text := "txt", r.str
-			if len(text) >= 4 && text[3] == ':' {
-				format, text = text[:3], text[4:]
-			}
-			v.RawSetString("format", lua.LString(format))
-			v.RawSetString("string", lua.LString(text))
-			t.RawSetString("verbatim_string", v)
-			return t
-		}
-		return lua.LString(r.str)
-	case '+':
-		t := L.NewTable()
-		t.RawSetString("ok", lua.LString(r.str))
-		return t
-	case '-':
-		t := L.NewTable()
-		t.RawSetString("err", lua.LString(r.str))
-		return t
-	case '*':
-		if r.null {
-			return lua.LFalse
-		}
-		t := L.CreateTable(len(r.elems), 0)
-		for i, x := range r.elems {
-			t.RawSetInt(i+1, e.toLua(L, x))
-		}
-		return t
-	case '%':
-		m := L.NewTable()
-		for i := 0; i+1 < len(r.elems); i += 2 {
-			m.RawSet(e.toLua(L, r.elems[i]), e.toLua(L, r.elems[i+1]))
-		}
-		t := L.NewTable()
-		t.RawSetString("map", m)
-		return t
-	case '~':
-		s := L.NewTable()
-		for _, x := range r.elems {
-			s.RawSet(e.toLua(L, x), lua.LTrue)
-		}
-		t := L.NewTable()
-		t.RawSetString("set", s)
-		return t
-	case '_':
-		return lua.LNil
-	case '#':
-		return lua.LBool(r.num == 1)
-	case ',':
-		f, _ := strconv.ParseFloat(r.str, 64)
-		t := L.NewTable()
-		t.RawSetString("double", lua.LNumber(f))
-		return t
-	case '(':
-		t := L.NewTable()
-		t.RawSetString("big_number", lua.LString(r.str))
-		return t
-	}
-	return lua.LFalse
 }
 
 // raiseErr raises Redis's error table {err=msg, line=...} (msg with its
 // code), which a script's pcall sees as msg.
 func raiseErr(L *lua.LState, msg string) {
-	t := L.NewTable()
+	t := L.CreateTable(0, 2)
 	t.RawSetString("err", lua.LString(msg))
 	t.RawSetString("line", lua.LNumber(scriptLine(L)))
 	L.Error(t, 0)
 }
 
 func errorReply(L *lua.LState) int {
-	t := L.NewTable()
-	t.RawSetString("err", lua.LString(L.CheckString(1)))
-	L.Push(t)
+	L.Push(field(L, "err", lua.LString(L.CheckString(1))))
 	return 1
 }
 
 func statusReply(L *lua.LState) int {
-	t := L.NewTable()
-	t.RawSetString("ok", lua.LString(L.CheckString(1)))
-	L.Push(t)
+	L.Push(field(L, "ok", lua.LString(L.CheckString(1))))
 	return 1
 }
 

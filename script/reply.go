@@ -3,77 +3,118 @@ package script
 import (
 	"errors"
 	"strconv"
-)
 
-// reply is one RESP reply read from a command's output, as redis.call
-// returns it to Lua.
-type reply struct {
-	kind  byte // the RESP type byte: + - : $ * % ~ _ # , ( =
-	str   string
-	num   int64
-	elems []reply // arrays, sets; maps as key, value, key, value
-	null  bool
-}
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/rlserver/rlserver/resp"
+)
 
 var errShort = errors.New("script: truncated reply")
 
-// parseReply reads one reply from b and returns it and the bytes after it.
-func parseReply(b []byte) (reply, []byte, error) {
+// toLua reads one RESP reply from b and returns it converted to Lua as
+// Redis's tables say (status and error replies as {ok=} and {err=}
+// tables, nulls as false, RESP3's types as Redis 7 converts them), with
+// the bytes after it. It builds the Lua values straight from the bytes.
+func toLua(L *lua.LState, b []byte) (lua.LValue, []byte, error) {
 	line, rest, err := readLine(b)
 	if err != nil || len(line) == 0 {
-		return reply{}, nil, errShort
+		return nil, nil, errShort
 	}
-	r := reply{kind: line[0]}
-	body := string(line[1:])
-	switch r.kind {
-	case '+', '-', '(', ',':
-		r.str = body
+	kind, body := line[0], line[1:]
+	switch kind {
+	case '+':
+		return field(L, "ok", lua.LString(body)), rest, nil
+	case '-':
+		return field(L, "err", lua.LString(body)), rest, nil
+	case '(':
+		return field(L, "big_number", lua.LString(body)), rest, nil
+	case ',':
+		f, _ := strconv.ParseFloat(string(body), 64)
+		return field(L, "double", lua.LNumber(f)), rest, nil
 	case ':':
-		if r.num, err = strconv.ParseInt(body, 10, 64); err != nil {
-			return reply{}, nil, err
+		n, ok := resp.ParseInt(body)
+		if !ok {
+			return nil, nil, errors.New("script: bad integer reply")
 		}
+		return lua.LNumber(n), rest, nil
 	case '#':
-		r.num = 0
-		if body == "t" {
-			r.num = 1
-		}
+		return lua.LBool(string(body) == "t"), rest, nil
 	case '_':
-		r.null = true
+		return lua.LNil, rest, nil
 	case '$', '=':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return reply{}, nil, err
+		n, ok := resp.ParseInt(body)
+		if !ok {
+			return nil, nil, errors.New("script: bad bulk length")
 		}
 		if n < 0 {
-			r.null = true
-			return r, rest, nil
+			return lua.LFalse, rest, nil
 		}
-		if len(rest) < n+2 {
-			return reply{}, nil, errShort
+		if int64(len(rest)) < n+2 {
+			return nil, nil, errShort
 		}
-		r.str, rest = string(rest[:n]), rest[n+2:]
+		s, rest := rest[:n], rest[n+2:]
+		if kind == '$' {
+			return lua.LString(s), rest, nil
+		}
+		format, text := "txt", s
+		if len(s) >= 4 && s[3] == ':' {
+			format, text = string(s[:3]), s[4:]
+		}
+		v := L.CreateTable(0, 2)
+		v.RawSetString("format", lua.LString(format))
+		v.RawSetString("string", lua.LString(text))
+		return field(L, "verbatim_string", v), rest, nil
 	case '*', '~', '%':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return reply{}, nil, err
+		n, ok := resp.ParseInt(body)
+		if !ok {
+			return nil, nil, errors.New("script: bad aggregate length")
 		}
 		if n < 0 {
-			r.null = true
-			return r, rest, nil
+			return lua.LFalse, rest, nil
 		}
-		if r.kind == '%' {
-			n *= 2
+		if n > int64(len(rest)) { // each element takes at least one byte
+			return nil, nil, errShort
 		}
-		r.elems = make([]reply, n)
-		for i := range r.elems {
-			if r.elems[i], rest, err = parseReply(rest); err != nil {
-				return reply{}, nil, err
+		var t *lua.LTable
+		if kind == '*' {
+			t = L.CreateTable(int(n), 0)
+		} else {
+			t = L.CreateTable(0, int(n))
+		}
+		for i := int64(0); i < n; i++ {
+			var k, v lua.LValue
+			if k, rest, err = toLua(L, rest); err != nil {
+				return nil, nil, err
 			}
+			switch kind {
+			case '*':
+				t.RawSetInt(int(i)+1, k)
+				continue
+			case '~':
+				v = lua.LTrue
+			case '%':
+				if v, rest, err = toLua(L, rest); err != nil {
+					return nil, nil, err
+				}
+			}
+			t.RawSet(k, v)
 		}
-	default:
-		return reply{}, nil, errors.New("script: unknown reply type " + strconv.Quote(string(r.kind)))
+		switch kind {
+		case '~':
+			return field(L, "set", t), rest, nil
+		case '%':
+			return field(L, "map", t), rest, nil
+		}
+		return t, rest, nil
 	}
-	return r, rest, nil
+	return nil, nil, errors.New("script: unknown reply type " + strconv.Quote(string(kind)))
+}
+
+// field returns the one-field table {name=v}.
+func field(L *lua.LState, name string, v lua.LValue) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString(name, v)
+	return t
 }
 
 func readLine(b []byte) (line, rest []byte, err error) {

@@ -29,9 +29,9 @@ import (
 )
 
 // Caller runs one command of a script (redis.call, redis.pcall) and
-// returns its RESP reply, in protocol proto (2 or 3: what the script
-// chose with redis.setresp).
-type Caller func(args [][]byte, proto int) []byte
+// appends its RESP reply to dst, in protocol proto (2 or 3: what the
+// script chose with redis.setresp). args are valid only during the call.
+type Caller func(dst []byte, args [][]byte, proto int) []byte
 
 // Engine holds the scripts loaded (SCRIPT LOAD, EVAL) and the VM they run
 // on. Run serialises scripts: one runs at a time.
@@ -45,6 +45,12 @@ type Engine struct {
 	randSt  uint64                    // math.random's lrand48 state
 	Logf    func(level int, msg string)
 	running string // sha of the running script
+	// redis.call's scratch, reused from call to call: the arguments'
+	// bytes, where each ends, the arguments, the reply.
+	argBuf  []byte
+	argEnds []int
+	args    [][]byte
+	out     []byte
 	// evalLRU orders the scripts EVAL added (not SCRIPT LOAD), most
 	// recently used first: past MaxEvalScripts the least recent is
 	// forgotten, as Redis 7.4 bounds them.
@@ -58,15 +64,11 @@ type Engine struct {
 	// one would stop the server.
 	threshold atomic.Int64 // ns; 0: no limit
 	killMu    sync.Mutex
-	cancel    context.CancelCauseFunc // the running script's (nil: none)
+	killable  bool // a script runs and may be killed
 	wrote     bool
 	started   atomic.Int64 // when the running script started, Unix ns (0: none runs)
-	// The VM's context, kept from script to script until a kill cancels
-	// it, and the function that cancels it; a watchdog goroutine
-	// (started with the first script) stops a script past the threshold.
-	ctx   context.Context
-	stop  context.CancelCauseFunc
-	watch sync.Once
+	kill      killSwitch   // the VM's context; a watchdog goroutine (started with the first script) stops a script past the threshold
+	watch     sync.Once
 }
 
 // Errors of a killed script and of SCRIPT KILL, as Redis words them.
@@ -100,12 +102,12 @@ func (e *Engine) Kill() error {
 	e.killMu.Lock()
 	defer e.killMu.Unlock()
 	switch {
-	case e.cancel == nil:
+	case !e.killable:
 		return ErrNotBusy
 	case e.wrote:
 		return ErrUnkillable
 	}
-	e.cancel(errKilled)
+	e.kill.fire(errKilled)
 	return nil
 }
 
@@ -121,6 +123,7 @@ func New() *Engine {
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.vm = e.newState()
+	e.vm.SetContext(&e.kill)
 	e.handler = e.vm.NewFunction(e.onError)
 	e.randSt = 0x330E // srand48(0): the generator then runs on across scripts, as Redis 7's
 	return e
@@ -249,19 +252,15 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	e.touchEval(sha, added)
 	L := e.vm
 	e.call, e.resp, e.running = call, 2, sha
-	if e.ctx == nil || e.ctx.Err() != nil {
-		e.ctx, e.stop = context.WithCancelCause(context.Background())
-		L.SetContext(e.ctx)
-	}
-	ctx := e.ctx
 	e.watch.Do(func() { go e.watchdog() })
 	e.killMu.Lock()
-	e.cancel, e.wrote = e.stop, false
+	e.killable, e.wrote = true, false
+	e.kill.reset()
 	e.started.Store(time.Now().UnixNano())
 	e.killMu.Unlock()
 	defer func() {
 		e.killMu.Lock()
-		e.cancel = nil
+		e.killable = false
 		e.started.Store(0)
 		e.killMu.Unlock()
 		e.call, e.running = nil, ""
@@ -272,7 +271,7 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 	L.Push(fn)
 	if err := L.PCall(0, 1, e.handler); err != nil {
 		L.SetTop(0)
-		if cause := context.Cause(ctx); cause != nil {
+		if cause := e.kill.cause(); cause != nil {
 			err = &lua.ApiError{Object: e.withLine(err, cause.Error())}
 		}
 		return appendErr(dst, e.errorText(err))
@@ -304,12 +303,64 @@ func (e *Engine) watchdog() {
 		}
 		time.Sleep(tick)
 		e.killMu.Lock()
-		if e.cancel != nil && !e.wrote && d > 0 && time.Now().UnixNano()-e.started.Load() > int64(d) {
-			e.cancel(errTimedOut)
+		if e.killable && !e.wrote && d > 0 && time.Now().UnixNano()-e.started.Load() > int64(d) {
+			e.kill.fire(errTimedOut)
 		}
 		e.killMu.Unlock()
 	}
 }
+
+// killSwitch is the VM's context. gopher-lua selects on Done before
+// every instruction, and a nil channel is the cheapest case of that
+// select: Done returns nil until the running script is killed, then a
+// closed channel (unlike a context.Context, Done changes; the VM is the
+// only reader). Its methods are safe for concurrent use.
+type killSwitch struct {
+	done atomic.Pointer[chan struct{}]
+	why  atomic.Pointer[error]
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// fire stops the running script with the error err.
+func (k *killSwitch) fire(err error) {
+	k.why.CompareAndSwap(nil, &err)
+	k.done.Store(&closed)
+}
+
+// reset readies the switch for the next script.
+func (k *killSwitch) reset() {
+	if k.done.Load() != nil {
+		k.done.Store(nil)
+		k.why.Store(nil)
+	}
+}
+
+// cause returns the error the script was stopped with (nil: not stopped).
+func (k *killSwitch) cause() error {
+	if p := k.why.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (k *killSwitch) Done() <-chan struct{} {
+	if p := k.done.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (k *killSwitch) Err() error {
+	if k.done.Load() != nil {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (k *killSwitch) Value(any) any { return nil }
 
 func strTable(L *lua.LState, vals [][]byte) *lua.LTable {
 	t := L.CreateTable(len(vals), 0)

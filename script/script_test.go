@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	lua "github.com/yuin/gopher-lua"
+
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/resp"
 )
@@ -19,6 +21,7 @@ type rawConn struct {
 	nc  net.Conn
 	rd  *bufio.Reader
 	buf []byte
+	L   *lua.LState // for toLua, which finds where a reply ends
 }
 
 func (c *rawConn) do(args ...[]byte) []byte {
@@ -33,7 +36,7 @@ func (c *rawConn) do(args ...[]byte) []byte {
 	}
 	c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
-		if _, rest, err := parseReply(c.buf); err == nil {
+		if _, rest, err := toLua(c.L, c.buf); err == nil {
 			out := c.buf[:len(c.buf)-len(rest)]
 			c.buf = append([]byte(nil), rest...)
 			return out
@@ -65,7 +68,7 @@ func dialer(t *testing.T) func(proto int) *rawConn {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { nc.Close() })
-		c := &rawConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
+		c := &rawConn{t: t, nc: nc, rd: bufio.NewReader(nc), L: lua.NewState()}
 		if proto == 3 {
 			c.cmd("HELLO", "3")
 		}
@@ -184,11 +187,11 @@ func TestAgainstRedis(t *testing.T) {
 			reset()
 			want := string(conns[proto].cmd(args...))
 			reset()
-			call := func(args [][]byte, p int) []byte {
+			call := func(dst []byte, args [][]byte, p int) []byte {
 				if p != 2 && p != 3 {
 					t.Fatalf("called in protocol %d", p)
 				}
-				return calls[p].do(args...)
+				return append(dst, calls[p].do(args...)...)
 			}
 			got := string(e.Run(nil, SHA1([]byte(c.script)), []byte(c.script), bytesOf(c.keys), bytesOf(c.argv), call, proto))
 			if got != want {
@@ -210,7 +213,7 @@ func bytesOf(ss []string) [][]byte {
 // script under its sha; Flush forgets it.
 func TestScriptCache(t *testing.T) {
 	e := New()
-	none := func([][]byte, int) []byte { t.Fatal("no command expected"); return nil }
+	none := func([]byte, [][]byte, int) []byte { t.Fatal("no command expected"); return nil }
 	if got := string(e.Run(nil, "ffffffffffffffffffffffffffffffffffffffff", nil, nil, nil, none, 2)); got != "-"+ErrNoScript+"\r\n" {
 		t.Fatalf("unknown sha: %q", got)
 	}
@@ -235,7 +238,7 @@ func TestScriptCache(t *testing.T) {
 // SCRIPT LOAD's are never forgotten, and a use keeps a script.
 func TestEvalScriptsBounded(t *testing.T) {
 	e := New()
-	call := func(args [][]byte, proto int) []byte { return nil }
+	call := func(dst []byte, args [][]byte, proto int) []byte { return dst }
 	loaded, _ := e.Load([]byte("return 'loaded'"))
 	first := []byte("return 0")
 	kept := []byte("return 1")
