@@ -234,8 +234,11 @@ const ErrNoScript = "NOSCRIPT No matching script. Please use EVAL."
 func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, call Caller, proto int) []byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if strings.ContainsAny(sha, "ABCDEF") {
-		sha = strings.ToLower(sha)
+	for i := 0; i < len(sha); i++ {
+		if 'A' <= sha[i] && sha[i] <= 'Z' {
+			sha = strings.ToLower(sha)
+			break
+		}
 	}
 	fn := e.fns[sha]
 	added := false
