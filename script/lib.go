@@ -60,6 +60,7 @@ func (e *Engine) newState() *lua.LState {
 	}))
 	// tostring writes a number as Lua 5.1 does (LUA_NUMBER_FMT, %.14g).
 	base := g.RawGetString("tostring")
+	g.RawSetString(concatName, L.NewFunction(concat))
 	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
 		if n, ok := L.Get(1).(lua.LNumber); ok && L.GetTop() >= 1 {
 			L.Push(lua.LString(luaNumber(float64(n))))

@@ -192,6 +192,7 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
 	}
+	rewriteConcat(chunk)
 	p, err := lua.Compile(chunk, "user_script")
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
