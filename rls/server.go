@@ -38,6 +38,9 @@ type Options struct {
 	Poll time.Duration
 }
 
+// streamWorkers is how many goroutines serve gRPC streams.
+const streamWorkers = 256
+
 // Server is the rate limit service's gRPC and HTTP front ends.
 type Server struct {
 	opts   Options
@@ -78,7 +81,12 @@ func Start(opts Options, cfg *Config) (*Server, error) {
 			return nil, err
 		}
 		s.lns = append(s.lns, ln)
-		var gopts []grpc.ServerOption
+		// Workers serve the streams: a goroutine per request grows its
+		// stack anew, through the handler's depth, every time. A stream
+		// waits in its worker for its message, so there are as many
+		// workers as requests Envoy fleets commonly have in flight; past
+		// that grpc starts goroutines again.
+		gopts := []grpc.ServerOption{grpc.NumStreamWorkers(streamWorkers)}
 		if opts.TLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 		}
