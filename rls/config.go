@@ -16,6 +16,7 @@ import (
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 	"gopkg.in/yaml.v3"
 )
 
@@ -65,6 +66,10 @@ type Rule struct {
 	// Stat is the rule's metric key: the configuration path as
 	// envoyproxy/ratelimit names it (domain.key_value.key).
 	Stat string
+	// Metadata is the descriptor's metadata (nil: none), reported in the
+	// response's dynamic metadata when the rule passes. Shared by every
+	// request: read only.
+	Metadata *structpb.Struct
 	// limit is the reply's current_limit, built once.
 	limit *pb.RateLimitResponse_RateLimit
 }
@@ -358,6 +363,91 @@ func (p *parser) uint32(v *yaml.Node) (uint32, error) {
 	return n, nil
 }
 
+// metadata reads a descriptor's metadata, a mapping of anything, as
+// envoyproxy/ratelimit converts it to a protobuf Struct (its parseMetadata
+// in src/config/config_impl.go): integers and floats are numbers, keys are
+// their text, an empty or null mapping is none. Scalars YAML would read as
+// something else (timestamps, binary) stay the text written, as its YAML
+// library leaves them.
+func (p *parser) metadata(v *yaml.Node) (*structpb.Struct, error) {
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil, nil
+	}
+	if v.Kind != yaml.MappingNode {
+		return nil, p.errf(v, "error parsing metadata: metadata must be a mapping")
+	}
+	if len(v.Content) == 0 {
+		return nil, nil
+	}
+	val, err := p.metaValue(v, 0)
+	if err != nil {
+		return nil, err
+	}
+	return val.GetStructValue(), nil
+}
+
+// maxMetadataDepth bounds the nesting of metadata (and so the recursion
+// over it, whatever aliases a file plays with).
+const maxMetadataDepth = 64
+
+func (p *parser) metaValue(v *yaml.Node, depth int) (*structpb.Value, error) {
+	if depth > maxMetadataDepth {
+		return nil, p.errf(v, "error parsing metadata: nested more than %d levels", maxMetadataDepth)
+	}
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	switch v.Kind {
+	case yaml.MappingNode:
+		s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(v.Content)/2)}
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			k := v.Content[i]
+			if k.Kind == yaml.AliasNode {
+				k = k.Alias
+			}
+			if k.Kind != yaml.ScalarNode {
+				return nil, p.errf(k, "error parsing metadata: a key must be a scalar")
+			}
+			e, err := p.metaValue(v.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s.Fields[k.Value] = e
+		}
+		return structpb.NewStructValue(s), nil
+	case yaml.SequenceNode:
+		l := &structpb.ListValue{Values: make([]*structpb.Value, len(v.Content))}
+		for i, e := range v.Content {
+			x, err := p.metaValue(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l.Values[i] = x
+		}
+		return structpb.NewListValue(l), nil
+	case yaml.ScalarNode:
+		switch v.Tag {
+		case "!!null":
+			return structpb.NewNullValue(), nil
+		case "!!bool":
+			var b bool
+			if err := v.Decode(&b); err == nil {
+				return structpb.NewBoolValue(b), nil
+			}
+		case "!!int", "!!float":
+			var f float64
+			if err := v.Decode(&f); err == nil {
+				return structpb.NewNumberValue(f), nil
+			}
+		}
+		return structpb.NewStringValue(v.Value), nil
+	}
+	return nil, p.errf(v, "error parsing metadata")
+}
+
 // wildcard reports whether a value is a wildcard pattern.
 func wildcard(v string) bool { return strings.Contains(v, "*") }
 
@@ -375,6 +465,7 @@ func (p *parser) descriptors(parent *node, path string, seq *yaml.Node) error {
 		var key, value string
 		var rl, children *yaml.Node
 		var shadow, quota, detailed, v2m, share bool
+		var meta *structpb.Struct
 		for i := 0; i < len(d.Content); i += 2 {
 			k, v := d.Content[i], d.Content[i+1]
 			var err error
@@ -397,6 +488,8 @@ func (p *parser) descriptors(parent *node, path string, seq *yaml.Node) error {
 				v2m, err = p.boolean(v)
 			case "share_threshold":
 				share, err = p.boolean(v)
+			case "metadata":
+				meta, err = p.metadata(v)
 			}
 			if err != nil {
 				return err
@@ -440,6 +533,7 @@ func (p *parser) descriptors(parent *node, path string, seq *yaml.Node) error {
 				return err
 			}
 			r.ShadowMode, r.QuotaMode, r.DetailedMetric, r.Stat = shadow, quota, detailed, full
+			r.Metadata = meta
 			if !r.Unlimited {
 				r.limit = r.currentLimit()
 				if r.Multiplier > 1 {

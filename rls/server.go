@@ -24,13 +24,13 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	Addr            string      // gRPC host:port ("" none)
-	HTTPAddr        string      // POST /json and GET /healthcheck ("" none)
-	ConfigPath      string      // --rls-config ("" serves no limit)
-	ResponseHeaders bool        // RateLimit-* response headers
-	TLS             *tls.Config // gRPC over TLS when set
-	Keyspace        Keyspace
-	Stats           *Stats
+	Addr       string         // gRPC host:port ("" none)
+	HTTPAddr   string         // POST /json and GET /healthcheck ("" none)
+	ConfigPath string         // --rls-config ("" serves no limit)
+	Service    ServiceOptions // the global settings (zero: all off)
+	TLS        *tls.Config    // gRPC over TLS when set
+	Keyspace   Keyspace
+	Stats      *Stats
 	// Logf logs a line (log.Printf).
 	Logf func(format string, args ...any)
 	// Poll is how often the configuration files are checked for changes
@@ -71,7 +71,7 @@ func Start(opts Options, cfg *Config) (*Server, error) {
 		cfg = &Config{domains: map[string]*node{}}
 	}
 	s := &Server{opts: opts, stop: make(chan struct{}), down: make(chan struct{})}
-	s.svc = NewService(opts.Keyspace, cfg, opts.ResponseHeaders, opts.Stats)
+	s.svc = NewService(opts.Keyspace, cfg, opts.Stats, opts.Service)
 	if opts.ConfigPath != "" {
 		s.sum, _ = fingerprint(opts.ConfigPath)
 	}

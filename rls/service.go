@@ -14,7 +14,9 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -48,19 +50,43 @@ type Keyspace interface {
 // nearLimitRatio is envoyproxy/ratelimit's NEAR_LIMIT_RATIO default.
 const nearLimitRatio = 0.8
 
-// Service answers ShouldRateLimit from the configuration it holds.
-type Service struct {
-	pb.UnimplementedRateLimitServiceServer
-	ks      Keyspace
-	cfg     atomic.Pointer[Config]
-	headers bool // --rls-response-headers
-	stats   *Stats
+// ServiceOptions are a service's global settings, envoyproxy/ratelimit's
+// environment variables of the same meaning. The zero value is its
+// defaults: all off.
+type ServiceOptions struct {
+	// ResponseHeaders adds RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset from the descriptor closest to its limit
+	// (LIMIT_RESPONSE_HEADERS_ENABLED; --rls-response-headers).
+	ResponseHeaders bool
+	// ShadowMode answers overall_code OK where the descriptors decide
+	// OVER_LIMIT, leaving each status, the headers, the state and the
+	// per-rule metrics as they are, and counts each such request in
+	// rlserver_rls_global_shadow_mode (SHADOW_MODE; --rls-shadow-mode).
+	ShadowMode bool
+	// QuotaMode treats every descriptor as quota_mode: the request is
+	// OVER_LIMIT only when all of them (unmatched ones included, unlimited
+	// ones not) are over (QUOTA_MODE; --rls-quota-mode).
+	QuotaMode bool
+	// DynamicMetadata sets the response's dynamic_metadata: the domain,
+	// the request's descriptors and hits_addend, and the merged metadata
+	// of the rules that passed (RESPONSE_DYNAMIC_METADATA;
+	// --rls-response-dynamic-metadata).
+	DynamicMetadata bool
 }
 
-// NewService returns a service deciding over ks; headers adds the
-// RateLimit-* response headers.
-func NewService(ks Keyspace, cfg *Config, headers bool, stats *Stats) *Service {
-	s := &Service{ks: ks, headers: headers, stats: stats}
+// Service answers ShouldRateLimit from the configuration it holds. It is
+// safe for concurrent use.
+type Service struct {
+	pb.UnimplementedRateLimitServiceServer
+	ks    Keyspace
+	cfg   atomic.Pointer[Config]
+	opts  ServiceOptions
+	stats *Stats
+}
+
+// NewService returns a service deciding over ks with the settings o.
+func NewService(ks Keyspace, cfg *Config, stats *Stats, o ServiceOptions) *Service {
+	s := &Service{ks: ks, opts: o, stats: stats}
 	s.cfg.Store(cfg)
 	return s
 }
@@ -183,14 +209,23 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 	var closest *pb.RateLimitResponse_DescriptorStatus
 	minRemaining := uint32(math.MaxUint32)
 	failed, quotaFailed, quotaTotal := 0, 0, 0
+	// passed are the descriptors not over the limit, whose rules' metadata
+	// the dynamic metadata reports (unlimited ones are not among them, as
+	// envoyproxy/ratelimit's shouldRateLimitWorker).
+	var passed []int
 	for i := range items {
 		it := &items[i]
-		switch {
-		case it.unlimited:
+		if it.unlimited {
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
 			continue
-		case it.rule == nil:
+		}
+		quota := s.opts.QuotaMode || (it.rule != nil && it.rule.QuotaMode)
+		if quota {
+			quotaTotal++
+		}
+		if it.rule == nil {
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+			passed = append(passed, i)
 			continue
 		}
 		var d Decision
@@ -222,21 +257,21 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 		if !it.refund {
 			s.stats.count(it.stat, it.rule, d, it.hits)
 		}
-		if s.headers && st.LimitRemaining < minRemaining {
+		if s.opts.ResponseHeaders && st.LimitRemaining < minRemaining {
 			closest, minRemaining = st, st.LimitRemaining
 		}
 		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
 			if it.rule.ShadowMode {
 				st.Code = pb.RateLimitResponse_OK
-			} else if it.rule.QuotaMode {
+			} else if quota {
 				quotaFailed++
 			} else {
 				failed++
 				closest, minRemaining = st, 0
 			}
 		}
-		if it.rule.QuotaMode {
-			quotaTotal++
+		if st.Code == pb.RateLimitResponse_OK {
+			passed = append(passed, i)
 		}
 		resp.Statuses[i] = st
 	}
@@ -244,14 +279,80 @@ func (s *Service) decide(ctx context.Context, req *pb.RateLimitRequest) (*pb.Rat
 	if failed > 0 || (quotaTotal > 0 && quotaTotal == quotaFailed) {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 	}
-	if s.headers && closest != nil {
+	if s.opts.ResponseHeaders && closest != nil {
 		resp.ResponseHeadersToAdd = []*core.HeaderValue{
 			{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(closest.CurrentLimit.RequestsPerUnit), 10)},
 			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(closest.LimitRemaining), 10)},
 			{Key: "RateLimit-Reset", Value: strconv.FormatInt(closest.DurationUntilReset.GetSeconds(), 10)},
 		}
 	}
+	// The global shadow mode overrides the overall code only, after the
+	// headers were chosen (envoyproxy/ratelimit's shouldRateLimitWorker).
+	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
+		resp.OverallCode = pb.RateLimitResponse_OK
+		s.stats.countGlobalShadow()
+	}
+	if s.opts.DynamicMetadata {
+		resp.DynamicMetadata = dynamicMetadata(req, items, passed)
+	}
 	return resp, nil
+}
+
+// dynamicMetadata is the response's dynamic_metadata as
+// envoyproxy/ratelimit's ratelimitToMetadata builds it: "domain";
+// "descriptors", each with "entries" ("key=value" strings), "limit" (the
+// override in protobuf text) and "hitsAddend" when set; the request's
+// "hitsAddend" when not 0; and "metadata", the metadata of the rules that
+// passed merged in request order (the first value of a key wins, mappings
+// merge key by key), when there is any. The rules' metadata is copied, not
+// shared: merging never changes the configuration.
+func dynamicMetadata(req *pb.RateLimitRequest, items []item, passed []int) *structpb.Struct {
+	fields := map[string]*structpb.Value{"domain": structpb.NewStringValue(req.Domain)}
+	descs := make([]*structpb.Value, 0, len(req.Descriptors))
+	for _, d := range req.Descriptors {
+		entries := make([]*structpb.Value, len(d.Entries))
+		for i, e := range d.Entries {
+			entries[i] = structpb.NewStringValue(e.GetKey() + "=" + e.GetValue())
+		}
+		f := map[string]*structpb.Value{"entries": structpb.NewListValue(&structpb.ListValue{Values: entries})}
+		if d.Limit != nil {
+			f["limit"] = structpb.NewStringValue(d.Limit.String())
+		}
+		if d.HitsAddend != nil {
+			f["hitsAddend"] = structpb.NewNumberValue(float64(d.HitsAddend.Value))
+		}
+		descs = append(descs, structpb.NewStructValue(&structpb.Struct{Fields: f}))
+	}
+	fields["descriptors"] = structpb.NewListValue(&structpb.ListValue{Values: descs})
+	if req.HitsAddend != 0 {
+		fields["hitsAddend"] = structpb.NewNumberValue(float64(req.HitsAddend))
+	}
+	merged := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	for _, i := range passed {
+		if r := items[i].rule; r != nil && r.Metadata != nil {
+			mergeMetadata(merged, r.Metadata)
+		}
+	}
+	if len(merged.Fields) > 0 {
+		fields["metadata"] = structpb.NewStructValue(merged)
+	}
+	return &structpb.Struct{Fields: fields}
+}
+
+// mergeMetadata adds src's fields to dest as envoyproxy/ratelimit's
+// mergeMetadata: a key dest lacks is added (a copy), a mapping under a key
+// both hold is merged into, anything else under a key dest holds stays.
+func mergeMetadata(dest, src *structpb.Struct) {
+	for k, v := range src.Fields {
+		have, ok := dest.Fields[k]
+		if !ok {
+			dest.Fields[k] = proto.Clone(v).(*structpb.Value)
+			continue
+		}
+		if ds, ss := have.GetStructValue(), v.GetStructValue(); ds != nil && ss != nil {
+			mergeMetadata(ds, ss)
+		}
+	}
 }
 
 // hitsAddend is a descriptor's cost as envoyproxy/ratelimit reads it: its

@@ -72,7 +72,7 @@ func newTestService(t *testing.T) *testService {
 	ks := NewCommands(h, clk.Now, "", 4)
 	t.Cleanup(ks.Close)
 	stats := NewStats()
-	return &testService{svc: NewService(ks, cfg, false, stats), clk: clk, h: h, stats: stats}
+	return &testService{svc: NewService(ks, cfg, stats, ServiceOptions{}), clk: clk, h: h, stats: stats}
 }
 
 func sdesc(kv ...string) *rlv3.RateLimitDescriptor {

@@ -25,6 +25,8 @@ type Stats struct {
 	mu   sync.RWMutex
 	keys map[string]*counters
 
+	globalShadow atomic.Uint64 // requests the global shadow mode answered OK
+
 	latency  prometheus.Histogram
 	requests *prometheus.CounterVec // by gRPC code
 	loads    *prometheus.CounterVec // configuration loads by result
@@ -121,6 +123,14 @@ func (s *Stats) count(key string, r *Rule, d Decision, hits int64) {
 	}
 }
 
+// countGlobalShadow counts a request the global shadow mode answered OK
+// (envoyproxy/ratelimit's service-level global_shadow_mode counter).
+func (s *Stats) countGlobalShadow() { s.globalShadow.Add(1) }
+
+// GlobalShadowMode returns the requests the global shadow mode answered
+// OK, for tests.
+func (s *Stats) GlobalShadowMode() uint64 { return s.globalShadow.Load() }
+
 // countRefund adds a refund of hits (is_negative_hits) to key's counters:
 // total_negative_hits only, as envoyproxy/ratelimit counts it.
 func (s *Stats) countRefund(key string, hits int64) {
@@ -134,11 +144,12 @@ var (
 	dNear     = prometheus.NewDesc("rlserver_rls_near_limit", "Hits past 80% of the rule's limit.", []string{"key"}, nil)
 	dWithin   = prometheus.NewDesc("rlserver_rls_within_limit", "Hits within the rule's limit.", []string{"key"}, nil)
 	dShadow   = prometheus.NewDesc("rlserver_rls_shadow_mode", "Hits over the limit of a shadow_mode rule (answered OK).", []string{"key"}, nil)
+	dGlobal   = prometheus.NewDesc("rlserver_rls_global_shadow_mode", "Requests over the limit answered OK by the global shadow mode (--rls-shadow-mode).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (s *Stats) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{dTotal, dOver, dNear, dWithin, dShadow, dNegative} {
+	for _, d := range []*prometheus.Desc{dTotal, dOver, dNear, dWithin, dShadow, dNegative, dGlobal} {
 		ch <- d
 	}
 	s.latency.Describe(ch)
@@ -158,6 +169,7 @@ func (s *Stats) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	s.mu.RUnlock()
+	ch <- prometheus.MustNewConstMetric(dGlobal, prometheus.CounterValue, float64(s.globalShadow.Load()))
 	s.latency.Collect(ch)
 	s.requests.Collect(ch)
 	s.loads.Collect(ch)

@@ -24,6 +24,9 @@ type rlsFlags struct {
 	config   string
 	headers  string
 	tls      string
+	shadow   string // --rls-shadow-mode
+	quota    string // --rls-quota-mode
+	metadata string // --rls-response-dynamic-metadata
 
 	cfg *rls.Config // --rls-config as read at start
 }
@@ -33,13 +36,17 @@ func (f *rlsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "rls-http-addr", "", "host:port serving envoyproxy/ratelimit's HTTP API: POST /json and GET /healthcheck; off by default")
 	fs.StringVar(&f.config, "rls-config", "", "the rate limit service's configuration: a YAML file, or a directory of *.yaml files, in envoyproxy/ratelimit's format; reread on SIGHUP and when a file changes")
 	fs.StringVar(&f.headers, "rls-response-headers", "no", "yes: add RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset to rate limit responses")
+	fs.StringVar(&f.shadow, "rls-shadow-mode", "no", "yes: answer every rate limit request OK, even over the limit (each descriptor's status still says so), as envoyproxy/ratelimit's SHADOW_MODE")
+	fs.StringVar(&f.quota, "rls-quota-mode", "no", "yes: every descriptor is in quota mode: a request is over the limit only when all its descriptors are, as envoyproxy/ratelimit's QUOTA_MODE")
+	fs.StringVar(&f.metadata, "rls-response-dynamic-metadata", "no", "yes: set the response's dynamic metadata (domain, descriptors, hits_addend, the passing rules' metadata), as envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA")
 	fs.StringVar(&f.tls, "rls-tls", "no", "yes: serve --rls-addr over TLS with the --tls-cert-file, --tls-key-file (and client certificates as --tls-auth-clients, --tls-ca-cert-file)")
 }
 
 // load checks the flags and reads the configuration before anything
 // starts: an error here exits 2.
 func (f *rlsFlags) load() error {
-	for name, v := range map[string]string{"--rls-response-headers": f.headers, "--rls-tls": f.tls} {
+	for name, v := range map[string]string{"--rls-response-headers": f.headers, "--rls-tls": f.tls,
+		"--rls-shadow-mode": f.shadow, "--rls-quota-mode": f.quota, "--rls-response-dynamic-metadata": f.metadata} {
 		if v != "yes" && v != "no" {
 			return fmt.Errorf("%s must be yes or no", name)
 		}
@@ -82,7 +89,11 @@ func (f *rlsFlags) start(o *options, commands *command.Handler, clock *clock.Clo
 	ks := rls.NewCommands(commands, clock.Now, o.requirepass, 4*runtime.GOMAXPROCS(0))
 	srv, err := rls.Start(rls.Options{
 		Addr: f.addr, HTTPAddr: f.httpAddr, ConfigPath: f.config,
-		ResponseHeaders: f.headers == "yes", TLS: tcfg, Keyspace: ks, Stats: stats, Logf: log.Printf,
+		Service: rls.ServiceOptions{
+			ResponseHeaders: f.headers == "yes", ShadowMode: f.shadow == "yes",
+			QuotaMode: f.quota == "yes", DynamicMetadata: f.metadata == "yes",
+		},
+		TLS: tcfg, Keyspace: ks, Stats: stats, Logf: log.Printf,
 	}, f.cfg)
 	if err != nil {
 		ks.Close()
