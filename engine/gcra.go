@@ -92,23 +92,8 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 	if p.Validate() != nil || n < 0 {
 		return Decision{Limit: limit, RetryAfter: Never}, s.b
 	}
-	// New parameters apply from the last update (see Take): convert and
-	// clamp the stored backlog there, then drain it to now.
-	back := s.b.s
-	if !back.isZero() && s.p.Count != p.Count {
-		// Keep TAT − last = back/Count: rescale to the new count, rounding
-		// the wait up.
-		if s.p.Count > 0 {
-			back = back.mulDiv(uint64(p.Count), uint64(s.p.Count), true)
-		} else {
-			back = u128{} // only a corrupt state gets here: start fresh
-		}
-	}
 	full := mul64(uint64(limit), uint64(p.Period)) // DVT·Count
-	if back.cmp(full) > 0 {
-		back = full
-	}
-	now, back = s.b.drain(now, back, p.Count)
+	now, back := s.at(now, p, full)
 	d := Decision{Limit: limit}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {
@@ -125,6 +110,57 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 	d.Remaining = tokensFloor(full, after, int64(p.Period))
 	d.ResetAfter = durCeil(after, p.Count)
 	return d, backlog{last: now, s: after}
+}
+
+// at returns the effective time and the backlog at now under valid
+// parameters p, whose DVT·Count is full: new parameters apply from the
+// last update (see Take), so the stored backlog is converted and clamped
+// there, then drained to now.
+func (s *GCRA) at(now int64, p GCRAParams, full u128) (int64, u128) {
+	back := s.b.s
+	if !back.isZero() && s.p.Count != p.Count {
+		// Keep TAT − last = back/Count: rescale to the new count, rounding
+		// the wait up.
+		if s.p.Count > 0 {
+			back = back.mulDiv(uint64(p.Count), uint64(s.p.Count), true)
+		} else {
+			back = u128{} // only a corrupt state gets here: start fresh
+		}
+	}
+	if back.cmp(full) > 0 {
+		back = full
+	}
+	return s.b.drain(now, back, p.Count)
+}
+
+// GiveBack returns n units at now (a refund of units taken before): the
+// TAT moves back by n emission intervals, never before now (a fresh key).
+// It answers what a peek then would: Allowed, the units now available,
+// the time until the key is fresh. A fresh key, or n == 0, changes
+// nothing. Invalid parameters or a negative n are answered as Take answers
+// them, changing nothing.
+//
+// A Take of n at t followed by GiveBack of n at t2 >= t, with no other
+// admission in between and the same parameters, leaves the state that
+// answers every later call as if neither had happened (the TAT is
+// max(TAT, now) + n·EI after the take, and max(TAT, now) − n·EI clamped at
+// now takes exactly that back). With other admissions in between it is
+// exact unless the key would have become fresh in the meantime without the
+// n units (then the idle time lost is given back too: at most n units more
+// than never taking would have left).
+func (s *GCRA) GiveBack(now int64, p GCRAParams, n int64) Decision {
+	limit := p.Limit()
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: limit, RetryAfter: Never}
+	}
+	if n == 0 || s.b.s.isZero() {
+		return s.Check(now, p, 0)
+	}
+	full := mul64(uint64(limit), uint64(p.Period))
+	now, back := s.at(now, p, full)
+	back = back.sub(mul64(uint64(n), uint64(p.Period)))
+	s.p, s.b = p, backlog{last: now, s: back}
+	return Decision{Allowed: true, Limit: limit, Remaining: tokensFloor(full, back, int64(p.Period)), ResetAfter: durCeil(back, p.Count)}
 }
 
 // Kind returns KindThrottle.

@@ -89,13 +89,7 @@ func (s *TokenBucket) decide(now int64, p TokenBucketParams, n int64) (Decision,
 	if p.Validate() != nil || n < 0 {
 		return Decision{Limit: p.Capacity, RetryAfter: Never}, s.b
 	}
-	// New parameters apply from the last update (see Take): carry the
-	// stored backlog over there, then refill to now.
-	back := s.b.s
-	if !back.isZero() && (s.p.Capacity != p.Capacity || s.p.Period != p.Period) {
-		back = s.carry(back, p)
-	}
-	now, back = s.b.drain(now, back, p.Rate)
+	now, back := s.at(now, p)
 	full := mul64(uint64(p.Capacity), uint64(p.Period))
 	d := Decision{Limit: p.Capacity}
 	after := back
@@ -118,6 +112,48 @@ func (s *TokenBucket) decide(now int64, p TokenBucketParams, n int64) (Decision,
 	d.Remaining = tokensFloor(full, after, int64(p.Period))
 	d.ResetAfter = durCeil(after, p.Rate)
 	return d, backlog{last: now, s: after}
+}
+
+// at returns the effective time and the backlog at now under valid
+// parameters p: new parameters apply from the last update (see Take), so
+// the stored backlog is carried over there, then refilled to now.
+func (s *TokenBucket) at(now int64, p TokenBucketParams) (int64, u128) {
+	back := s.b.s
+	if !back.isZero() && (s.p.Capacity != p.Capacity || s.p.Period != p.Period) {
+		back = s.carry(back, p)
+	}
+	return s.b.drain(now, back, p.Rate)
+}
+
+// GiveBack returns n tokens to the bucket at now (a refund of units taken
+// before) and answers what a peek then would: Allowed, the tokens now
+// available, the time until the bucket is full. The bucket never holds
+// more than Capacity (nor less debt than none): tokens that would overflow
+// are dropped. A fresh bucket, or n == 0, changes nothing. Invalid
+// parameters or a negative n are answered as Take answers them, changing
+// nothing.
+//
+// A Take of n at t followed by GiveBack of n at t2 >= t, with no other
+// admission in between and the same parameters, leaves the state that
+// answers every later call as if neither had happened: the backlog drains
+// linearly and saturates at a full bucket, and the n·Period the take added
+// is exactly what the give-back removes. With other admissions in between
+// it is exact unless the bucket would have filled up in the meantime
+// without the n tokens (then the refill lost to overflow is given back
+// too: at most n tokens more than never taking would have left).
+func (s *TokenBucket) GiveBack(now int64, p TokenBucketParams, n int64) Decision {
+	if p.Validate() != nil || n < 0 {
+		return Decision{Limit: p.Capacity, RetryAfter: Never}
+	}
+	if n == 0 || s.b.s.isZero() {
+		return s.Check(now, p, 0)
+	}
+	now, back := s.at(now, p)
+	back = back.sub(mul64(uint64(n), uint64(p.Period)))
+	s.p, s.b = p, backlog{last: now, s: back}
+	s.p.MaxWait = 0
+	full := mul64(uint64(p.Capacity), uint64(p.Period))
+	return Decision{Allowed: true, Limit: p.Capacity, Remaining: tokensFloor(full, back, int64(p.Period)), ResetAfter: durCeil(back, p.Rate)}
 }
 
 // carry converts a backlog under the stored parameters to one under p with

@@ -94,7 +94,7 @@ type Window struct {
 	mode   WindowMode
 	limit  int64   // Limit of the last admission
 	window int64   // Window of the last admission, ns
-	last   int64   // instant of the last admission, ns
+	last   int64   // instant of the last admission (or FIXED/SLIDING give-back), ns
 	start  int64   // FIXED, SLIDING: start of the current aligned window, ns
 	cur    int64   // FIXED, SLIDING: units admitted in [start, start+window)
 	prev   int64   // SLIDING: units admitted in [start-window, start)
@@ -181,6 +181,55 @@ func (s *Window) decide(now int64, p WindowParams, n int64, commit bool) Decisio
 		return s.decideLog(now, p, n, commit)
 	}
 	return s.decideCounter(now, p, n, commit)
+}
+
+// GiveBack returns n units to a FIXED or SLIDING window at now (a refund
+// of units taken before) and answers what a peek then would. Units come
+// back from the current window first, then (SLIDING) from the previous
+// one: the most recent first. Counts never go below zero. A window of
+// another mode than p's that is not fresh, or n == 0, changes nothing and
+// is answered as a peek under p. Invalid parameters, a LOG window's, or a
+// negative n are answered with RetryAfter Never, changing nothing.
+//
+// A Take of n at t followed by GiveBack of n at t2 >= t, with no other
+// admission in between and the same parameters, leaves a state that
+// answers every later call (at t2 or after) as if neither had happened:
+// in t's window the n units are in the current count and come back from
+// it; in the next one they are the previous count and come back from it
+// (SLIDING), and later they have left both. Where the algorithm cannot
+// tell which window a refund's units were taken in, it is not exact:
+//   - SLIDING: units taken in the previous window, given back after other
+//     units were taken in the current one, come back from the current
+//     count, so the estimate falls by n where never taking them would
+//     leave it lower by only n × the previous window's remaining weight;
+//   - FIXED: units taken in a window that has ended have expired with it,
+//     and a give-back then frees units of the current window instead (as
+//     envoyproxy/ratelimit's refund, which decrements the current
+//     window's counter).
+//
+// Both give back at most n units, and only ever units that were taken.
+func (s *Window) GiveBack(now int64, p WindowParams, n int64) Decision {
+	if p.Validate() != nil || n < 0 || p.Mode == WindowLog {
+		return Decision{Limit: p.Limit, RetryAfter: Never}
+	}
+	if now < 0 {
+		now = 0
+	}
+	if s.mode == p.Mode && now < s.last {
+		now = s.last // time went backwards: no time elapses
+	}
+	start, cur, prev := s.counters(now, p)
+	if n > 0 && (cur > 0 || prev > 0) {
+		back := min(n, cur)
+		cur -= back
+		if p.Mode == WindowSliding {
+			prev -= min(n-back, prev)
+		}
+		s.log = nil
+		s.mode, s.limit, s.window, s.last = p.Mode, p.Limit, int64(p.Window), now
+		s.start, s.cur, s.prev = start, cur, prev
+	}
+	return s.decideCounter(now, p, 0, false)
 }
 
 // winAlign returns the start of the epoch-aligned window of length w (> 0)
