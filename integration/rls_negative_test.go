@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -102,4 +103,70 @@ func TestRLSNegativeHits(t *testing.T) {
 		t.Fatalf("bad override: %v", err)
 	}
 	expectSummary(t, r.ask(t, desc("remote_address", "10.0.0.9")), "OK OK/0/50")
+}
+
+// TestRLSNegativeHitsExact: over gRPC, for each algorithm, a refund of n
+// after a take of n leaves the limiter as if the take had not happened:
+// descriptor a, which took and gave back, answers every later request
+// (looks and takes, over more than a minute) exactly as descriptor b,
+// which shared a's history (in this minute and the next, so a sliding
+// window's previous minute weighs in and a bucket is partly refilled) but
+// never took; its key expires when b's does; and a take refunded on a
+// fresh limiter leaves no key.
+func TestRLSNegativeHitsExact(t *testing.T) {
+	r := startRLS(t, rlsConfig)
+	for _, c := range []struct {
+		key, suffix string
+		take        uint64
+	}{
+		{"remote_address", "fixed_window/60s", 1},
+		{"sliding", "sliding_window/60s", 2},
+		{"bucket", "token_bucket/1s", 2},
+		{"gcra", "gcra/60s", 1},
+	} {
+		setClock(t, r.rdb, t0+500)
+		cost := func(v string, n uint64) *rlv3.RateLimitDescriptor {
+			d := desc(c.key, c.key+"-"+v)
+			d.HitsAddend = wrapperspb.UInt64(n)
+			return d
+		}
+		both := func(n uint64) *pb.RateLimitResponse {
+			t.Helper()
+			return r.ask(t, cost("a", n), cost("b", n))
+		}
+		same := func(what string, resp *pb.RateLimitResponse) {
+			t.Helper()
+			if a, b := resp.Statuses[0], resp.Statuses[1]; a.Code != b.Code || a.LimitRemaining != b.LimitRemaining ||
+				a.DurationUntilReset.AsDuration() != b.DurationUntilReset.AsDuration() {
+				t.Fatalf("%s: %s: after the refund %v, never taking %v", c.key, what, a, b)
+			}
+			keyOf := func(v string) string { return "rls:test:" + c.key + "=" + c.key + "-" + v + ":" + c.suffix }
+			pa, _ := r.rdb.PTTL(ctx, keyOf("a")).Result()
+			pbb, _ := r.rdb.PTTL(ctx, keyOf("b")).Result()
+			if pa != pbb {
+				t.Fatalf("%s: %s: PTTL %v, never taking %v", c.key, what, pa, pbb)
+			}
+		}
+		both(1)
+		advance(t, r.rdb, 60_200)
+		both(1)
+		advance(t, r.rdb, 350)
+		if resp := r.ask(t, cost("a", c.take)); resp.OverallCode != pb.RateLimitResponse_OK {
+			t.Fatalf("%s: the take: %s", c.key, summary(resp))
+		}
+		advance(t, r.rdb, 500)
+		same("the refund", r.ask(t, refund(desc(c.key, c.key+"-a"), c.take), cost("b", 0)))
+		for i, step := range []struct {
+			advance int64
+			n       uint64
+		}{{0, 0}, {0, 1}, {250, 1}, {1000, 0}, {20_000, 1}, {37_000, 0}, {0, 1}, {45_000, 1}, {90_000, 0}} {
+			advance(t, r.rdb, step.advance)
+			same(fmt.Sprintf("step %d (+%d ms, %d)", i, step.advance, step.n), both(step.n))
+		}
+		// A take and its refund on a fresh limiter leave no key.
+		r.ask(t, cost("c", c.take))
+		advance(t, r.rdb, 100)
+		r.ask(t, refund(desc(c.key, c.key+"-c"), c.take))
+		do(t, r.rdb, "EXISTS", "rls:test:"+c.key+"="+c.key+"-c:"+c.suffix).equal(0)
+	}
 }

@@ -10,10 +10,6 @@ import (
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
-
-	"github.com/rlserver/rlserver/clock"
-	"github.com/rlserver/rlserver/command"
-	"github.com/rlserver/rlserver/shard"
 )
 
 // globalConfig is serviceConfig with metadata on some rules, for the
@@ -49,20 +45,10 @@ const globalConfig = serviceConfig + `  - key: meta_a
     rate_limit: {unit: minute, requests_per_unit: 5}
 `
 
-// newGlobalService is newTestService over globalConfig with settings o.
+// newGlobalService is a test service over globalConfig with settings o.
 func newGlobalService(t *testing.T, o ServiceOptions) *testService {
 	t.Helper()
-	cfg, err := ParseConfig("c.yaml", []byte(globalConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.New()
-	clk.Set((t0 + 500) * 1e6)
-	h := command.New(command.Config{}, shard.New(shard.Options{}), clk)
-	ks := NewCommands(h, clk.Now, "", 4)
-	t.Cleanup(ks.Close)
-	stats := NewStats()
-	return &testService{svc: NewService(ks, cfg, stats, o), clk: clk, h: h, stats: stats}
+	return newServiceWith(t, globalConfig, o)
 }
 
 // TestGlobalShadowMode: SHADOW_MODE answers overall_code OK where the

@@ -11,16 +11,21 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/shard"
 )
 
 // Commands is the adapter between the service and rlserver: it decides
 // through the command table, as a client connection would, so that a
 // descriptor's key is an ordinary key (persisted, replicated, counted in
 // INFO and SLOWLOG, bound by ACLs and --maxmemory) and each algorithm is
-// exactly its limiter command. It uses only resp.Handler, the server's
-// stable boundary, and no keyspace internals.
+// exactly its limiter command. A refund is the one exception: there is no
+// command that gives units back, so after the rule's command has looked at
+// the key (n = 0: the key's slot is this node's, the node takes writes,
+// the key holds this limiter) the units are given back on the keyspace
+// itself (giveback.go).
 type Commands struct {
 	handler  resp.Handler
+	store    *shard.Store // refunds' keyspace (nil: refunds by refundScript)
 	now      func() int64 // the server clock, Unix ns
 	password string       // AUTH for new sessions ("" none)
 
@@ -39,10 +44,12 @@ type session struct {
 	num  [6][24]byte
 }
 
-// NewCommands returns an adapter running commands through h; now is the
-// server clock (Unix ns), password the default user's (--requirepass).
-func NewCommands(h resp.Handler, now func() int64, password string, maxIdle int) *Commands {
-	return &Commands{handler: h, now: now, password: password, idle: make(chan *session, maxIdle), remotes: map[string]*redis.Client{}}
+// NewCommands returns an adapter running commands through h, and refunds
+// on store, the keyspace h serves (nil: refunds run refundScript); now is
+// the server clock (Unix ns), password the default user's
+// (--requirepass).
+func NewCommands(h resp.Handler, store *shard.Store, now func() int64, password string, maxIdle int) *Commands {
+	return &Commands{handler: h, store: store, now: now, password: password, idle: make(chan *session, maxIdle), remotes: map[string]*redis.Client{}}
 }
 
 // NowMs returns the server clock (Keyspace).
@@ -88,7 +95,9 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 	var moved []int
 	var movedTo []string
 	for i := range calls {
-		s.build(&calls[i])
+		call := &calls[i]
+		native := call.Refund && c.store != nil
+		s.build(call, !native)
 		s.w.Buf = s.w.Buf[:0]
 		s.s.Exec(s.args, nil)
 		d, msg := parseDecision(s.w.Buf)
@@ -101,6 +110,13 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 			c.put(s)
 			return keyspaceError(msg)
 		}
+		if native {
+			if d, err = c.giveBack(call, c.now()); err != nil {
+				s.s.EndBatch()
+				c.put(s)
+				return err
+			}
+		}
 		out[i] = d
 	}
 	s.s.EndBatch()
@@ -111,8 +127,10 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 	return nil
 }
 
-// build fills s.args with call's command.
-func (s *session) build(call *Call) {
+// build fills s.args with call's command. A refund is refundScript when
+// script is set, else the rule's command looking (n = 0), which checks the
+// key for the give-back that follows.
+func (s *session) build(call *Call, script bool) {
 	r := call.Rule
 	n := 0
 	num := func(v int64) []byte {
@@ -122,10 +140,14 @@ func (s *session) build(call *Call) {
 	}
 	window := strconv.AppendInt(s.num[5][:0], r.WindowSeconds(), 10)
 	window = append(window, 's')
+	cost := call.N
 	if call.Refund {
-		s.args = append(s.args[:0], []byte("EVAL"), refundScript, []byte("1"), call.Key,
-			[]byte(r.Algorithm.String()), num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
-		return
+		if script {
+			s.args = append(s.args[:0], []byte("EVAL"), refundScript, []byte("1"), call.Key,
+				[]byte(r.Algorithm.String()), num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
+			return
+		}
+		cost = 0
 	}
 	switch r.Algorithm {
 	case FixedWindow, SlidingWindow:
@@ -133,18 +155,20 @@ func (s *session) build(call *Call) {
 		if r.Algorithm == SlidingWindow {
 			mode = "SLIDING"
 		}
-		s.args = append(s.args[:0], []byte("CL.WINDOW"), call.Key, num(r.Capacity()), window, num(call.N), []byte(mode))
+		s.args = append(s.args[:0], []byte("CL.WINDOW"), call.Key, num(r.Capacity()), window, num(cost), []byte(mode))
 	case TokenBucket:
-		s.args = append(s.args[:0], []byte("CL.TOKENBUCKET"), call.Key, num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
+		s.args = append(s.args[:0], []byte("CL.TOKENBUCKET"), call.Key, num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(cost))
 	case GCRA:
 		// CL.ALL's THROTTLE rule answers the five-integer decision in ms.
 		s.args = append(s.args[:0], []byte("CL.ALL"), []byte("1"), []byte("THROTTLE"), call.Key,
-			num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window, []byte("COST"), num(call.N))
+			num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window, []byte("COST"), num(cost))
 	}
 }
 
 // refundScript gives ARGV[5] units back to a rule's limiter at KEYS[1]
-// (is_negative_hits), atomically, with the limiter commands alone: it looks
+// (is_negative_hits) on a node whose keyspace this one cannot reach (a
+// key another cluster node owns; local keys get the native give-back of
+// giveback.go), atomically, with the limiter commands alone: it looks
 // (n = 0) to learn the units in use, then, if the refund frees some,
 // deletes the key and takes what is left in use on the fresh limiter. The
 // key stays an ordinary limiter key with the expiry its command gives it;
@@ -241,7 +265,7 @@ func (c *Commands) forward(ctx context.Context, calls []Call, out []Decision, mo
 	errs := make(chan error, len(byAddr))
 	var s session
 	argsOf := func(call *Call) []any {
-		s.build(call)
+		s.build(call, true)
 		a := make([]any, len(s.args))
 		for i, b := range s.args {
 			a[i] = string(b)

@@ -62,17 +62,25 @@ type testService struct {
 
 func newTestService(t *testing.T) *testService {
 	t.Helper()
-	cfg, err := ParseConfig("c.yaml", []byte(serviceConfig))
+	return newServiceWith(t, serviceConfig, ServiceOptions{})
+}
+
+// newServiceWith is a test service over the configuration config with
+// the settings o.
+func newServiceWith(t *testing.T, config string, o ServiceOptions) *testService {
+	t.Helper()
+	cfg, err := ParseConfig("c.yaml", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.New()
 	clk.Set((t0 + 500) * 1e6)
-	h := command.New(command.Config{}, shard.New(shard.Options{}), clk)
-	ks := NewCommands(h, clk.Now, "", 4)
+	store := shard.New(shard.Options{})
+	h := command.New(command.Config{}, store, clk)
+	ks := NewCommands(h, store, clk.Now, "", 4)
 	t.Cleanup(ks.Close)
 	stats := NewStats()
-	return &testService{svc: NewService(ks, cfg, stats, ServiceOptions{}), clk: clk, h: h, stats: stats}
+	return &testService{svc: NewService(ks, cfg, stats, o), clk: clk, h: h, stats: stats}
 }
 
 func sdesc(kv ...string) *rlv3.RateLimitDescriptor {
@@ -200,7 +208,7 @@ func TestNegativeHitsFixedWindow(t *testing.T) {
 	}
 }
 
-// TestNegativeHitsOtherAlgorithms: a refund returns whole units to a
+// TestNegativeHitsOtherAlgorithms: a refund returns its units to a
 // sliding window, a token bucket and GCRA, never more than was taken and
 // never past the limiter's capacity.
 func TestNegativeHitsOtherAlgorithms(t *testing.T) {
@@ -221,9 +229,9 @@ func TestNegativeHitsOtherAlgorithms(t *testing.T) {
 		})
 	}
 	// Partway through a refill, the part of a unit already refilled is
-	// not kept: one a second, 1.5 s after the bucket emptied it holds 1.5
-	// tokens; giving 2 back leaves 3 (not 3.5), and the next token comes a
-	// whole second later.
+	// kept: one a second, 1.5 s after the bucket emptied it holds 1.5
+	// tokens; giving 2 back leaves 3.5, and the next token comes half a
+	// second later.
 	for _, alg := range []string{"bucket", "gcra"} {
 		t.Run(alg+"/partial", func(t *testing.T) {
 			ts := newTestService(t)
@@ -231,7 +239,7 @@ func TestNegativeHitsOtherAlgorithms(t *testing.T) {
 			ts.clk.Advance(1500 * time.Millisecond)
 			ts.expect(t, "OK OK/1", hits(sdesc(alg, "a"), 0))
 			ts.expect(t, "OK OK/3", hits(sdesc(alg, "a"), -2))
-			ts.clk.Advance(999 * time.Millisecond)
+			ts.clk.Advance(499 * time.Millisecond)
 			ts.expect(t, "OK OK/3", hits(sdesc(alg, "a"), 0))
 			ts.clk.Advance(time.Millisecond)
 			ts.expect(t, "OK OK/4", hits(sdesc(alg, "a"), 0))
