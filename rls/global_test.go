@@ -40,6 +40,10 @@ const globalConfig = serviceConfig + `  - key: meta_a
     detailed_metric: true
     metadata: {detailed: true}
     rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: meta_v2m
+    value_to_metric: true
+    metadata: {v2m: true}
+    rate_limit: {unit: minute, requests_per_unit: 5}
   - key: meta_empty
     metadata: {}
     rate_limit: {unit: minute, requests_per_unit: 5}
@@ -204,11 +208,12 @@ func TestDynamicMetadata(t *testing.T) {
 		t.Fatalf("metadata without any: %v", r.DynamicMetadata)
 	}
 
-	// detailed_metric keeps the metadata (envoyproxy/ratelimit rebuilds
-	// the rule for its metric key and drops it).
-	r = ts.expect(t, "OK OK/4", sdesc("meta_detailed", "x"))
-	if got := r.DynamicMetadata.Fields["metadata"]; !proto.Equal(got, structpb.NewStructValue(mustStruct(t, map[string]any{"detailed": true}))) {
-		t.Fatalf("detailed_metric's metadata %v", got)
+	// detailed_metric and value_to_metric keep the metadata
+	// (envoyproxy/ratelimit rebuilds the rule for its metric key and
+	// drops it).
+	r = ts.expect(t, "OK OK/4 OK/4", sdesc("meta_detailed", "x"), sdesc("meta_v2m", "x"))
+	if got := r.DynamicMetadata.Fields["metadata"]; !proto.Equal(got, structpb.NewStructValue(mustStruct(t, map[string]any{"detailed": true, "v2m": true}))) {
+		t.Fatalf("detailed_metric's and value_to_metric's metadata %v", got)
 	}
 
 	// hits_addend (request-level when not 0, a descriptor's when set, 0
