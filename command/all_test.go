@@ -112,13 +112,13 @@ func TestAllAgainstReference(t *testing.T) {
 				}
 				return fmt.Sprintf("%d %dms", limit, 500+rng.IntN(2000))
 			}
-			run := func(c *Ctx, cmd string, ref bool) string {
+			run := func(c *connection, cmd string, ref bool) string {
 				args := bytes.Fields([]byte(cmd))
 				c.W.Buf = c.W.Buf[:0]
 				switch {
 				case ref && string(args[0]) == "CL.ALL":
 					c.sess.batchCmd++
-					cmdAllReference(c, args)
+					cmdAllReference(&c.Ctx, args)
 				case rng.IntN(4) != 0: // as read, as the server runs it
 					c.Exec(asRead(args))
 				default:
@@ -133,8 +133,8 @@ func TestAllAgainstReference(t *testing.T) {
 				if step%50 == 0 {
 					// New connections now and then: their scratch starts
 					// empty and grows with the rule counts they see.
-					a = newTestCtx(a.h)
-					b = newTestCtx(b.h)
+					a = newTestConn(a.h)
+					b = newTestConn(b.h)
 				}
 				var cmd string
 				if rng.IntN(3) == 0 {
@@ -183,7 +183,7 @@ func TestAllAgainstReference(t *testing.T) {
 				// Every key's state the same on both, whether replies show
 				// it or not.
 				for _, k := range keys {
-					if sa, sb := stateOf(a, k), stateOf(b, k); sa != sb {
+					if sa, sb := stateOf(&a.Ctx, k), stateOf(&b.Ctx, k); sa != sb {
 						t.Fatalf("seed %d, step %d: %s\nthen %s holds %s, reference %s", seed, step, cmd, k, sa, sb)
 					}
 				}
@@ -272,7 +272,7 @@ func TestAllAcquireRule(t *testing.T) {
 func TestAllRepeatedRules(t *testing.T) {
 	a, clockA := seededConn(2, 7)
 	b, clockB := seededConn(2, 7)
-	run := func(c *Ctx, cmd string) string {
+	run := func(c *connection, cmd string) string {
 		c.W.Buf = c.W.Buf[:0]
 		if c == a {
 			c.Exec(asRead(argsOf(strings.Fields(cmd)...))) // as the server reads it
@@ -306,7 +306,7 @@ func TestAllRepeatedRules(t *testing.T) {
 		"CL.ALL 1 TOKENBUCKET u4 2 1 1s",
 	}
 	for i, cmd := range steps {
-		fresh := newTestCtx(b.h)
+		fresh := newTestConn(b.h)
 		got, want := run(a, cmd), run(fresh, cmd)
 		if got != want {
 			t.Fatalf("step %d: %s\n got %q\nwant %q (parsed afresh)", i, cmd, got, want)
@@ -320,7 +320,7 @@ func TestAllRepeatedRules(t *testing.T) {
 		args, raw := asRead(argsOf(strings.Fields(cmd)...))
 		a.raw = raw
 		defer func() { a.raw = nil }()
-		if err := parseAll(a, args); err != "" {
+		if err := parseAll(&a.Ctx, args); err != "" {
 			t.Fatalf("%s: %s", cmd, err)
 		}
 		return args, raw
@@ -389,7 +389,7 @@ func TestLimiterRegistry(t *testing.T) {
 			f := &lk.rules[j]
 			var o ops
 			op := o.of(f.kind)
-			if err := f.parse(c, op, argsOf(params[f.params]...)); err != "" {
+			if err := f.parse(&c.Ctx, op, argsOf(params[f.params]...)); err != "" {
 				t.Fatalf("%s %v: %q", f.name, params[f.params], err)
 			}
 			if op.Kind() != lk.kind {

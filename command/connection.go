@@ -208,7 +208,7 @@ func cmdExec(c *Ctx, args [][]byte) {
 	c.raw = nil // the queued commands are copies, not EXEC's bytes
 	c.W.Array(len(queue))
 	for _, q := range queue {
-		c.exec(q)
+		c.conn.exec(q)
 	}
 	c.inExec = false
 	c.txn.UnlockAll()

@@ -3,20 +3,22 @@ package command
 import (
 	mrand "math/rand/v2"
 
-	"github.com/rlserver/rlserver/observe"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
 // Ctx is what a handler sees of its connection: the reply writer W, the
-// batch's clock (Now), the keyspace (Store, Lock, Unlock), the session, and
-// scratch space reused from command to command. The server drives the same
-// value as the connection's resp.Session (Exec, EndBatch, Prefetch, Close).
+// batch's clock (Now), the keyspace (keys, Store), the session, and
+// scratch space its commands reuse from call to call. Dispatch's own state
+// (the lookup cache, ACL and routing scratch, the batch's statistics) is
+// the connection's (see connection), which handlers reach only to run
+// other commands (EXEC, scripts) and to count decisions.
 type Ctx struct {
 	W    *resp.Writer // the connection's replies
 	sess *Session
 	h    *Handler
 	srv  *resp.Server // the server's connections and counters (CLIENT, INFO)
+	conn *connection  // the connection running this Ctx's commands
 
 	now int64 // the clock, read once per batch of pipelined commands (0: not yet)
 	// In cluster mode, the running command's key and its slot, as route
@@ -33,21 +35,16 @@ type Ctx struct {
 	scratch
 }
 
-// scratch is a connection's per-command scratch space, kept so that the
+// scratch is the handlers' per-command scratch space, kept so that the
 // commands of the hot path allocate nothing.
 type scratch struct {
-	lower       [32]byte       // a command name in lower case (see Table.lookup)
-	warmKeys    [][]byte       // warm's: a request's keys
-	aclKeys     [8][]byte      // scratch for the keys an ACL check looks at
-	ids         *mrand.ChaCha8 // lease ids (see newLeaseID)
-	lastName    *Command       // the command last looked up by name
-	lastNameBuf [32]byte       // the name it was looked up by, as sent
-	lastNameLen int
-	ops         ops           // reusable limiter ops (see limiters.go)
-	vop         valueOp       // the reusable op of data commands (values.go)
-	zr          zrange        // a ZRANGE family request (zsets.go)
-	all         allScratch    // CL.ALL's
-	stats       observe.Batch // the batch's statistics until published (stats.go)
+	ids *mrand.ChaCha8 // lease ids (see newLeaseID)
+	ops ops            // reusable limiter ops (see limiters.go)
+	vop valueOp        // the reusable op of data commands (values.go)
+	zr  zrange         // a ZRANGE family request (zsets.go)
+	all allScratch     // CL.ALL's
+	// keyList is a command's keys picked out of its arguments (MSET's).
+	keyList [][]byte
 }
 
 // Now returns the server clock, read once per batch: the commands of one
@@ -83,161 +80,4 @@ func (c *Ctx) err(msg string) { c.W.Err(msg) }
 func (c *Ctx) setProto(proto int) {
 	c.W.Proto = proto
 	c.sess.respVer.Store(int32(proto))
-}
-
-// Exec runs one request (resp.Session).
-func (c *Ctx) Exec(args [][]byte, raw []byte) (quit bool) {
-	c.raw = raw
-	c.exec(args)
-	c.raw = nil
-	return c.sess.quit
-}
-
-// EndBatch publishes the batch's statistics for INFO and CLIENT LIST (read
-// by other goroutines) once, instead of per command, and forgets its clock
-// (resp.Session).
-func (c *Ctx) EndBatch() {
-	c.now = 0
-	s := c.sess
-	if s.batchCmd > 0 {
-		m := c.stats.End() // one clock reading: statistics and CLIENT LIST's idle
-		c.h.totalCmds.Add(s.batchCmd)
-		s.batchCmd = 0
-		s.lastCmd.Store(s.last)
-		s.lastSeen.Store(c.h.clock.Wall(m))
-	}
-}
-
-// Prefetch warms the keys of a queued batch (resp.Session; see warm).
-func (c *Ctx) Prefetch(args [][]byte, counts []int) { c.warm(args, counts) }
-
-// Authenticated reports whether the connection has authenticated
-// (resp.Session): until then the server bounds what it reads.
-func (c *Ctx) Authenticated() bool { return c.sess.user != nil }
-
-// Close folds the connection's own statistics (goroutine mode) into the
-// totals (resp.Session).
-func (c *Ctx) Close() { c.stats.Close() }
-
-// command looks name up in the table. Pipelines repeat one command, so the
-// name looked up last is compared first, before the table's map.
-func (c *Ctx) command(name []byte) *Command {
-	if c.lastName != nil && string(name) == string(c.lastNameBuf[:c.lastNameLen]) {
-		return c.lastName
-	}
-	cmd := c.h.table.lookup(name, &c.lower)
-	if cmd != nil && len(name) <= len(c.lastNameBuf) {
-		c.lastName = cmd
-		c.lastNameLen = copy(c.lastNameBuf[:], name)
-	}
-	return cmd
-}
-
-// exec dispatches one command through the table: lookup, arity, auth, MULTI
-// queueing, then the handler.
-func (c *Ctx) exec(args [][]byte) {
-	s := c.sess
-	s.batchCmd++
-	cmd := c.command(args[0])
-	if cmd == nil {
-		c.beginCommand(nil, args)
-		c.reject(errUnknownCommand(args))
-		return
-	}
-	c.beginCommand(&cmd.stat, args)
-	if !cmd.arityOK(len(args)) {
-		c.reject(errWrongArgs(cmd.Name))
-		return
-	}
-	if cmd.subIndex != nil && len(args) > 1 {
-		sub := cmd.sub(args[1])
-		if sub == nil {
-			c.stats.SetCommand(nil) // Redis counts no command's statistics
-			c.reject(errUnknownSubcommand(cmd.Name, args[1]))
-			return
-		}
-		c.stats.SetCommand(&sub.stat)
-		if !sub.arityOK(len(args)) {
-			c.reject(errWrongArgs(sub.Name))
-			return
-		}
-		cmd = sub
-	}
-	if !cmd.noAuth {
-		if s.user == nil {
-			c.reject(errNoAuth)
-			return
-		}
-		if p := s.user.perm.Load(); !p.allCmds || !p.allKeys {
-			if p.deleted {
-				s.quit = true // the user was removed: Redis closes its connections
-				return
-			}
-			if msg := p.denied(s.user.name, cmd, args, c.aclKeys[:0]); msg != "" {
-				c.reject(msg)
-				return
-			}
-		}
-	}
-	if c.h.cfg.Cluster != nil && !c.inExec {
-		c.slotKey = nil
-		if cmd.routed {
-			if msg := c.route(cmd, args); msg != "" {
-				if cmd.RunsQueue {
-					s.inMulti, s.multiErr, s.queue = false, false, nil // Redis discards it
-				}
-				c.reject(msg)
-				return
-			}
-		}
-		if cmd.write && c.h.cfg.Cluster.View().Self.Replica {
-			c.reject(errReadOnlyReplica)
-			return
-		}
-	}
-	if c.h.scripts.Busy() && !cmd.allowBusy && !c.inExec && !shutdownNoSave(cmd, args) {
-		c.reject(errBusy)
-		return
-	}
-	if cmd.denyoom && c.h.outOfMemory() {
-		c.reject(errOOM)
-		return
-	}
-	if s.caching && cmd.readonly && cmd.Keys.First > 0 {
-		c.reject(errNoCaching)
-		return
-	}
-	if s.inMulti && cmd.noMulti {
-		c.reject(errNotInMulti)
-		return
-	}
-	if s.inMulti && !cmd.immediate {
-		s.queue = append(s.queue, cloneArgs(args))
-		c.W.Status("QUEUED")
-		return
-	}
-	s.last = cmd
-	c.run(cmd, args)
-	if c.moving {
-		c.holdMoving(cmd, args)
-	}
-	// CLIENT CACHING YES covers the next command, or the transaction it
-	// starts, as in Redis.
-	if s.caching && !s.inMulti && !c.inExec && cmd.Run != nil && !cmd.SetsCaching {
-		s.caching = false
-	}
-}
-
-func cloneArgs(args [][]byte) [][]byte {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
-	}
-	return out
 }

@@ -31,7 +31,7 @@ func BenchmarkEval(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			c := newTestCtx(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
+			c := newTestConn(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
 			c.Exec(asRead(argsOf("SCRIPT", "LOAD", string(body))))
 			sha := script.SHA1(body)
 			reqs := make([][][]byte, 1000)

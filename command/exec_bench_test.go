@@ -34,7 +34,7 @@ func BenchmarkExec(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
 				// 8 shards as on a 2-core server, and a fixed seed: whether
 				// hot keys share a shard does not change between runs.
-				c := newTestCtx(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
+				c := newTestConn(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
 				// names[j][i]: key i at key position j (CL.ALL's rules
 				// name distinct keys)
 				names := make([][][]byte, len(tc.keys))
@@ -97,7 +97,7 @@ func BenchmarkBatch(b *testing.B) {
 	} {
 		for _, keys := range []int{1, 1000, 100000} {
 			b.Run(fmt.Sprintf("%s/keys=%d", tc.name, keys), func(b *testing.B) {
-				c := newTestCtx(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
+				c := newTestConn(New(Config{}, shard.New(shard.Options{Shards: 8, Seed: benchSeed}), clock.New()))
 				// Key i at key position j, written in place (a table of
 				// names would add its own cache misses to the requests').
 				name := func(j, i int) []byte { return fmt.Appendf(nil, "k%d:%012d", j, i) }

@@ -204,15 +204,16 @@ func (h *Handler) Admit(remote net.Addr) string {
 
 // NewSession returns the state of a new connection (resp.Handler).
 func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) resp.Session {
-	return h.newCtx(srv, info, w)
+	return h.newConn(srv, info, w)
 }
 
-func (h *Handler) newCtx(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *Ctx {
+func (h *Handler) newConn(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *connection {
 	s := &Session{info: info}
 	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())
 	s.respVer.Store(int32(w.Proto))
-	c := &Ctx{W: w, sess: s, h: h, srv: srv}
+	c := &connection{Ctx: Ctx{W: w, sess: s, h: h, srv: srv}}
+	c.conn = c
 	c.stats.Init(h.obs, h.obs.CountersFor(info.Loop), s.client)
 	return c
 }

@@ -10,25 +10,25 @@ import (
 	"github.com/rlserver/rlserver/shard"
 )
 
-// testConn returns the context of an authenticated RESP2 connection, on no
-// socket, to a server over a fresh store of the given number of shards (0:
-// the default), and the server's clock, set to 2026-01-01. Tests drive it
+// testConn returns an authenticated RESP2 connection, on no socket, to a
+// server over a fresh store of the given number of shards (0: the
+// default), and the server's clock, set to 2026-01-01. Tests drive it
 // with exec (and EndBatch) and read its replies in c.W.Buf.
-func testConn(shards int) (*Ctx, *clock.Clock) { return seededConn(shards, 0) }
+func testConn(shards int) (*connection, *clock.Clock) { return seededConn(shards, 0) }
 
 // seededConn is testConn over a store whose key hash has the given seed
 // (0: a random one).
-func seededConn(shards int, seed uint64) (*Ctx, *clock.Clock) {
+func seededConn(shards int, seed uint64) (*connection, *clock.Clock) {
 	clock := clock.New()
 	clock.Set(1_767_225_600_000_000_000)
 	h := New(Config{}, shard.New(shard.Options{Shards: shards, Seed: seed}), clock)
-	return newTestCtx(h), clock
+	return newTestConn(h), clock
 }
 
-// newTestCtx returns the context of another connection to h's server.
-func newTestCtx(h *Handler) *Ctx {
+// newTestConn returns another connection to h's server.
+func newTestConn(h *Handler) *connection {
 	srv := resp.New(resp.Config{Logger: log.New(io.Discard, "", 0)}, h)
-	return h.newCtx(srv, resp.ConnInfo{FD: -1, Loop: -1}, &resp.Writer{Proto: 2})
+	return h.newConn(srv, resp.ConnInfo{FD: -1, Loop: -1}, &resp.Writer{Proto: 2})
 }
 
 // asRead encodes a request as a client sends it (a RESP multibulk) and

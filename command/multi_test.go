@@ -40,7 +40,7 @@ func TestEveryCommandInExec(t *testing.T) {
 			if mode == "cluster" {
 				h.SetCluster(twoShards(t), nil)
 			}
-			c := newTestCtx(h)
+			c := newTestConn(h)
 			var reqs [][]string
 			for _, cmd := range h.table.all {
 				if cmd.Subs != nil || cmd.Name == "shutdown" {

@@ -32,7 +32,7 @@ const warmPrev = 4
 // keys). It holds the locks of the shards it reads, taking them in index
 // order and only when free (a prefetch is a hint, not worth a wait), so it
 // never races with a writer.
-func (c *Ctx) warm(args [][]byte, counts []int) {
+func (c *connection) warm(args [][]byte, counts []int) {
 	if len(counts) < 2 || c.sess.user == nil || c.sess.inMulti {
 		return // one request (pipeline 1) runs at once: nothing to overlap
 	}
@@ -114,7 +114,7 @@ func (c *Ctx) warm(args [][]byte, counts []int) {
 // for a CL.ALL shaped as the connection's last one, where that one had
 // them (a guess: see allScratch.guess). The slice is the connection's
 // scratch, valid until the next call.
-func (c *Ctx) requestKeys(args [][]byte) [][]byte {
+func (c *connection) requestKeys(args [][]byte) [][]byte {
 	cmd := c.command(args[0])
 	keys := c.warmKeys[:0]
 	switch {

@@ -16,7 +16,7 @@ import (
 // connection, and redirects the rest to the primary (MOVED). EXEC is
 // decided on the keys of the whole transaction. It returns the error to
 // answer, or "".
-func (c *Ctx) route(cmd *Command, args [][]byte) string {
+func (c *connection) route(cmd *Command, args [][]byte) string {
 	v := c.h.cfg.Cluster.View()
 	if k := cmd.Keys; k.First == 1 && k.Last == 1 && k.Find == nil {
 		// One key, the first argument (every limiter but CL.ALL): no
@@ -66,7 +66,7 @@ func (c *Ctx) route(cmd *Command, args [][]byte) string {
 
 // routeSlot answers, for a command on slot, what cluster.State.Route
 // decides: "" to run it here, else the error that sends it elsewhere.
-func (c *Ctx) routeSlot(slot int, write bool) string {
+func (c *connection) routeSlot(slot int, write bool) string {
 	switch r, addr := c.h.cfg.Cluster.Route(slot, write, c.sess.readOnly); r {
 	case cluster.Unbound:
 		return errSlotUnbound
@@ -89,7 +89,7 @@ func (c *Ctx) routeSlot(slot int, write bool) string {
 // here if the move was abandoned, ASK once the slot is handed over, MOVED
 // once the topology gives it away. Only after cfg.MoveHold does it answer
 // TRYAGAIN. The connection's later requests wait behind it, in order.
-func (c *Ctx) holdMoving(cmd *Command, args [][]byte) {
+func (c *connection) holdMoving(cmd *Command, args [][]byte) {
 	c.moving = false
 	st := c.h.cfg.Cluster
 	c.W.Block(func(gone <-chan struct{}) {
@@ -114,7 +114,7 @@ func (c *Ctx) holdMoving(cmd *Command, args [][]byte) {
 // retryHeld runs a held command again, routed anew, as a batch of its own
 // decided at its own instant. It reports whether the slot is still
 // frozen, with nothing answered; on the last try it answers TRYAGAIN then.
-func (c *Ctx) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
+func (c *connection) retryHeld(cmd *Command, args [][]byte, last bool) (held bool) {
 	c.now = 0
 	c.beginCommand(&cmd.stat, args)
 	if msg := c.route(cmd, args); msg != "" {

@@ -149,7 +149,7 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 	proto := c.W.Proto
 	call := func(dst []byte, cargs [][]byte, p int) []byte {
 		start := len(c.W.Buf)
-		cmd := c.command(cargs[0])
+		cmd := c.conn.command(cargs[0])
 		if cmd != nil {
 			if cmd.subIndex != nil && len(cargs) > 1 {
 				if sub := cmd.sub(cargs[1]); sub != nil {
@@ -164,7 +164,7 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 			}
 		}
 		c.W.Proto = p
-		c.exec(cargs)
+		c.conn.exec(cargs)
 		c.W.Proto = proto
 		if cmd != nil && cmd.write {
 			c.h.scripts.Wrote() // no longer killable

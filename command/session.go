@@ -111,5 +111,5 @@ func (s *Session) appendDescription(b []byte, now time.Time, blocked bool) []byt
 }
 
 // sessionOf returns the session of a connection the server lists: this
-// package's Ctx is every connection's resp.Session.
-func sessionOf(c resp.Client) *Session { return c.Session.(*Ctx).sess }
+// package's connection is every connection's resp.Session.
+func sessionOf(c resp.Client) *Session { return c.Session.(*connection).sess }

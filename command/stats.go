@@ -8,14 +8,14 @@ import (
 )
 
 // Command statistics, the slow log and the latency monitor are package
-// observe's: a connection counts its batch in its Ctx's observe.Batch (the
+// observe's: a connection counts its batch in its own observe.Batch (the
 // calls below), the Handler's observe.Observer holds the rest, and INFO,
 // SLOWLOG, LATENCY and /metrics read it.
 
 // beginCommand is exec's bookkeeping before a command looked up as cmd
 // (nil: unknown) is checked and run. A batch's first
 // command reads the clock, for the batch's time and for Ctx.Now.
-func (c *Ctx) beginCommand(cmd *observe.Cmd, args [][]byte) {
+func (c *connection) beginCommand(cmd *observe.Cmd, args [][]byte) {
 	if !c.stats.Begin(cmd, args) {
 		c.startBatch()
 	}
@@ -23,7 +23,7 @@ func (c *Ctx) beginCommand(cmd *observe.Cmd, args [][]byte) {
 
 // startBatch begins a batch at its first command; its clock reading is
 // Ctx.Now's.
-func (c *Ctx) startBatch() {
+func (c *connection) startBatch() {
 	m := c.stats.BeginBatch()
 	if c.now == 0 {
 		c.now = c.h.clock.At(m)
@@ -33,7 +33,7 @@ func (c *Ctx) startBatch() {
 // reject answers an error raised before the command ran (counted as the
 // command's rejected call); inside MULTI it also dooms the transaction, as
 // Redis does.
-func (c *Ctx) reject(msg string) {
+func (c *connection) reject(msg string) {
 	if c.sess.inMulti {
 		c.sess.multiErr = true
 	}
@@ -43,10 +43,10 @@ func (c *Ctx) reject(msg string) {
 
 // run runs cmd, counting the call, its time and whether it failed; a
 // call held while its slot moves is counted once, when it ends.
-func (c *Ctx) run(cmd *Command, args [][]byte) {
+func (c *connection) run(cmd *Command, args [][]byte) {
 	call := c.stats.Start(&cmd.stat)
 	start := len(c.W.Buf)
-	cmd.Run(c, args)
+	cmd.Run(&c.Ctx, args)
 	if c.moving {
 		c.stats.Held() // counted when it runs again (holdMoving)
 		return
@@ -60,20 +60,20 @@ func (c *Ctx) run(cmd *Command, args [][]byte) {
 
 // decided counts a decision of the running limiter command: by command
 // and outcome, and by the prefix of its (first) key.
-func (c *Ctx) decided(allowed bool) { c.stats.Decided(allowed) }
+func (c *Ctx) decided(allowed bool) { c.conn.stats.Decided(allowed) }
 
 // snapshot is Snapshot as a command sees it: its own batch so far
 // included; without commands, the error counts only (INFO's default
 // sections).
 func (c *Ctx) snapshot(commands bool) observe.Snapshot {
-	c.stats.Publish()
+	c.conn.stats.Publish()
 	return c.h.obs.Snapshot(commands)
 }
 
 // resetStats is CONFIG RESETSTAT's part: every connection's INFO
 // statistics, the closed connections' and the running batch's.
 func (c *Ctx) resetStats() {
-	c.stats.Publish()
+	c.conn.stats.Publish()
 	c.h.obs.Reset()
 }
 

@@ -367,11 +367,11 @@ func cmdMSet(c *Ctx, args [][]byte) {
 		c.err(errWrongArgs("mset"))
 		return
 	}
-	keys := c.warmKeys[:0]
+	keys := c.keyList[:0]
 	for i := 1; i < len(args); i += 2 {
 		keys = append(keys, args[i])
 	}
-	c.warmKeys = keys
+	c.keyList = keys
 	c.op(0, args, func(o *valueOp, i int, v *shard.Value, _ int64) shard.Outcome {
 		setString(o, v, o.args[2*i+2])
 		return shard.Changed
