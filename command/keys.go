@@ -109,7 +109,7 @@ func cmdScan(c *Ctx, args [][]byte) {
 		}
 	}
 	now := c.Now()
-	next, keys := c.Store().Scan(cursor, count, now, c.inExec, func(it shard.Item) bool {
+	next, keys := c.keys().Scan(cursor, count, now, func(it shard.Item) bool {
 		return (kind == 0 || it.Kind == kind) && (pattern == nil || globMatch(pattern, unsafe.String(unsafe.SliceData(it.Key), len(it.Key))))
 	})
 	c.W.Array(2)

@@ -1,24 +1,14 @@
 package command
 
-import (
-	"math/bits"
-
-	"github.com/rlserver/rlserver/shard"
-)
-
 // Prefetching. A pipelined batch of commands on keys spread over a large
 // keyspace pays, per command, two cache misses one after the other: the
-// index group, then the record the group points to (22% of the server's CPU
-// on 100,000 random keys, against 2% on one hot key). When the reader
+// index group, then the record the group points to. When the reader
 // queues several requests at once (batch mode, see resp.Reader.Batch), the
-// server shows them to Prefetch, and warm prefetches all their keys' index
-// groups, then all their records, before the first request runs: the
-// fetches of a pass do not depend on one another, so their misses
-// overlap. On 100,000 live random keys (CL.WINDOW SLIDING, P16) it cut the
-// server's CPU per request by about a fifth, when
-// it still read the lines with plain loads; prefetch instructions, which do
-// not stall the CPU while their lines come, took another 6% off CL.ALL on
-// random keys (alternating servers; see BENCHMARKS.md).
+// server shows them to Prefetch, and warm has the keyspace load all their
+// keys' index groups, then all their records, before the first request
+// runs (shard.Store.Warm): the loads of a pass do not depend on one
+// another, so their misses overlap. BenchmarkBatch with keys=100000 shows
+// the gain; with keys=1, the cost.
 
 // warmMax bounds the keys one batch warms.
 const warmMax = 64
@@ -29,9 +19,8 @@ const warmPrev = 4
 
 // warm prefetches the keys of a batch of parsed requests (the reader's queue:
 // args back to back, counts each request's; see requestKeys for which
-// keys). It holds the locks of the shards it reads, taking them in index
-// order and only when free (a prefetch is a hint, not worth a wait), so it
-// never races with a writer.
+// keys), each once, through shard.Store.Warm, which takes only the shard
+// locks that are free (a prefetch is a hint, not worth a wait).
 func (c *connection) warm(args [][]byte, counts []int) {
 	if len(counts) < 2 || c.sess.user == nil || c.sess.inMulti {
 		return // one request (pipeline 1) runs at once: nothing to overlap
@@ -69,44 +58,7 @@ func (c *connection) warm(args [][]byte, counts []int) {
 	if requests < 2 || n == 0 {
 		return // one request runs at once: warming it first gains nothing
 	}
-	store := c.Store()
-	// The shards to lock, in index order, once each: a bit set over at
-	// most shard.MaxShards shards.
-	var want, held [shard.MaxShards / 64]uint64
-	for _, h := range hs[:n] {
-		i := store.ShardIndexOf(h)
-		want[i/64] |= 1 << (i % 64)
-	}
-	for w, set := range want {
-		for set != 0 {
-			b := set & -set
-			set &^= b
-			i := w*64 + bits.TrailingZeros64(b)
-			if store.Shard(i).TryLock() {
-				held[w] |= b
-			}
-		}
-	}
-	m := 0 // the keys in shards warm holds, first
-	for _, h := range hs[:n] {
-		if i := store.ShardIndexOf(h); held[i/64]&(1<<(i%64)) != 0 {
-			hs[m] = h
-			m++
-		}
-	}
-	for _, h := range hs[:m] {
-		store.ShardOf(h).PrefetchIndex(h)
-	}
-	for _, h := range hs[:m] {
-		store.ShardOf(h).PrefetchRecord(h)
-	}
-	for w, set := range held {
-		for set != 0 {
-			b := set & -set
-			set &^= b
-			store.Shard(w*64 + bits.TrailingZeros64(b)).Unlock()
-		}
-	}
+	c.Store().Warm(hs[:n])
 }
 
 // requestKeys returns the keys of a request by its command's key spec in the

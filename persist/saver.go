@@ -555,7 +555,7 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 		for todo := math.MaxInt; todo > 0 && err == nil; {
 			var left int
 			lk := sh.Lock()
-			s.inFlight.Add(sh.Changes()) // counted until the flush is durable
+			s.inFlight.Add(lk.Changes()) // counted until the flush is durable
 			changes, buf, left = lk.DrainChanges(changes, buf, drainPiece)
 			lk.Unlock()
 			todo = min(left, todo-drainPiece)

@@ -130,7 +130,7 @@ func (x *index) prefetchHome(h uint64) {
 // guess returns the ref of the first slot on h's probe run whose tag is
 // h's, almost always the ref of h's key, or 0 when the run ends first or
 // goes on past probeGuess slots. It compares no key and looks in the
-// current table only: it serves hints (Shard.PrefetchRecord).
+// current table only: it serves hints (Shard.prefetchRecord).
 func (x *index) guess(h uint64) ref {
 	if x.size == 0 {
 		return 0

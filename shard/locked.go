@@ -37,6 +37,9 @@ func (l Locked) EvictOver(max int) int { return l.sh.evictOver(max) }
 // TrimSlabs gives back the spare slab pages left unused.
 func (l Locked) TrimSlabs() { l.sh.trimSlabs() }
 
+// Changes returns the shard's writes since its last DrainChanges.
+func (l Locked) Changes() int64 { return l.sh.changes.Load() }
+
 // DrainChanges appends the changes since the previous drain, up to max,
 // and returns them, the buffer their keys and states are in, and how many
 // are left.

@@ -2,14 +2,14 @@ package shard
 
 import "testing"
 
-// TestPrefetch: PrefetchRecord finds the record of a present key unless its
+// TestPrefetch: prefetchRecord finds the record of a present key unless its
 // probe run is long; both prefetches are safe on an empty shard and while
 // the index grows (a key still in the old table is not fetched).
 func TestPrefetch(t *testing.T) {
 	s := New(Options{Seed: testSeed(t), Shards: 1})
 	sh := s.Shard(0)
-	sh.PrefetchIndex(s.Hash([]byte("x")))
-	if sh.PrefetchRecord(s.Hash([]byte("x"))) {
+	sh.prefetchIndex(s.Hash([]byte("x")))
+	if sh.prefetchRecord(s.Hash([]byte("x"))) {
 		t.Fatal("an empty shard had a record to fetch")
 	}
 	keys := fillUntilGrowth(t, sh)
@@ -19,15 +19,15 @@ func TestPrefetch(t *testing.T) {
 	inNew := 0
 	for _, k := range keys {
 		h := s.Hash([]byte(k))
-		sh.PrefetchIndex(h)
-		if sh.PrefetchRecord(h) {
+		sh.prefetchIndex(h)
+		if sh.prefetchRecord(h) {
 			inNew++
 		}
 	}
 	sh.idx.migrate(&sh.slabs, sh.idx.oldSize) // finish the move
 	read := 0
 	for _, k := range keys {
-		if sh.PrefetchRecord(s.Hash([]byte(k))) {
+		if sh.prefetchRecord(s.Hash([]byte(k))) {
 			read++
 		}
 	}

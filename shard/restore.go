@@ -33,10 +33,10 @@ func (s *Store) RestoreBatch(recs []Restored, hs []uint64) {
 	hs = hs[:len(recs)]
 	for i := range recs {
 		hs[i] = s.Hash(recs[i].Key)
-		s.ShardOf(hs[i]).PrefetchIndex(hs[i])
+		s.ShardOf(hs[i]).prefetchIndex(hs[i])
 	}
 	for _, h := range hs {
-		s.ShardOf(h).PrefetchRecord(h)
+		s.ShardOf(h).prefetchRecord(h)
 	}
 	for i := range recs {
 		r := &recs[i]

@@ -17,8 +17,9 @@ const scanBits = 52
 // records the next hash to visit. So a key present for the whole iteration is
 // returned exactly once, as SCAN promises, however the maps change. A call
 // costs a pass over one shard's map. Scan locks each shard it visits unless
-// locked says the caller already holds every shard lock.
-func (s *Store) Scan(cursor uint64, count int, now int64, locked bool, match func(Item) bool) (uint64, []string) {
+// the view holds every lock (EXEC).
+func (v View) Scan(cursor uint64, count int, now int64, match func(Item) bool) (uint64, []string) {
+	s, locked := v.s, v.held
 	if count <= 0 {
 		count = 10
 	}

@@ -142,18 +142,20 @@ func (sh *Shard) Unlock() {
 // TryLock locks the shard if no one holds it, and reports whether it did.
 func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
 
-// PrefetchIndex starts loading the index group where the probe for hash h
-// starts, so that a Find soon after hits the cache. A caller warming several
-// keys prefetches all their groups first and then all their records
-// (PrefetchRecord): a prefetch does not wait for its line, so the misses of
-// a pass overlap instead of following one another.
-func (sh *Shard) PrefetchIndex(h uint64) { sh.idx.prefetchHome(h) }
+// prefetchIndex starts loading the index group where the probe for hash h
+// starts, so that a lookup soon after hits the cache. A caller warming
+// several keys prefetches all their groups first and then all their records
+// (prefetchRecord): a prefetch does not wait for its line, so the misses of
+// a pass overlap instead of following one another. The caller holds the
+// lock (see Store.Warm).
+func (sh *Shard) prefetchIndex(h uint64) { sh.idx.prefetchHome(h) }
 
-// PrefetchRecord starts loading the record index.guess finds for hash h,
-// almost always the key's (see PrefetchIndex), and reports whether there
-// was one. It reads the index, waiting for it if PrefetchIndex's line has
-// not come yet; a wrong guess costs nothing but the prefetch.
-func (sh *Shard) PrefetchRecord(h uint64) bool {
+// prefetchRecord starts loading the record index.guess finds for hash h,
+// almost always the key's (see prefetchIndex), and reports whether there
+// was one. It reads the index, waiting for it if prefetchIndex's line has
+// not come yet; a wrong guess costs nothing but the prefetch. The caller
+// holds the lock.
+func (sh *Shard) prefetchRecord(h uint64) bool {
 	r := sh.idx.guess(h)
 	if r == 0 {
 		return false
@@ -682,10 +684,6 @@ type Change struct {
 	ExpireAt int64
 	Payload  []byte
 }
-
-// Changes returns the shard's writes since its last DrainChanges. The
-// caller holds the lock.
-func (sh *Shard) Changes() int64 { return sh.changes.Load() }
 
 // drainChanges appends to dst the changes since the previous call, up to
 // max entries of the lists (max <= 0: all), oldest first, and forgets

@@ -351,7 +351,7 @@ func TestScanStableCursor(t *testing.T) {
 	seen := map[string]int{}
 	cursor := uint64(0)
 	for round := 0; ; round++ {
-		next, keys := s.Scan(cursor, 17, 0, false, func(Item) bool { return true })
+		next, keys := s.View().Scan(cursor, 17, 0, func(Item) bool { return true })
 		for _, k := range keys {
 			seen[k]++
 		}
