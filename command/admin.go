@@ -496,6 +496,11 @@ func cmdShutdown(c *Ctx, args [][]byte) {
 			return
 		}
 	}
+	if save && c.h.scripts.Busy() {
+		// Only SHUTDOWN NOSAVE runs past a busy script, as in Redis.
+		c.err(errBusy)
+		return
+	}
 	if p := c.h.cfg.Persistence; save && p != nil {
 		if err := p.Save(); err != nil {
 			c.err(errShutdown)

@@ -149,8 +149,8 @@ func commandTable() []*Command {
 			Summary: "Flushes, then writes a consistent copy of the store (a Pebble checkpoint) to a new directory.",
 			Args:    []Arg{argStr("directory")}}, cmdCheckpoint),
 		scriptable(server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave)),
-		noMulti(server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
-			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE")))),
+		allowBusy(noMulti(server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
+			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE"))))),
 		container("memory", "server", "A container for memory diagnostics commands.",
 			sub("memory|purge", 2, "Collects garbage and returns free memory to the operating system.", cmdMemoryPurge),
 			with(&Command{Name: "memory|usage", Arity: -3, Flags: []string{"readonly"}, ACL: []string{"read", "slow"},
@@ -190,6 +190,13 @@ func commandTable() []*Command {
 // turn): inside MULTI it would wait for the locks EXEC holds.
 func noMulti(c *Command) *Command {
 	c.Flags = append(c.Flags, "no_multi")
+	return c
+}
+
+// allowBusy lets c run while a script is busy (its handler decides what
+// it then refuses: SHUTDOWN without NOSAVE).
+func allowBusy(c *Command) *Command {
+	c.Flags = append(c.Flags, "allow_busy")
 	return c
 }
 

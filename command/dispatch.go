@@ -127,7 +127,7 @@ func (c *connection) exec(args [][]byte) {
 			return
 		}
 	}
-	if c.h.scripts.Busy() && !cmd.allowBusy && !c.inExec && !shutdownNoSave(cmd, args) {
+	if c.h.scripts.Busy() && !cmd.allowBusy && !c.inExec {
 		c.reject(errBusy)
 		return
 	}

@@ -219,17 +219,3 @@ func cmdScriptKill(c *Ctx, args [][]byte) {
 	}
 	c.W.OK()
 }
-
-// shutdownNoSave reports whether the command is SHUTDOWN NOSAVE, which
-// runs while a script is busy, as in Redis.
-func shutdownNoSave(cmd *Command, args [][]byte) bool {
-	if cmd.Name != "shutdown" {
-		return false
-	}
-	for _, a := range args[1:] {
-		if equalFold(a, "NOSAVE") {
-			return true
-		}
-	}
-	return false
-}
