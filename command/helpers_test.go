@@ -4,20 +4,42 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/shard"
 )
 
+// hashSeed is the key hash seed of testConn's stores, which decides the
+// keys' shards and places in the index: the one COMMAND_SEED names, to
+// replay a failure, or one drawn for the run. TestMain prints it.
+var hashSeed = rand.Uint64() | 1
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv("COMMAND_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			fmt.Fprintf(os.Stderr, "COMMAND_SEED=%q: want a positive integer\n", v)
+			os.Exit(2)
+		}
+		hashSeed = n
+	}
+	fmt.Printf("command tests: hash seed %d (replay with COMMAND_SEED=%d)\n", hashSeed, hashSeed)
+	os.Exit(m.Run())
+}
+
 // testConn returns an authenticated RESP2 connection, on no socket, to a
 // server over a fresh store of the given number of shards (0: the
-// default), and the server's clock, set to 2026-01-01. Tests drive it
-// with exec (and EndBatch) and read its replies in c.W.Buf.
-func testConn(shards int) (*connection, *clock.Clock) { return seededConn(shards, 0) }
+// default) hashing keys with hashSeed, and the server's clock, set to
+// 2026-01-01. Tests drive it with exec (and EndBatch) and read its
+// replies in c.W.Buf.
+func testConn(shards int) (*connection, *clock.Clock) { return seededConn(shards, hashSeed) }
 
-// seededConn is testConn over a store whose key hash has the given seed
-// (0: a random one).
+// seededConn is testConn over a store whose key hash has the given seed.
 func seededConn(shards int, seed uint64) (*connection, *clock.Clock) {
 	clock := clock.New()
 	clock.Set(1_767_225_600_000_000_000)

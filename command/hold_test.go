@@ -29,7 +29,7 @@ func newHoldServer(t *testing.T, loops int, hold time.Duration) *holdServer {
 	t.Helper()
 	clock := clock.New()
 	clock.Set(1_767_225_600_000_000_000)
-	store := shard.New(shard.Options{})
+	store := shard.New(shard.Options{Seed: hashSeed})
 	h := New(Config{MoveHold: hold}, store, clock)
 	st := twoShards(t)
 	h.SetCluster(st, nil)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +58,23 @@ func (l *lockedLines) String() string {
 	return strings.Join(l.lines, "\n")
 }
 
+// hashSeed returns the key hash seed of a test's keyspace, which decides
+// the keys' shards and the order drains list them: the one PERSIST_SEED
+// names, to replay a failure, or a random one. It logs the seed.
+func hashSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := rand.Uint64() | 1
+	if v := os.Getenv("PERSIST_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("PERSIST_SEED=%q: want a positive integer", v)
+		}
+		seed = n
+	}
+	t.Logf("hash seed %d (replay with PERSIST_SEED=%d)", seed, seed)
+	return seed
+}
+
 // newSaverFixture starts a Saver over store (a fresh MemStore if nil, which
 // mem then holds) with the clock frozen at saverT0.
 func newSaverFixture(t *testing.T, store Store) *saverFixture {
@@ -65,7 +84,7 @@ func newSaverFixture(t *testing.T, store Store) *saverFixture {
 		f.mem = NewMemStore()
 		f.store = f.mem
 	}
-	f.keys = shard.New(shard.Options{Shards: 4, TrackChanges: true})
+	f.keys = shard.New(shard.Options{Shards: 4, TrackChanges: true, Seed: hashSeed(t)})
 	f.clock = clock.New()
 	f.clock.Set(saverT0)
 	s, err := NewSaver(f.store, f.keys, f.clock, SaverOptions{Interval: time.Hour, Logger: f.logs.logf})

@@ -79,7 +79,7 @@ func openV1Keyspace(t *testing.T, dir string) (*Saver, *shard.Store, *clock.Cloc
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := shard.New(shard.Options{Shards: 4, TrackChanges: true})
+	keys := shard.New(shard.Options{Shards: 4, TrackChanges: true, Seed: hashSeed(t)})
 	clock := clock.New()
 	clock.Set(v1Now)
 	s, err := NewSaver(store, keys, clock, SaverOptions{Interval: time.Hour, Logger: t.Logf})

@@ -242,10 +242,10 @@ func (l *eventLoop) run() {
 // runs (Config.Background) the loop yields at the interval that returns
 // instead: with --threads 1 the flush runs in the turns it gives, a piece
 // of well under a millisecond at a time, and that share of the CPU keeps
-// it up with the changes (at every 32 passes, a loop creating 600,000 keys
-// a second left flushes taking seconds and falling ever further behind).
-// Looking at the clock every pass, and yielding that often, costs about 8%
-// of the CPU per request in memory, so only then.
+// it up with the changes (at every 32 passes, a loop creating keys as fast
+// as it could left flushes ever further behind). Looking at the clock
+// every pass, and yielding that often, costs CPU per request in memory
+// (bench/ab.sh, with and without PERSIST=1), so only then.
 func (l *eventLoop) yield() {
 	if l.passes++; l.passes%32 == 0 {
 		runtime.Gosched()

@@ -3,6 +3,8 @@ package shard
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,7 +94,10 @@ func TestSlabPagesGivenBack(t *testing.T) {
 // empty page.
 func TestSlabModel(t *testing.T) {
 	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
+	if v, err := strconv.ParseUint(os.Getenv("SLAB_SEED"), 10, 64); err == nil {
+		seed = v // replay a failure
+	}
+	t.Logf("SLAB_SEED=%d", seed)
 	r := rand.New(rand.NewPCG(seed, 7))
 	var s slabs
 	live := map[ref]byte{}
