@@ -1,5 +1,6 @@
 import { Command } from "ioredis";
 import type { Cluster, Redis } from "ioredis";
+import { Deadlines } from "./deadlines";
 import { Decision, NEVER, parseDecision } from "./decision";
 import { LocalStore, Spec } from "./local";
 import { AllDecision, Concurrency, LeakyBucket, Rule, Throttle, TokenBucket, WindowLimiter, WindowMode, all } from "./limiters";
@@ -92,6 +93,9 @@ export class Client {
   readonly opts: Required<Omit<Options, "onError">> & Pick<Options, "onError">;
   /** @internal */ readonly local: LocalStore;
   /** @internal */ state: ConnState;
+  /** @internal The deadlines of this client's calls in flight (none without a timeout). */
+  readonly deadlines: Deadlines | undefined;
+  private readonly cluster: boolean;
 
   constructor(redis: Conn, opts: Options = {}, shared?: { local: LocalStore; state: ConnState }) {
     this.redis = redis;
@@ -103,6 +107,8 @@ export class Client {
       log: opts.log ?? ((m: string) => console.error(m)),
     };
     this.local = shared?.local ?? new LocalStore();
+    this.cluster = (redis as Cluster).isCluster === true;
+    this.deadlines = this.opts.timeoutMs > 0 ? new Deadlines(this.opts.timeoutMs, (name) => this.expired(name)) : undefined;
     if (shared) {
       this.state = shared.state;
     } else {
@@ -156,7 +162,7 @@ export class Client {
    */
   async check(): Promise<void> {
     try {
-      await this.call(["PING"], "");
+      await this.call("PING", [], "");
     } catch (e) {
       const err = e as Error;
       if (misconfigured(err)) this.report({ command: "PING", key: "", error: err, mode: "error", config: true });
@@ -164,31 +170,55 @@ export class Client {
     }
   }
 
-  /** @internal Runs one command, routed by key in a cluster, bounded by the timeout. */
-  async call(args: (string | number)[], key: string): Promise<unknown> {
+  /**
+   * @internal Runs one command, routed by key in a cluster, bounded by the
+   * timeout. On a ready connection the command is sent at once and its
+   * deadline joins the client's queue (no timer, no promise of its own);
+   * while (re)connecting, the call waits for the connection under a timer of
+   * its own and sends nothing once the timeout has answered.
+   */
+  call(name: string, args: (string | number)[], key: string): Promise<unknown> {
+    if (this.redis.status !== "ready") return this.callWhenReady(name, args, key);
+    const cmd = new Command(name, args);
+    const reject = cmd.reject;
+    this.send(cmd, key);
+    if (this.deadlines !== undefined && !cmd.isSettled) this.deadlines.add(cmd, reject);
+    return cmd.promise;
+  }
+
+  private send(cmd: Command, key: string): void {
+    if (this.cluster && key !== "") (cmd as unknown as { slot: number }).slot = keySlot(key);
+    (this.redis as Redis).sendCommand(cmd);
+  }
+
+  private async callWhenReady(name: string, args: (string | number)[], key: string): Promise<unknown> {
     const ms = this.opts.timeoutMs;
+    let expired = false;
+    const sent = this.ready().then(() => {
+      if (expired) throw new TimeoutError(ms, name); // answered already: never sent late
+      const cmd = new Command(name, args);
+      this.send(cmd, key);
+      return cmd.promise;
+    });
+    if (!(ms > 0)) return sent;
     let timer: NodeJS.Timeout | undefined;
-    const deadline =
-      ms > 0
-        ? new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(this.state.lastError && misconfigured(this.state.lastError) ? this.state.lastError : new TimeoutError(ms, String(args[0]))), ms);
-          })
-        : undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        expired = true;
+        reject(this.expired(name));
+      }, ms);
+    });
     try {
-      const run = this.send(args, key);
-      return deadline ? await Promise.race([run, deadline]) : await run;
+      return await Promise.race([sent, deadline]);
     } finally {
-      if (timer) clearTimeout(timer);
+      clearTimeout(timer);
     }
   }
 
-  private async send(args: (string | number)[], key: string): Promise<unknown> {
-    const r = this.redis;
-    if (r.status !== "ready") await this.ready();
-    const cmd = new Command(String(args[0]), args.slice(1));
-    if (key !== "") (cmd as unknown as { slot: number }).slot = keySlot(key);
-    (r as Redis).sendCommand(cmd);
-    return cmd.promise;
+  /** The error a call past its deadline gets: a wrong password found while connecting, else a TimeoutError. */
+  private expired(name: string): Error {
+    const last = this.state.lastError;
+    return last && misconfigured(last) ? last : new TimeoutError(this.opts.timeoutMs, name);
   }
 
   /**
@@ -266,14 +296,8 @@ export class Client {
   }
 
   /** @internal Sends a decision command and parses the reply, under the policy. */
-  async decide(command: string, key: string, args: (string | number)[], s: Spec, n: number): Promise<Decision> {
-    let v: unknown;
-    try {
-      v = await this.call(args, key);
-    } catch (e) {
-      return this.fail(command, key, e as Error, s, n);
-    }
-    return parseDecision(v);
+  decide(command: string, key: string, args: (string | number)[], s: Spec, n: number): Promise<Decision> {
+    return this.call(command, args, key).then(parseDecision, (e: Error) => this.fail(command, key, e, s, n));
   }
 }
 

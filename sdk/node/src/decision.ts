@@ -37,6 +37,8 @@ export class BadReplyError extends Error {
 
 /** Reads the first five integers of a decision array. */
 export function parseDecision(v: unknown): Decision {
-  if (!Array.isArray(v) || v.length < 5 || !v.slice(0, 5).every((x) => typeof x === "number")) throw new BadReplyError(v);
-  return { allowed: v[0] === 1, limit: v[1], remaining: v[2], retryAfterMs: v[3], resetAfterMs: v[4], fallback: false };
+  if (!Array.isArray(v) || v.length < 5) throw new BadReplyError(v);
+  const [a, limit, remaining, retryAfterMs, resetAfterMs] = v;
+  if (typeof a !== "number" || typeof limit !== "number" || typeof remaining !== "number" || typeof retryAfterMs !== "number" || typeof resetAfterMs !== "number") throw new BadReplyError(v);
+  return { allowed: a === 1, limit, remaining, retryAfterMs, resetAfterMs, fallback: false };
 }

@@ -64,7 +64,7 @@ export abstract class Base implements Limiter {
   /** @internal */
   protected send(key: string, n: number, extra: string[] = []): Promise<Decision> {
     count("n", n);
-    return this.client.decide(this.command, key, [this.command, key, ...this.params, n, ...extra], this.spec, n);
+    return this.client.decide(this.command, key, [key, ...this.params, n, ...extra], this.spec, n);
   }
 }
 
@@ -157,12 +157,12 @@ export class Lease {
       if (this.local) this.c.local.release(this.spec, this.key, this.n);
       return true;
     }
-    return (await this.c.call(["CL.RELEASE", this.key, this.id], this.key)) === 1;
+    return (await this.c.call("CL.RELEASE", [this.key, this.id], this.key)) === 1;
   }
   /** Extends the lease to expire ms from now: false if it had expired. */
   async renew(ms: number): Promise<boolean> {
     if (this.id === "") return true;
-    return (await this.c.call(["CL.RENEW", this.key, this.id, dur(ms)], this.key)) === 1;
+    return (await this.c.call("CL.RENEW", [this.key, this.id, dur(ms)], this.key)) === 1;
   }
 }
 
@@ -177,7 +177,7 @@ export class Concurrency extends Base {
     count("n", n);
     let v: unknown;
     try {
-      v = await this.client.call(["CL.ACQUIRE", key, ...this.params, n], key);
+      v = await this.client.call("CL.ACQUIRE", [key, ...this.params, n], key);
     } catch (e) {
       const err = this.client.policy("CL.ACQUIRE", key, e as Error);
       if (err) throw err;
@@ -235,12 +235,12 @@ export interface AllDecision {
 export async function all(c: Client, cost: number, rules: Rule[]): Promise<AllDecision> {
   if (rules.length === 0) throw new RangeError("rlserver: all needs at least one rule");
   count("cost", cost);
-  const args: (string | number)[] = ["CL.ALL", rules.length];
+  const args: (string | number)[] = [rules.length];
   for (const r of rules) args.push(r.limiter.rule, r.key, ...r.limiter.params);
   args.push("COST", cost);
   let v: unknown;
   try {
-    v = await c.call(args, rules[0].key);
+    v = await c.call("CL.ALL", args, rules[0].key);
   } catch (e) {
     return allFallback(c, e as Error, cost, rules);
   }

@@ -101,6 +101,92 @@ async function hangingListener() {
   };
 }
 
+/** Splits complete RESP commands off buf: [commands, the rest]. */
+function parseCommands(buf) {
+  const cmds = [];
+  let i = 0;
+  while (buf[i] === "*") {
+    const e = buf.indexOf("\r\n", i);
+    if (e < 0) break;
+    const n = Number(buf.slice(i + 1, e));
+    const args = [];
+    let j = e + 2;
+    for (let k = 0; k < n; k++) {
+      const e2 = buf.indexOf("\r\n", j);
+      if (e2 < 0) break;
+      const len = Number(buf.slice(j + 1, e2));
+      if (buf.length < e2 + 4 + len) break;
+      args.push(buf.slice(e2 + 2, e2 + 2 + len));
+      j = e2 + 4 + len;
+    }
+    if (args.length < n) break;
+    cmds.push(args);
+    i = j;
+  }
+  return [cmds, buf.slice(i)];
+}
+
+/**
+ * A RESP server on 127.0.0.1 that answers what ioredis sends on connect
+ * (HELLO refused, so RESP2; CLIENT; the INFO ready check) and every other
+ * command with the decision [1, 5, 4, 0, 200]. A command whose key (second
+ * word) is stallOn stalls the connection, as a hung server does: it and
+ * every later command are answered, in order, only at resume(). With
+ * holdReady the INFO ready check is answered only at release(). commands
+ * lists what it received.
+ */
+async function respServer({ stallOn, holdReady = false } = {}) {
+  const commands = [];
+  const conns = new Set();
+  let released = !holdReady;
+  const srv = net.createServer((sock) => {
+    const conn = { sock, stalled: false, queued: [], waitingReady: false };
+    conns.add(conn);
+    sock.on("close", () => conns.delete(conn));
+    sock.on("error", () => {});
+    sock.setEncoding("latin1");
+    const reply = (r) => (conn.stalled ? conn.queued.push(r) : sock.write(r));
+    let buf = "";
+    sock.on("data", (d) => {
+      let cmds;
+      [cmds, buf] = parseCommands(buf + d);
+      for (const c of cmds) {
+        commands.push(c);
+        const name = c[0].toUpperCase();
+        if (name === "HELLO") reply("-ERR unknown command 'HELLO'\r\n");
+        else if (name === "CLIENT") reply("+OK\r\n");
+        else if (name === "INFO") released ? reply(INFO) : (conn.waitingReady = true);
+        else if (name === "PING") reply("+PONG\r\n");
+        else {
+          if (stallOn !== undefined && c[1] === stallOn) conn.stalled = true;
+          reply(DECISION);
+        }
+      }
+    });
+  });
+  await new Promise((r) => srv.listen(0, "127.0.0.1", r));
+  return {
+    port: srv.address().port,
+    commands,
+    release: () => {
+      released = true;
+      for (const c of conns) if (c.waitingReady) c.sock.write(INFO);
+    },
+    resume: () => {
+      for (const c of conns) {
+        c.stalled = false;
+        for (const r of c.queued.splice(0)) c.sock.write(r);
+      }
+    },
+    close: () => {
+      for (const c of conns) c.sock.destroy();
+      return new Promise((r) => srv.close(r));
+    },
+  };
+}
+const INFO = "$11\r\nloading:0\r\n\r\n";
+const DECISION = "*5\r\n:1\r\n:5\r\n:4\r\n:0\r\n:200\r\n";
+
 const EPOCH_MS = 1_800_000_000_000;
 
 async function setClock(redis, ms = EPOCH_MS) {
@@ -121,4 +207,4 @@ function tmpdir() {
   return fs.mkdtempSync(path.join(os.tmpdir(), "rlserver-node-test-"));
 }
 
-module.exports = { startServer, redisFor, closedPort, hangingListener, setClock, until, tmpdir, EPOCH_MS, Redis };
+module.exports = { startServer, redisFor, closedPort, hangingListener, respServer, setClock, until, tmpdir, EPOCH_MS, Redis };
