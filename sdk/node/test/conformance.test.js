@@ -1,11 +1,13 @@
 "use strict";
 // The shared conformance cases (sdk/conformance/cases.json) through the
-// typed API against a real server, as sdk/go/conformance_test.go runs them.
+// typed API against a real server, as sdk/go/conformance_test.go runs them;
+// then the adapters' cases once more through the express-rate-limit and
+// @fastify/rate-limit stores (the file's README, "Through a store").
 const { test, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const { Client, Lease, headerFields } = require("..");
+const { Client, Lease, RlserverStore, fastifyStore, headerFields } = require("..");
 const { startServer, redisFor, setClock } = require("./helpers");
 
 const file = JSON.parse(fs.readFileSync(path.join(__dirname, "../../conformance/cases.json"), "utf8"));
@@ -126,4 +128,113 @@ for (const cs of file.cases) {
       assert.deepStrictEqual(got, want, `step ${i}: ${JSON.stringify(step.command)}`);
     }
   });
+}
+
+// Through a store: each CL.WINDOW step of an adapters case is the store's
+// hit (n = 1) or read (n = 0) of that key, and the store must report what
+// the libraries expect of the step's decision [allowed, limit, remaining,
+// retry_after_ms, reset_after_ms]: a hit's count is limit - remaining when
+// admitted and limit + 1 when denied (the denied hit is not counted), a
+// read's count limit - remaining, and the reset comes reset_after_ms from
+// now. DEL is the store's reset of the key (a raw DEL for @fastify/rate-limit,
+// whose store has none); other commands are sent as they are. Keys are the
+// case's own (prefix ""). A case with a hit of n > 1 is not one a store of
+// these libraries can make.
+
+const hitsOf = (d, n) => (d[0] === 1 ? d[1] - d[2] : d[1] + n);
+
+/** The step as a store operation: {key, mode, limit, windowMs, n} for CL.WINDOW, else null. */
+function windowStep(cmd) {
+  if (cmd[0].toUpperCase() !== "CL.WINDOW") return null;
+  return { key: cmd[1], limit: Number(cmd[2]), windowMs: parseDur(cmd[3]), n: Number(cmd[4] ?? 1), mode: (cmd[5] ?? "sliding").toLowerCase() };
+}
+
+function storeCanRun(cs) {
+  return cs.steps.every((st) => {
+    if (!st.command) return true;
+    const w = windowStep(st.command);
+    return w ? w.n <= 1 : !st.command[0].toUpperCase().startsWith("CL.");
+  });
+}
+
+/** Asserts lo <= at <= hi, for a reset computed from the local clock. */
+function within(at, lo, hi, what) {
+  assert.ok(at >= lo && at <= hi, `${what}: ${at} not in [${lo}, ${hi}]`);
+}
+
+const viaStore = {
+  async "express-rate-limit"(steps) {
+    const stores = new Map();
+    const storeFor = ({ mode, limit, windowMs }) => {
+      const id = `${mode}/${limit}/${windowMs}`;
+      if (!stores.has(id)) {
+        const s = new RlserverStore({ client: c, mode, prefix: "" });
+        s.init({ windowMs, limit });
+        stores.set(id, s);
+      }
+      return stores.get(id);
+    };
+    for (const [i, st] of steps) {
+      const w = windowStep(st.command);
+      const d = st.decision;
+      if (w) {
+        const t0 = Date.now();
+        const got = w.n === 1 ? await storeFor(w).increment(w.key) : await storeFor(w).get(w.key);
+        const t1 = Date.now();
+        if (w.n === 0 && d[1] === d[2]) {
+          assert.equal(got, undefined, `step ${i}: get of an unused key`);
+          continue;
+        }
+        assert.equal(got.totalHits, w.n === 1 ? hitsOf(d, 1) : d[1] - d[2], `step ${i}: totalHits`);
+        within(got.resetTime.getTime(), t0 + d[4], t1 + d[4], `step ${i}: resetTime`);
+      } else if (st.command[0].toUpperCase() === "DEL") {
+        await new RlserverStore({ client: c, prefix: "" }).resetKey(st.command[1]);
+      } else {
+        assert.deepStrictEqual(await redis.call(...st.command), st.reply, `step ${i}: ${JSON.stringify(st.command)}`);
+      }
+    }
+  },
+  async "@fastify/rate-limit"(steps) {
+    const stores = new Map();
+    const storeFor = (mode) => {
+      if (!stores.has(mode)) stores.set(mode, new (fastifyStore(c, { mode, prefix: "" }))());
+      return stores.get(mode);
+    };
+    for (const [i, st] of steps) {
+      const w = windowStep(st.command);
+      if (!w) {
+        assert.deepStrictEqual(await redis.call(...st.command), st.reply, `step ${i}: ${JSON.stringify(st.command)}`);
+        continue;
+      }
+      const s = storeFor(w.mode);
+      const got = await new Promise((resolve, reject) => (w.n === 1 ? s.incr : s.read).call(s, w.key, (e, r) => (e ? reject(e) : resolve(r)), w.windowMs, w.limit));
+      const d = st.decision;
+      assert.deepStrictEqual(got, { current: w.n === 1 ? hitsOf(d, 1) : d[1] - d[2], ttl: d[4] }, `step ${i}: ${JSON.stringify(st.command)}`);
+    }
+  },
+};
+
+const storeCases = file.cases.filter((cs) => cs.name.startsWith("adapters:") && storeCanRun(cs));
+test("every store runs the adapters' cases of hits of 1 and 0", () => {
+  assert.deepEqual(
+    storeCases.map((cs) => cs.name),
+    file.cases.filter((cs) => cs.name.startsWith("adapters:") && !cs.steps.some((st) => st.command && windowStep(st.command)?.n > 1)).map((cs) => cs.name),
+  );
+  assert.ok(storeCases.length >= 3, `${storeCases.length} cases`);
+});
+for (const [store, run] of Object.entries(viaStore)) {
+  for (const cs of storeCases) {
+    test(`conformance via ${store}: ${cs.name}`, async () => {
+      await redis.flushall();
+      await setClock(redis, file.start_unix_ms);
+      const steps = [];
+      for (const [i, st] of cs.steps.entries()) {
+        if (st.advance_ms !== undefined) {
+          await run(steps.splice(0));
+          await redis.call("DEBUG", "CLOCK", "ADVANCE", String(st.advance_ms));
+        } else steps.push([i, st]);
+      }
+      await run(steps);
+    });
+  }
 }

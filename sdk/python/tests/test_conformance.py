@@ -1,10 +1,14 @@
 """The shared conformance cases through the typed API, sync (Client over
 redis.Redis) and async (AsyncClient over redis.asyncio.Redis), as sdk/go runs
-them: one step runner, whose calls are awaited when they return awaitables."""
+them: one step runner, whose calls are awaited when they return awaitables.
+Then the adapters' cases once more through the `limits` storages, sync
+(rlserver://) and async (async+rlserver://): the file's README, "Through a
+store"."""
 import asyncio
 import inspect
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ import redis.asyncio
 
 from rlserver import AsyncClient, Client, header_fields
 from rlserver._limiters import Lease
+from rlserver.limits_storage import AsyncRlserverStorage, RlserverStorage
 
 FILE = json.loads((Path(__file__).resolve().parents[2] / "conformance" / "cases.json").read_text())
 HEADERS = ["RateLimit", "RateLimit-Policy", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
@@ -123,4 +128,107 @@ def test_conformance_async(server, case):
             await run_case(AsyncClient(r, timeout=5), r, case)
         finally:
             await r.close()
+    asyncio.run(main())
+
+
+# Through a store: each CL.WINDOW step of an adapters case is a call of the
+# limits storage on that key, whose answer must be what limits expects of the
+# step's decision [allowed, limit, remaining, retry_after_ms, reset_after_ms].
+# FIXED: a hit of n is incr(amount=n), counting limit - remaining when
+# admitted and limit + n when denied (not counted); a peek is get() (limit -
+# remaining) and get_expiry() (reset_after_ms from now). LOG: a hit is
+# acquire_entry (allowed), a peek get_moving_window: (when the newest entry
+# came, limit - remaining), or (now, 0) when empty. DEL is clear(); other
+# commands are sent as they are. The storage's key is the one limits builds,
+# "<case key>/<limit>/<window seconds>/second", without a prefix. SLIDING has
+# no limits strategy of its own.
+
+def limits_key(w):
+    return f"{w[1]}/{w[2]}/{ms(w[3]) // 1000}/second"
+
+
+def storage_can_run(case):
+    for st in case["steps"]:
+        c = st.get("command")
+        if c and c[0].upper().startswith("CL.") and not (c[0].upper() == "CL.WINDOW" and len(c) > 5
+                                                           and c[5].upper() in ("FIXED", "LOG") and ms(c[3]) % 1000 == 0):
+            return False
+    return True
+
+
+def key_map(case):
+    """The case's keys -> the storage's keys (from the first CL.WINDOW step of each)."""
+    out = {}
+    for st in case["steps"]:
+        c = st.get("command")
+        if c and c[0].upper() == "CL.WINDOW":
+            out.setdefault(c[1], limits_key(c))
+    return out
+
+
+async def storage_step(storage, keys, i, st):
+    c = st["command"]
+    if c[0].upper() != "CL.WINDOW":
+        if c[0].upper() == "DEL":
+            return await res(storage.clear(keys.get(c[1], c[1])))
+        got = await res(storage.redis.execute_command(c[0], keys.get(c[1], c[1]), *c[2:]))
+        assert got == st["reply"], f"step {i}: {c}"
+        return
+    a, limit, remaining, _, reset = st["decision"]
+    key, window_s, n, mode = limits_key(c), ms(c[3]) // 1000, int(c[4]), c[5].upper()
+    t0 = time.time()
+    if mode == "FIXED" and n > 0:
+        assert await res(storage.incr(key, window_s, amount=n)) == (limit - remaining if a else limit + n), f"step {i}: {c}"
+    elif mode == "FIXED":
+        assert await res(storage.get(key)) == limit - remaining, f"step {i}: {c}"
+        expiry = await res(storage.get_expiry(key))
+        assert int(t0 + reset / 1000) <= expiry <= int(time.time() + reset / 1000), f"step {i}: {c}: expiry {expiry}"
+    elif n > 0:
+        assert await res(storage.acquire_entry(key, limit, window_s, amount=n)) is (a == 1), f"step {i}: {c}"
+    else:
+        start, count = await res(storage.get_moving_window(key, limit, window_s))
+        assert count == limit - remaining, f"step {i}: {c}"
+        lo, hi = (t0, time.time()) if count == 0 else (t0 + reset / 1000 - window_s, time.time() + reset / 1000 - window_s)
+        assert int(lo) <= start <= int(hi), f"step {i}: {c}: start {start}"
+
+
+async def run_storage_case(storage, admin, case):
+    await res(admin.flushall())
+    await res(admin.execute_command("DEBUG", "CLOCK", "SET", FILE["start_unix_ms"]))
+    keys = key_map(case)
+    for i, st in enumerate(case["steps"]):
+        if "advance_ms" in st:
+            await res(admin.execute_command("DEBUG", "CLOCK", "ADVANCE", st["advance_ms"]))
+        else:
+            await storage_step(storage, keys, i, st)
+
+
+STORAGE_CASES = [c for c in FILE["cases"] if c["name"].startswith("adapters:") and storage_can_run(c)]
+STORAGE = pytest.mark.parametrize("case", STORAGE_CASES, ids=[c["name"] for c in STORAGE_CASES])
+
+
+def test_storage_cases_are_those_of_fixed_and_log_windows():
+    adapters = [c["name"] for c in FILE["cases"] if c["name"].startswith("adapters:")]
+    sliding = [c["name"] for c in FILE["cases"] if c["name"].startswith("adapters:") and not storage_can_run(c)]
+    assert [c["name"] for c in STORAGE_CASES] == [n for n in adapters if n not in sliding]
+    assert len(STORAGE_CASES) >= 4 and all("SLIDING" in n for n in sliding)
+
+
+@STORAGE
+def test_conformance_limits_storage(server, case):
+    storage = RlserverStorage(server.url.replace("redis://", "rlserver://"), prefix="")
+    try:
+        asyncio.run(run_storage_case(storage, storage.redis, case))
+    finally:
+        storage.redis.close()
+
+
+@STORAGE
+def test_conformance_limits_async_storage(server, case):
+    async def main():
+        storage = AsyncRlserverStorage(server.url.replace("redis://", "async+rlserver://"), prefix="")
+        try:
+            await run_storage_case(storage, storage.redis, case)
+        finally:
+            await storage.redis.close()
     asyncio.run(main())
