@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from rlserver import AsyncClient, Decision
+from rlserver import AsyncClient, Decision, LimitedError
 from rlserver.asgi import RateLimitMiddleware
 
 from conftest import closed_port
@@ -229,4 +229,60 @@ def test_asgi_middleware_server_down(server):
         finally:
             await r.close()
         assert [e.mode for e in events] == ["closed"]
+    run(main())
+
+
+def test_async_hold_releases_and_denies(server, admin):
+    async def main():
+        r = redis.asyncio.Redis.from_url(server.url)
+        conc = AsyncClient(r, timeout=2).concurrency(1, 60000)
+        try:
+            async with conc.hold("h") as lease:
+                assert lease.id != "" and admin.exists("h") == 1
+                with pytest.raises(LimitedError) as denied:
+                    async with conc.hold("h"):
+                        pass
+                assert ints(denied.value.decision) == [0, 1, 0, 60000, 60000]
+            assert admin.exists("h") == 0  # released on the way out
+            with pytest.raises(RuntimeError, match="boom"):
+                async with conc.hold("h"):
+                    raise RuntimeError("boom")
+            assert admin.exists("h") == 0  # and when the block raises
+            with pytest.raises(TypeError, match="concurrency"):
+                AsyncClient(r).token_bucket(5, 1, 1000).hold("h")
+        finally:
+            await r.close()
+    run(main())
+
+
+def test_asgi_middleware_holds_a_lease_until_answered_and_costs(server, admin):
+    async def main():
+        r = redis.asyncio.Redis.from_url(server.url)
+        c = AsyncClient(r, timeout=2)
+        entered, leave = asyncio.Event(), asyncio.Event()
+
+        async def slow(request):
+            entered.set()
+            await leave.wait()
+            return PlainTextResponse("done\n")
+        app = Starlette(routes=[Route("/", slow)])
+        app.add_middleware(RateLimitMiddleware, limiter=c.concurrency(1, 60000))
+        costly = starlette_app(c.token_bucket(3, 1, 1000), cost=lambda scope: 2)
+        try:
+            async with asgi_client(app, "10.1.2.3") as http:
+                first = asyncio.ensure_future(http.get("/"))
+                await entered.wait()
+                assert admin.exists("rl:default:concurrency:10.1.2.3") == 1
+                second = await http.get("/")
+                assert (second.status_code, fields(second)) == (429, {
+                    "RateLimit": '"default";r=0;t=60', "RateLimit-Policy": '"default";q=1;w=60', "Retry-After": "60"})
+                leave.set()
+                resp = await first
+                assert (resp.status_code, resp.text, fields(resp)["RateLimit"]) == (200, "done\n", '"default";r=0;t=60')
+            assert admin.exists("rl:default:concurrency:10.1.2.3") == 0  # released once answered
+            async with asgi_client(costly, "10.1.2.3") as http:
+                got = [(x.status_code, fields(x)["RateLimit"]) for x in [await http.get("/"), await http.get("/")]]
+            assert got == [(200, '"default";r=1;t=2'), (429, '"default";r=1;t=2')]
+        finally:
+            await r.close()
     run(main())

@@ -51,7 +51,54 @@ class Limiter:
 
     def acquire(self, key: str, n: int = 1) -> Any:
         """Concurrency: (lease or None, decision)."""
+        self._concurrency("acquire")
         return self.client._acquire(self, key, n)
+
+    def hold(self, key: str, n: int = 1) -> "Held":
+        """Concurrency: holds n units of key for a with block and always releases
+        them, whether the block returns or raises; LimitedError when denied.
+        `with conc.hold(key) as lease:` on a Client, `async with` on an AsyncClient."""
+        self._concurrency("hold")
+        return Held(self, key, n)
+
+    def _concurrency(self, what: str) -> None:
+        if self.command != "CL.ACQUIRE":
+            raise TypeError(f"rlserver: {what} needs a concurrency limiter, not {self.kind}")
+
+
+class Held:
+    """Limiter.hold's context manager (sync and async): the lease while held.
+    A failed release is dropped: the lease expires by itself."""
+
+    def __init__(self, lim: Limiter, key: str, n: int) -> None:
+        self.lim, self.key, self.n = lim, key, n
+        self.lease: Optional["Lease"] = None
+
+    def __enter__(self) -> "Lease":
+        lease, d = self.lim.acquire(self.key, self.n)
+        if lease is None:
+            raise LimitedError(d)
+        self.lease = lease
+        return lease
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.lease.release()  # type: ignore[union-attr]
+        except Exception:
+            pass
+
+    async def __aenter__(self) -> "Lease":
+        lease, d = await self.lim.acquire(self.key, self.n)
+        if lease is None:
+            raise LimitedError(d)
+        self.lease = lease
+        return lease
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self.lease.release()  # type: ignore[union-attr]
+        except Exception:
+            pass
 
 
 class Lease:

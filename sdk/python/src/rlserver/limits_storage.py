@@ -26,6 +26,14 @@ def _parse(key: str) -> Tuple[int, int]:
         raise ValueError(f"rlserver: {key!r} is not a key of the limits library (.../amount/multiples/granularity)")
 
 
+def _fixed_only(elastic_expiry: bool) -> None:
+    if elastic_expiry:
+        # Each hit would push the window's end back; the server's windows
+        # end where they end. Refused rather than counted as a fixed window.
+        raise NotImplementedError("rlserver: the fixed-window-elastic-expiry strategy is not supported; "
+                                  "use fixed-window or moving-window")
+
+
 def _counted(limit: int, amount: int, d: Any) -> int:
     """incr's count: used units after an admitted hit; past the limit after a denied one (not counted by the server)."""
     return limit - d[2] if d[0] == 1 else limit + amount
@@ -57,6 +65,7 @@ class RlserverStorage(Storage, MovingWindowSupport):
         self.redis = redis.Redis.from_url(_redis_url(uri), **options)
 
     def incr(self, key: str, expiry: int, elastic_expiry: bool = False, amount: int = 1) -> int:
+        _fixed_only(elastic_expiry)
         limit, window = _parse(key)
         d = self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", amount, "FIXED")
         return _counted(limit, amount, d)
@@ -92,8 +101,9 @@ class RlserverStorage(Storage, MovingWindowSupport):
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[int, int]:
         """(start, count): a peek gives the count and when the newest entry
-        leaves, so the reset limits derives is when the whole log has left
-        (conservative: a slot may free earlier)."""
+        leaves, so start is when the newest entry came, as limits' own
+        storages (memory, redis) answer: the reset limits derives is when the
+        whole log has left."""
         d = self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", 0, "LOG")
         return _window(limit, expiry, d)
 
@@ -113,6 +123,7 @@ class AsyncRlserverStorage(AsyncStorage, AsyncMovingWindowSupport):
         return limit, await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", 0, "FIXED")
 
     async def incr(self, key: str, expiry: int, elastic_expiry: bool = False, amount: int = 1) -> int:
+        _fixed_only(elastic_expiry)
         limit, window = _parse(key)
         d = await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{window}ms", amount, "FIXED")
         return _counted(limit, amount, d)
