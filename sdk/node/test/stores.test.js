@@ -76,12 +76,98 @@ test("RlserverStore refuses what it cannot do, loudly", async () => {
   const events = [];
   const logs = [];
   const cc = c.withOptions({ onError: (e) => events.push(e), log: (m) => logs.push(m) });
-  const store = new RlserverStore({ client: cc });
+  const store = new RlserverStore({ client: cc, mode: "sliding" });
   store.init({ windowMs: 1000, limit: 5, skipFailedRequests: true });
-  await assert.rejects(store.increment("k"), /skipFailedRequests/);
-  assert.equal(events.length, 1);
-  assert.equal(events[0].config, true);
-  assert.match(logs[0], /skipFailedRequests/);
+  await assert.rejects(store.increment("k"), /skipFailedRequests\/skipSuccessfulRequests on fixed windows only, not sliding/);
+  const noLimit = new RlserverStore({ client: cc });
+  noLimit.init({ windowMs: 1000, limit: () => 5 });
+  await assert.rejects(noLimit.get("k"), /needs a numeric limit/);
+  assert.deepEqual(events.map((e) => [e.command, e.config]), [["init", true], ["init", true]]);
+  assert.match(logs[0], /fixed windows only/);
+  assert.match(logs[1], /numeric limit/);
+});
+
+/** Counts the store's finished decrements, so that a test can wait for a give-back. */
+function watched() {
+  const w = { done: 0, expected: 0, waiters: [] };
+  w.Store = class extends RlserverStore {
+    async decrement(key) {
+      await super.decrement(key);
+      w.done++;
+      for (const f of w.waiters.splice(0)) f();
+    }
+  };
+  w.reached = async (n) => {
+    while (w.done < n) await new Promise((r) => w.waiters.push(r));
+  };
+  return w;
+}
+
+test("express-rate-limit skipFailedRequests and skipSuccessfulRequests: hits given back, counted as its own stores do", async () => {
+  await redis.flushall();
+  await setClock(redis, EPOCH_MS + 30_000); // 30 s into a 60 s window
+  const status = (code) => (_req, res) => res.status(code).send(String(code));
+  const limited = (w, prefix, limit, skip) =>
+    rateLimit({ windowMs: 60_000, limit, store: new w.Store({ client: c, prefix }), ...skip, keyGenerator: () => "u" });
+  const failed = watched();
+  const succeeded = watched();
+  const burst = watched();
+  const app = express();
+  app.get("/failed/ok", limited(failed, "f:", 3, { skipFailedRequests: true }), status(200));
+  app.get("/failed/bad", limited(failed, "f:", 3, { skipFailedRequests: true }), status(500));
+  app.get("/ok/ok", limited(succeeded, "s:", 3, { skipSuccessfulRequests: true }), status(200));
+  app.get("/ok/bad", limited(succeeded, "s:", 3, { skipSuccessfulRequests: true }), status(500));
+  app.get("/burst", limited(burst, "b:", 5, { skipFailedRequests: true }), status(200));
+  const s = await listen(app);
+  // One request at a time, each waiting for its give-back (which runs once its response has finished).
+  const seq = async (path, n, w, givenBack) => {
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const r = await fetch(s.url + path);
+      await r.text();
+      out.push(r.status);
+      if (givenBack(r.status)) await w.reached(++w.expected);
+    }
+    return out;
+  };
+  const bad = (code) => code >= 400;
+  const good = (code) => code < 400;
+  try {
+    // skipFailedRequests: failures (a 429 too) are given back; only successes count.
+    assert.deepEqual(await seq("/failed/bad", 6, failed, bad), [500, 500, 500, 500, 500, 500]);
+    assert.deepEqual(await seq("/failed/ok", 4, failed, bad), [200, 200, 200, 429]);
+    assert.deepEqual(await seq("/failed/bad", 1, failed, bad), [429]);
+    const f = new RlserverStore({ client: c, prefix: "f:" });
+    f.init({ windowMs: 60_000, limit: 3, skipFailedRequests: true });
+    assert.equal((await f.get("u")).totalHits, 3);
+    // skipSuccessfulRequests: successes are given back; failures count, a 429 too (as its MemoryStore).
+    assert.deepEqual(await seq("/ok/ok", 6, succeeded, good), [200, 200, 200, 200, 200, 200]);
+    const ok = new RlserverStore({ client: c, prefix: "s:" });
+    ok.init({ windowMs: 60_000, limit: 3, skipSuccessfulRequests: true });
+    assert.equal(await ok.get("u"), undefined); // every hit given back
+    assert.deepEqual(await seq("/ok/bad", 4, succeeded, good), [500, 500, 500, 429]);
+    assert.deepEqual(await seq("/ok/ok", 1, succeeded, good), [429]);
+    assert.equal((await ok.get("u")).totalHits, 5);
+    // The window and its adjustment share a hash tag; the adjustment is kept only while not 0.
+    assert.deepEqual((await redis.keys("*")).sort(), ["f:{u}", "s:{u}", "s:{u}:adj"]);
+    // Under 50 at once: exactly the limit, and each 429 given back.
+    const rs = await Promise.all(Array.from({ length: 50 }, () => fetch(s.url + "/burst").then(async (r) => (await r.text(), r.status))));
+    assert.deepEqual([rs.filter((x) => x === 200).length, rs.filter((x) => x === 429).length], [5, 45]);
+    await burst.reached(45);
+    const b = new RlserverStore({ client: c, prefix: "b:" });
+    b.init({ windowMs: 60_000, limit: 5, skipFailedRequests: true });
+    assert.equal((await b.get("u")).totalHits, 5);
+    // resetKey drops both keys; a give-back with nothing counted does nothing.
+    await ok.resetKey("u");
+    await ok.decrement("u");
+    assert.equal(await ok.get("u"), undefined);
+    assert.equal((await ok.increment("u")).totalHits, 1);
+    // Both end with the window.
+    await redis.call("DEBUG", "CLOCK", "ADVANCE", "30000");
+    assert.deepEqual(await redis.keys("*"), []);
+  } finally {
+    await s.close();
+  }
 });
 
 test("@fastify/rate-limit with fastifyStore: 5 of 50 concurrent admitted, its headers, per-route keys", async () => {
@@ -143,4 +229,21 @@ test("express middleware over HTTP: exact decisions and fields, a lease held per
   } finally {
     await s.close();
   }
+});
+
+test("withLease holds the units for fn and always releases them; LimitedError when denied", async () => {
+  await redis.flushall();
+  await setClock(redis);
+  const conc = c.concurrency(1, 60_000);
+  const got = await conc.withLease("w", 1, async (lease) => {
+    assert.equal(await redis.exists("w"), 1);
+    const denied = await conc.withLease("w", 1, () => "never").catch((e) => e);
+    assert.equal(denied.name, "LimitedError");
+    assert.deepEqual(denied.decision, { allowed: false, limit: 1, remaining: 0, retryAfterMs: 60_000, resetAfterMs: 60_000, fallback: false });
+    return lease.id.length;
+  });
+  assert.equal(got, 16);
+  assert.equal(await redis.exists("w"), 0); // released when fn returned
+  await assert.rejects(conc.withLease("w", 1, () => { throw new Error("boom"); }), /boom/);
+  assert.equal(await redis.exists("w"), 0); // and when it threw
 });
