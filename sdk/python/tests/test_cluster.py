@@ -115,3 +115,40 @@ def test_async_cluster(cluster):
             await rc.close()
     asyncio.run(main())
     assert node_keys(cluster) == [[b"bar", b"{b}:w"], [b"foo"]]
+
+
+def test_limits_storage_on_cluster(cluster):
+    """rlserver+cluster:// and async+rlserver+cluster://: the limits storages on the cluster,
+    keys on both primaries (u1: slot 1755, a: slot 8506), reset() on every primary."""
+    from limits import parse
+    from limits.aio.strategies import FixedWindowRateLimiter as AsyncFixed
+    from limits.storage import storage_from_string
+    from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+    import rlserver.limits_storage  # noqa: F401  registers the schemes
+
+    item = parse("3/minute")
+    storage = storage_from_string(f"rlserver+cluster://127.0.0.1:{cluster[0].port}")
+    try:
+        fw = FixedWindowRateLimiter(storage)
+        assert [fw.hit(item, who) for who in ("u1", "a") for _ in range(4)] == [True, True, True, False] * 2
+        assert node_keys(cluster) == [[b"rl:limits:LIMITER/u1/3/1/minute"], [b"rl:limits:LIMITER/a/3/1/minute"]]
+        assert fw.get_window_stats(item, "a")[1] == 0 and storage.check() is True
+        mw = MovingWindowRateLimiter(storage)
+        assert [mw.hit(parse("2/minute"), "m") for _ in range(3)] == [True, True, False]
+        assert storage.reset() == 3
+        assert node_keys(cluster) == [[], []]
+    finally:
+        storage.redis.close()
+
+    async def main():
+        s = storage_from_string(f"async+rlserver+cluster://127.0.0.1:{cluster[1].port}")
+        try:
+            fw = AsyncFixed(s)
+            assert [await fw.hit(item, who) for who in ("u1", "a") for _ in range(4)] == [True, True, True, False] * 2
+            assert node_keys(cluster) == [[b"rl:limits:LIMITER/u1/3/1/minute"], [b"rl:limits:LIMITER/a/3/1/minute"]]
+            assert await s.reset() == 2
+        finally:
+            await s.redis.close()
+    asyncio.run(main())
+    assert node_keys(cluster) == [[], []]

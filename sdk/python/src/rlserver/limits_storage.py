@@ -1,8 +1,9 @@
 """`limits` storages on rlserver's native windows, registered under the
 schemes rlserver:// (sync) and async+rlserver:// (limits.aio, on
 redis.asyncio) when this module is imported, so Flask-Limiter and slowapi use
-them through storage_uri="rlserver://host:port" (or "async+rlserver://...").
-The limit and window are read from the key limits builds
+them through storage_uri="rlserver://host:port"; rlserver+cluster:// and
+async+rlserver+cluster:// take a Redis Cluster of rlserver nodes (any node's
+address). The limit and window are read from the key limits builds
 (".../<amount>/<multiples>/<granularity>")."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any, Optional, Tuple
 
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 from limits.aio.storage import MovingWindowSupport as AsyncMovingWindowSupport
 from limits.aio.storage import Storage as AsyncStorage
 from limits.limits import TIME_TYPES
@@ -48,7 +51,7 @@ def _window(limit: int, expiry: int, d: Any) -> Tuple[int, int]:
 
 
 def _redis_url(uri: str) -> str:
-    for scheme in ("async+rlserver://", "rlserver://"):
+    for scheme in ("async+rlserver+cluster://", "rlserver+cluster://", "async+rlserver://", "rlserver://"):
         if uri.startswith(scheme):
             return "redis://" + uri[len(scheme):]
     return uri
@@ -62,7 +65,11 @@ class RlserverStorage(Storage, MovingWindowSupport):
     def __init__(self, uri: str, prefix: str = "rl:limits:", **options: Any) -> None:
         super().__init__(uri, **options)
         self.prefix = prefix
-        self.redis = redis.Redis.from_url(_redis_url(uri), **options)
+        self.redis = self._client(_redis_url(uri), **options)
+
+    @staticmethod
+    def _client(url: str, **options: Any) -> Any:
+        return redis.Redis.from_url(url, **options)
 
     def incr(self, key: str, expiry: int, elastic_expiry: bool = False, amount: int = 1) -> int:
         _fixed_only(elastic_expiry)
@@ -116,7 +123,11 @@ class AsyncRlserverStorage(AsyncStorage, AsyncMovingWindowSupport):
     def __init__(self, uri: str, prefix: str = "rl:limits:", **options: Any) -> None:
         super().__init__(uri, **options)
         self.prefix = prefix
-        self.redis = redis.asyncio.Redis.from_url(_redis_url(uri), **options)
+        self.redis = self._client(_redis_url(uri), **options)
+
+    @staticmethod
+    def _client(url: str, **options: Any) -> Any:
+        return redis.asyncio.Redis.from_url(url, **options)
 
     async def _peek(self, key: str) -> Tuple[int, Any]:
         limit, window = _parse(key)
@@ -158,3 +169,24 @@ class AsyncRlserverStorage(AsyncStorage, AsyncMovingWindowSupport):
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> Tuple[int, int]:
         d = await self.redis.execute_command("CL.WINDOW", self.prefix + key, limit, f"{expiry * 1000}ms", 0, "LOG")
         return _window(limit, expiry, d)
+
+
+class RlserverClusterStorage(RlserverStorage):
+    """RlserverStorage on a Redis Cluster of rlserver nodes (rlserver+cluster://host:port):
+    redis-py's RedisCluster routes each key to its primary; reset() scans every primary."""
+
+    STORAGE_SCHEME = ["rlserver+cluster"]
+
+    @staticmethod
+    def _client(url: str, **options: Any) -> Any:
+        return redis.cluster.RedisCluster.from_url(url, **options)
+
+
+class AsyncRlserverClusterStorage(AsyncRlserverStorage):
+    """AsyncRlserverStorage on a Redis Cluster of rlserver nodes (async+rlserver+cluster://host:port)."""
+
+    STORAGE_SCHEME = ["async+rlserver+cluster"]
+
+    @staticmethod
+    def _client(url: str, **options: Any) -> Any:
+        return redis.asyncio.cluster.RedisCluster.from_url(url, **options)
