@@ -139,6 +139,24 @@ func (s *State) LeaseLate() bool {
 	return d != 0 && int64(time.Since(s.base)) > d
 }
 
+// Ready reports whether the node serves what it should (/readyz): once
+// it knows a topology, unless fenced, and on a replica once its link to
+// the primary (link, as ROLE words it) is up and synchronised; why not
+// when it does not.
+func (s *State) Ready(link string) (bool, string) {
+	v := s.View()
+	if v == nil || v.Topo == nil || v.Topo.Version == 0 {
+		return false, "no cluster topology yet"
+	}
+	if s.Fenced() {
+		return false, "fenced: its etcd lease is not renewed, or the topology does not name this incarnation yet"
+	}
+	if v.Self.Replica && link != "connected" {
+		return false, "replica not caught up with its primary (link: " + link + ")"
+	}
+	return true, ""
+}
+
 // Fenced reports whether the node must serve no key: its lease was not
 // renewed in time, it is a primary whose incarnation the topology does not
 // confirm yet, or it is leaving (see Leave).

@@ -162,3 +162,30 @@ func TestParseImports(t *testing.T) {
 		t.Fatalf("a static topology with an import: %v", err)
 	}
 }
+
+// TestReady: /readyz's policy. A node is ready once a topology names it,
+// unless fenced; a replica also needs its link "connected".
+func TestReady(t *testing.T) {
+	s, err := NewDynamic(Node{ID: strings.Repeat("b", 40), Host: "10.0.0.2", Port: 6379})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(link string, ok bool, why string) {
+		t.Helper()
+		if gotOK, gotWhy := s.Ready(link); gotOK != ok || gotWhy != why {
+			t.Errorf("Ready(%q) = %v %q, want %v %q", link, gotOK, gotWhy, ok, why)
+		}
+	}
+	check("connected", false, "no cluster topology yet")
+	topo, err := Parse([]byte(goodTopology))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Adopt(topo); err != nil {
+		t.Fatal(err)
+	}
+	check("sync", false, "replica not caught up with its primary (link: sync)")
+	check("connected", true, "")
+	s.Leave()
+	check("connected", false, "fenced: its etcd lease is not renewed, or the topology does not name this incarnation yet")
+}

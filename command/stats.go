@@ -131,29 +131,15 @@ func (h *Handler) PersistenceStats() (persist.Stats, bool) {
 	return h.cfg.Persistence.Stats(), true
 }
 
-// Ready reports whether the node serves what it should (/readyz): in
-// cluster mode once it knows a topology, and on a replica once its link
-// to the primary is up and synchronised; why not when it does not.
+// Ready reports whether the node serves what it should (/readyz), by
+// cluster.State.Ready; a node outside a cluster is always ready.
 func (h *Handler) Ready() (bool, string) {
-	st := h.cfg.Cluster
-	if st == nil {
+	if h.cfg.Cluster == nil {
 		return true, ""
 	}
-	v := st.View()
-	if v == nil || v.Topo == nil || v.Topo.Version == 0 {
-		return false, "no cluster topology yet"
+	link := "connect"
+	if r := h.cfg.Replication; r != nil {
+		link = r.Link()
 	}
-	if st.Fenced() {
-		return false, "fenced: its etcd lease is not renewed, or the topology does not name this incarnation yet"
-	}
-	if v.Self.Replica {
-		link := "connect"
-		if r := h.cfg.Replication; r != nil {
-			link = r.Link()
-		}
-		if link != "connected" {
-			return false, "replica not caught up with its primary (link: " + link + ")"
-		}
-	}
-	return true, ""
+	return h.cfg.Cluster.Ready(link)
 }

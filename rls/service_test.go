@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +78,7 @@ func newServiceWith(t *testing.T, config string, o ServiceOptions) *testService 
 	}
 	clk := clock.New()
 	clk.Set((t0 + 500) * 1e6)
-	store := shard.New(shard.Options{})
+	store := shard.New(shard.Options{Seed: hashSeed(t)})
 	h := command.New(command.Config{}, store, clk)
 	ks := NewCommands(h, store, clk.Now, "", 4)
 	t.Cleanup(ks.Close)
@@ -334,4 +337,21 @@ func TestQuotaMode(t *testing.T) {
 	// A rate limit over the limit beside them still decides.
 	ts.expect(t, "OK OK/0", hits(sdesc("fixed", "q"), 10))
 	ts.expect(t, "OVER_LIMIT OVER_LIMIT/0 OK/0", sdesc("fixed", "q"), b)
+}
+
+// hashSeed returns the key hash seed of a test's store, which decides the
+// keys' shards: RLS_SEED's, to replay a failure, else one drawn and
+// logged.
+func hashSeed(t *testing.T) uint64 {
+	t.Helper()
+	if v := os.Getenv("RLS_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("RLS_SEED=%q: want a positive integer", v)
+		}
+		return n
+	}
+	n := rand.Uint64() | 1
+	t.Logf("hash seed %d (replay with RLS_SEED=%d)", n, n)
+	return n
 }
