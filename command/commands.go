@@ -111,6 +111,7 @@ func commandTable() []*Command {
 		aclContainer(),
 		clusterContainer(),
 		rlreplContainer(),
+		rlsContainer(),
 		clusterOnly("readonly", "Enables read-only queries for a connection to a Redis Cluster replica node.", cmdReadOnly),
 		clusterOnly("readwrite", "Enables read-write queries for a connection to a Redis Cluster replica node.", cmdReadWrite),
 		clusterOnly("asking", "Signals that a cluster client is following an -ASK redirect.", cmdAsking),

@@ -46,6 +46,7 @@ const (
 	errZeroRate         = "ERR zero rates are not supported"
 	errDenied           = "DENIED rlserver is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface (127.0.0.1, ::1). To accept connections from elsewhere, do one of: 1) set a password with --requirepass (or RLSERVER_REQUIREPASS), or CONFIG SET requirepass from the loopback interface; 2) turn protected mode off with --protected-mode no, or CONFIG SET protected-mode no from the loopback interface, making sure rlserver is not reachable from the internet."
 	errCheckpointName   = "ERR CHECKPOINT takes a plain name, the copy's directory under --backup-dir (no '/', no '..')"
+	errGiveBackRule     = "ERR RLS GIVEBACK gives back to TOKENBUCKET, THROTTLE, FIXED or SLIDING rules only"
 )
 
 // COMMAND GETKEYS's errors, and cluster commands' without cluster mode.
