@@ -11,9 +11,11 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlserver/rlserver/cluster"
 )
@@ -22,7 +24,8 @@ import (
 // other shards own, asking their primaries: the counts are exact, each
 // descriptor's key lives on its owner only, and one request with
 // descriptors of two other shards is answered whole; a refund reaches the
-// owner too.
+// owner too, and is exact there for every algorithm
+// (clusterRefundsExact).
 func TestRLSCluster(t *testing.T) {
 	config := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(config, []byte(rlsConfig), 0o644); err != nil {
@@ -85,6 +88,124 @@ func TestRLSCluster(t *testing.T) {
 	for i, ip := range ips {
 		do(t, c.Nodes[owners[i]].client(t, 2), "TYPE", key(ip)).equal("window")
 		do(t, c.Nodes[0].client(t, 2), "CLUSTER", "COUNTKEYSINSLOT", cluster.Slot([]byte(key(ip)))).equal(0)
+	}
+	clusterRefundsExact(t, c, client)
+}
+
+// clusterRefundsExact is TestRLSNegativeHitsExact through node 0 for
+// descriptors whose keys other primaries own, so that each refund is RLS
+// GIVEBACK on the owner: for each algorithm, descriptor a, which took and
+// gave back, answers every later request exactly as descriptor b, which
+// shared its history but never took; their keys expire together; the
+// owner's replica holds the refunded state; and a take refunded on a
+// fresh limiter leaves no key. Every node's clock moves together.
+func clusterRefundsExact(t *testing.T, c *rlCluster, client pb.RateLimitServiceClient) {
+	nodes := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		nodes[i] = n.client(t, 2)
+	}
+	advanceAll := func(ms int64) {
+		t.Helper()
+		for _, n := range nodes {
+			advance(t, n, ms)
+		}
+	}
+	// The reference layout: shard i's slots are Nodes[i]'s, its replica
+	// Nodes[i+3].
+	ownerOf := func(key string) int {
+		s := cluster.Slot([]byte(key))
+		for i, r := range refShardSlots {
+			if s >= r[0] && s <= r[1] {
+				return i
+			}
+		}
+		t.Fatalf("slot %d of %s is in no shard", s, key)
+		return -1
+	}
+	ask := func(ds ...*rlv3.RateLimitDescriptor) *pb.RateLimitResponse {
+		t.Helper()
+		resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "test", Descriptors: ds})
+		if err != nil {
+			t.Fatalf("ShouldRateLimit: %v", err)
+		}
+		return resp
+	}
+	for _, alg := range []struct {
+		key, suffix string
+		take        uint64
+	}{
+		{"remote_address", "fixed_window/60s", 1},
+		{"sliding", "sliding_window/60s", 2},
+		{"bucket", "token_bucket/1s", 2},
+		{"gcra", "gcra/60s", 1},
+	} {
+		keyOf := func(v string) string { return "rls:test:" + alg.key + "=" + v + ":" + alg.suffix }
+		// Values a, b and c whose keys primaries other than node 0 own.
+		var vals []string
+		for i := 0; len(vals) < 3; i++ {
+			if i == 1000 {
+				t.Fatalf("%s: no three values of keys node 0 does not own", alg.key)
+			}
+			if v := fmt.Sprintf("%s-%d", alg.key, i); ownerOf(keyOf(v)) != 0 {
+				vals = append(vals, v)
+			}
+		}
+		a, b, fresh := vals[0], vals[1], vals[2]
+		cost := func(v string, n uint64) *rlv3.RateLimitDescriptor {
+			d := desc(alg.key, v)
+			d.HitsAddend = wrapperspb.UInt64(n)
+			return d
+		}
+		both := func(n uint64) *pb.RateLimitResponse {
+			t.Helper()
+			return ask(cost(a, n), cost(b, n))
+		}
+		pttl := func(v string) int64 {
+			t.Helper()
+			ms, err := nodes[ownerOf(keyOf(v))].Do(ctx, "PTTL", keyOf(v)).Int64()
+			if err != nil {
+				t.Fatalf("PTTL %s: %v", keyOf(v), err)
+			}
+			return ms
+		}
+		same := func(what string, resp *pb.RateLimitResponse) {
+			t.Helper()
+			if x, y := resp.Statuses[0], resp.Statuses[1]; x.Code != y.Code || x.LimitRemaining != y.LimitRemaining ||
+				x.DurationUntilReset.AsDuration() != y.DurationUntilReset.AsDuration() {
+				t.Fatalf("%s: %s: after the refund %v, never taking %v", alg.key, what, x, y)
+			}
+			if pa, pb := pttl(a), pttl(b); pa != pb {
+				t.Fatalf("%s: %s: PTTL %d, never taking %d", alg.key, what, pa, pb)
+			}
+		}
+		both(1)
+		advanceAll(60_200)
+		both(1)
+		advanceAll(350)
+		if resp := ask(cost(a, alg.take)); resp.OverallCode != pb.RateLimitResponse_OK {
+			t.Fatalf("%s: the take: %s", alg.key, summary(resp))
+		}
+		advanceAll(500)
+		same("the refund", ask(refund(desc(alg.key, a), alg.take), cost(b, 0)))
+		// The refund is a write of the owner's: its replica holds it.
+		owner := ownerOf(keyOf(a))
+		do(t, nodes[owner], "WAIT", 1, 5000).equal(1)
+		r := dial(t, c.Nodes[owner+3])
+		r.cmd("READONLY").expect("+OK")
+		r.cmd("PTTL", keyOf(a)).expect(fmt.Sprintf(":%d", pttl(a)))
+		do(t, nodes[0], "CLUSTER", "COUNTKEYSINSLOT", cluster.Slot([]byte(keyOf(a)))).equal(0)
+		for i, step := range []struct {
+			advance int64
+			n       uint64
+		}{{0, 0}, {0, 1}, {250, 1}, {1000, 0}, {20_000, 1}, {37_000, 0}, {0, 1}, {45_000, 1}, {90_000, 0}} {
+			advanceAll(step.advance)
+			same(fmt.Sprintf("step %d (+%d ms, %d)", i, step.advance, step.n), both(step.n))
+		}
+		// A take and its refund on a fresh limiter leave no key.
+		ask(cost(fresh, alg.take))
+		advanceAll(100)
+		ask(refund(desc(alg.key, fresh), alg.take))
+		do(t, nodes[ownerOf(keyOf(fresh))], "EXISTS", keyOf(fresh)).equal(0)
 	}
 }
 

@@ -85,29 +85,27 @@ func TestNegativeHitsExact(t *testing.T) {
 }
 
 // TestNegativeHitsWrongType: a refund on a key holding something else
-// answers FAILED_PRECONDITION and leaves it alone, whether the rule's
-// command sees it first or the give-back does (a window of the other
-// mode).
+// answers FAILED_PRECONDITION and leaves it alone: another type, and a
+// window of the other mode.
 func TestNegativeHitsWrongType(t *testing.T) {
 	ts := newTestService(t)
+	refund := func(alg string) error {
+		_, err := ts.svc.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{hits(sdesc(alg, "w"), -2)}})
+		return err
+	}
 	ts.do(t, "SET", ruleKey("bucket", "w"), "x")
-	_, err := ts.svc.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{hits(sdesc("bucket", "w"), -1)}})
-	if status.Code(err) != codes.FailedPrecondition {
+	if err := refund("bucket"); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("refund on a string: %v", err)
 	}
 	if got := ts.do(t, "GET", ruleKey("bucket", "w")); got != "$1\r\nx\r\n" {
 		t.Fatalf("the string became %q", got)
 	}
-	// The give-back itself refuses a window of another mode.
 	key := ruleKey("fixed", "w")
 	if got := ts.do(t, "CL.WINDOW", key, "10", "60s", "3", "SLIDING"); !strings.HasPrefix(got, "*5\r\n:1\r\n") {
 		t.Fatalf("CL.WINDOW: %q", got)
 	}
-	cfg := ts.svc.Config()
-	m, _ := cfg.Lookup("d", []Entry{{"fixed", "w"}})
-	ks := ts.svc.ks.(*Commands)
-	if _, err := ks.giveBack(&Call{Key: []byte(key), Rule: m.Rule, N: 2, Refund: true}, ts.clk.Now()); status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("give-back on a SLIDING window for a fixed rule: %v", err)
+	if err := refund("fixed"); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("refund of a fixed rule on a SLIDING window: %v", err)
 	}
 	if got := ts.do(t, "CL.WINDOW", key, "10", "60s", "0", "SLIDING"); !strings.HasPrefix(got, "*5\r\n:1\r\n:10\r\n:7\r\n") {
 		t.Fatalf("the window changed: %q", got)

@@ -11,21 +11,17 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/rlserver/rlserver/resp"
-	"github.com/rlserver/rlserver/shard"
 )
 
 // Commands is the adapter between the service and rlserver: it decides
 // through the command table, as a client connection would, so that a
 // descriptor's key is an ordinary key (persisted, replicated, counted in
 // INFO and SLOWLOG, bound by ACLs and --maxmemory) and each algorithm is
-// exactly its limiter command. A refund is the one exception: there is no
-// command that gives units back, so after the rule's command has looked at
-// the key (n = 0: the key's slot is this node's, the node takes writes,
-// the key holds this limiter) the units are given back on the keyspace
-// itself (giveback.go).
+// exactly its limiter command. A refund (is_negative_hits) is the internal
+// command RLS GIVEBACK, which puts the units back into the limiter's own
+// state on the node that owns the key, this one or another.
 type Commands struct {
 	handler  resp.Handler
-	store    *shard.Store // refunds' keyspace (nil: refunds by refundScript)
 	now      func() int64 // the server clock, Unix ns
 	password string       // AUTH for new sessions ("" none)
 
@@ -44,12 +40,10 @@ type session struct {
 	num  [6][24]byte
 }
 
-// NewCommands returns an adapter running commands through h, and refunds
-// on store, the keyspace h serves (nil: refunds run refundScript); now is
-// the server clock (Unix ns), password the default user's
-// (--requirepass).
-func NewCommands(h resp.Handler, store *shard.Store, now func() int64, password string, maxIdle int) *Commands {
-	return &Commands{handler: h, store: store, now: now, password: password, idle: make(chan *session, maxIdle), remotes: map[string]*redis.Client{}}
+// NewCommands returns an adapter running commands through h; now is the
+// server clock (Unix ns), password the default user's (--requirepass).
+func NewCommands(h resp.Handler, now func() int64, password string, maxIdle int) *Commands {
+	return &Commands{handler: h, now: now, password: password, idle: make(chan *session, maxIdle), remotes: map[string]*redis.Client{}}
 }
 
 // NowMs returns the server clock (Keyspace).
@@ -96,8 +90,7 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 	var movedTo []string
 	for i := range calls {
 		call := &calls[i]
-		native := call.Refund && c.store != nil
-		s.build(call, !native)
+		s.build(call)
 		s.w.Buf = s.w.Buf[:0]
 		s.s.Exec(s.args, nil)
 		d, msg := parseDecision(s.w.Buf)
@@ -110,13 +103,6 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 			c.put(s)
 			return keyspaceError(msg)
 		}
-		if native {
-			if d, err = c.giveBack(call, c.now()); err != nil {
-				s.s.EndBatch()
-				c.put(s)
-				return err
-			}
-		}
 		out[i] = d
 	}
 	s.s.EndBatch()
@@ -127,10 +113,9 @@ func (c *Commands) Decide(ctx context.Context, calls []Call, out []Decision) err
 	return nil
 }
 
-// build fills s.args with call's command. A refund is refundScript when
-// script is set, else the rule's command looking (n = 0), which checks the
-// key for the give-back that follows.
-func (s *session) build(call *Call, script bool) {
+// build fills s.args with call's command: the rule's limiter command, or
+// for a refund RLS GIVEBACK with the rule as CL.ALL spells it.
+func (s *session) build(call *Call) {
 	r := call.Rule
 	n := 0
 	num := func(v int64) []byte {
@@ -140,14 +125,20 @@ func (s *session) build(call *Call, script bool) {
 	}
 	window := strconv.AppendInt(s.num[5][:0], r.WindowSeconds(), 10)
 	window = append(window, 's')
-	cost := call.N
 	if call.Refund {
-		if script {
-			s.args = append(s.args[:0], []byte("EVAL"), refundScript, []byte("1"), call.Key,
-				[]byte(r.Algorithm.String()), num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
-			return
+		s.args = append(s.args[:0], []byte("RLS"), []byte("GIVEBACK"))
+		switch r.Algorithm {
+		case FixedWindow:
+			s.args = append(s.args, []byte("FIXED"), call.Key, num(r.Capacity()), window)
+		case SlidingWindow:
+			s.args = append(s.args, []byte("SLIDING"), call.Key, num(r.Capacity()), window)
+		case TokenBucket:
+			s.args = append(s.args, []byte("TOKENBUCKET"), call.Key, num(r.Capacity()), num(int64(r.RequestsPerUnit)), window)
+		case GCRA:
+			s.args = append(s.args, []byte("THROTTLE"), call.Key, num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window)
 		}
-		cost = 0
+		s.args = append(s.args, num(call.N))
+		return
 	}
 	switch r.Algorithm {
 	case FixedWindow, SlidingWindow:
@@ -155,47 +146,15 @@ func (s *session) build(call *Call, script bool) {
 		if r.Algorithm == SlidingWindow {
 			mode = "SLIDING"
 		}
-		s.args = append(s.args[:0], []byte("CL.WINDOW"), call.Key, num(r.Capacity()), window, num(cost), []byte(mode))
+		s.args = append(s.args[:0], []byte("CL.WINDOW"), call.Key, num(r.Capacity()), window, num(call.N), []byte(mode))
 	case TokenBucket:
-		s.args = append(s.args[:0], []byte("CL.TOKENBUCKET"), call.Key, num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(cost))
+		s.args = append(s.args[:0], []byte("CL.TOKENBUCKET"), call.Key, num(r.Capacity()), num(int64(r.RequestsPerUnit)), window, num(call.N))
 	case GCRA:
 		// CL.ALL's THROTTLE rule answers the five-integer decision in ms.
 		s.args = append(s.args[:0], []byte("CL.ALL"), []byte("1"), []byte("THROTTLE"), call.Key,
-			num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window, []byte("COST"), num(cost))
+			num(r.Capacity()-1), num(int64(r.RequestsPerUnit)), window, []byte("COST"), num(call.N))
 	}
 }
-
-// refundScript gives ARGV[5] units back to a rule's limiter at KEYS[1]
-// (is_negative_hits) on a node whose keyspace this one cannot reach (a
-// key another cluster node owns; local keys get the native give-back of
-// giveback.go), atomically, with the limiter commands alone: it looks
-// (n = 0) to learn the units in use, then, if the refund frees some,
-// deletes the key and takes what is left in use on the fresh limiter. The
-// key stays an ordinary limiter key with the expiry its command gives it;
-// a fresh key stays absent (nothing to give back, nothing created). It
-// answers the limiter's decision after the refund.
-//
-// In use is limit - remaining. For a fixed window that is the window's
-// count, so the refund is exact, as envoyproxy/ratelimit's decrement
-// floored at 0. For the others remaining is rounded down, so in use is
-// rounded up: a token bucket or GCRA forgets the part of a unit already
-// refilled, and a sliding window counts the previous window's weight in
-// the current one. Never more is given back than asked, and the state
-// after a refund never admits more than exact arithmetic would.
-var refundScript = []byte(`local alg, cap, rate, win, v = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
-local function take(n)
-  if alg == 'fixed_window' then return redis.call('CL.WINDOW', KEYS[1], cap, win, n, 'FIXED') end
-  if alg == 'sliding_window' then return redis.call('CL.WINDOW', KEYS[1], cap, win, n, 'SLIDING') end
-  if alg == 'token_bucket' then return redis.call('CL.TOKENBUCKET', KEYS[1], cap, rate, win, n) end
-  return redis.call('CL.ALL', 1, 'THROTTLE', KEYS[1], cap - 1, rate, win, 'COST', n)[2]
-end
-local d = take(0)
-local used = d[2] - d[3]
-if v <= 0 or used <= 0 then return d end
-redis.call('DEL', KEYS[1])
-if used > v then return take(used - v) end
-return take(0)
-`)
 
 // parseDecision reads a decision reply (CL.WINDOW's and CL.TOKENBUCKET's
 // five integers, or CL.ALL's allowed then the five): its last five
@@ -265,7 +224,7 @@ func (c *Commands) forward(ctx context.Context, calls []Call, out []Decision, mo
 	errs := make(chan error, len(byAddr))
 	var s session
 	argsOf := func(call *Call) []any {
-		s.build(call, true)
+		s.build(call)
 		a := make([]any, len(s.args))
 		for i, b := range s.args {
 			a[i] = string(b)

@@ -78,9 +78,8 @@ func newServiceWith(t *testing.T, config string, o ServiceOptions) *testService 
 	}
 	clk := clock.New()
 	clk.Set((t0 + 500) * 1e6)
-	store := shard.New(shard.Options{Seed: hashSeed(t)})
-	h := command.New(command.Config{}, store, clk)
-	ks := NewCommands(h, store, clk.Now, "", 4)
+	h := command.New(command.Config{}, shard.New(shard.Options{Seed: hashSeed(t)}), clk)
+	ks := NewCommands(h, clk.Now, "", 4)
 	t.Cleanup(ks.Close)
 	stats := NewStats()
 	return &testService{svc: NewService(ks, cfg, stats, o), clk: clk, h: h, stats: stats}

@@ -560,7 +560,7 @@ func run(args []string) int {
 		}
 		return 1
 	}
-	stopRLS, err := o.rls.start(o, commands, store, clock, mserver)
+	stopRLS, err := o.rls.start(o, commands, clock, mserver)
 	if err != nil {
 		log.Printf("error: %v", err)
 		srv.Close(time.Second)

@@ -15,7 +15,6 @@ import (
 	"github.com/rlserver/rlserver/command"
 	"github.com/rlserver/rlserver/metrics"
 	"github.com/rlserver/rlserver/rls"
-	"github.com/rlserver/rlserver/shard"
 )
 
 // rlsFlags are the Envoy rate limit service's flags (package rls).
@@ -67,9 +66,8 @@ func (f *rlsFlags) load() error {
 }
 
 // start serves the rate limit service over the commands' keyspace, once
-// the server is ready (store is that keyspace, for refunds); stop is its
-// graceful stop.
-func (f *rlsFlags) start(o *options, commands *command.Handler, store *shard.Store, clock *clock.Clock, m *metrics.Server) (stop func(), err error) {
+// the server is ready; stop is its graceful stop.
+func (f *rlsFlags) start(o *options, commands *command.Handler, clock *clock.Clock, m *metrics.Server) (stop func(), err error) {
 	if f.addr == "" && f.httpAddr == "" {
 		return func() {}, nil
 	}
@@ -88,7 +86,7 @@ func (f *rlsFlags) start(o *options, commands *command.Handler, store *shard.Sto
 			return nil, err
 		}
 	}
-	ks := rls.NewCommands(commands, store, clock.Now, o.requirepass, 4*runtime.GOMAXPROCS(0))
+	ks := rls.NewCommands(commands, clock.Now, o.requirepass, 4*runtime.GOMAXPROCS(0))
 	srv, err := rls.Start(rls.Options{
 		Addr: f.addr, HTTPAddr: f.httpAddr, ConfigPath: f.config,
 		Service: rls.ServiceOptions{
