@@ -124,7 +124,7 @@ type Handler struct {
 	authFailures, authLogged, authLoggedAt atomic.Int64
 	logMax                                 atomic.Int64
 	maxMemory                              atomic.Int64
-	policy                                 atomic.Int32 // --maxmemory-policy, an index of MaxMemoryPolicies (maxmemory.go)
+	policy                                 atomic.Int32 // --maxmemory-policy, a shard.Policy (maxmemory.go)
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
 	scripts                                *script.Engine // EVAL's scripts and Lua VM

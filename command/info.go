@@ -288,7 +288,7 @@ func (c *Ctx) memoryInfo() [][2]string {
 		{"total_system_memory_human", humanBytes(sysMem)},
 		{"maxmemory", i64(maxmem)},
 		{"maxmemory_human", humanBytes(maxmem)},
-		{"maxmemory_policy", h.maxMemoryPolicy()},
+		{"maxmemory_policy", h.maxMemoryPolicy().String()},
 		{"mem_fragmentation_ratio", strconv.FormatFloat(frag, 'f', 2, 64)},
 		{"mem_fragmentation_bytes", i64(rss - used)},
 		{"mem_allocator", "go-" + runtime.Version()},

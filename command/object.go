@@ -69,9 +69,12 @@ func encoding(st engine.State, t thresholds) string {
 	return "raw" // a limiter's state
 }
 
-// OBJECT ENCODING key, OBJECT REFCOUNT key, OBJECT IDLETIME key
+// OBJECT ENCODING|REFCOUNT|IDLETIME|FREQ key. OBJECT inspects the key
+// without touching it, as Redis's LOOKUP_NOTOUCH: its idle time and
+// access counter stay as they were.
 func cmdObject(c *Ctx, args [][]byte) {
 	c.op(0, args, func(o *valueOp, _ int, v *shard.Value, _ int64) shard.Outcome {
+		v.Peek()
 		switch {
 		case v.State == nil:
 			o.c.W.Null()
@@ -79,20 +82,13 @@ func cmdObject(c *Ctx, args [][]byte) {
 			o.c.W.BulkString(encoding(v.State, o.c.h.thresholds()))
 		case equalFold(o.args[1], "REFCOUNT"):
 			o.c.W.Int(1)
-		default: // IDLETIME: access times are not kept
-			o.c.W.Int(0)
+		case equalFold(o.args[1], "IDLETIME"):
+			objectIdle(o.c, v)
+		default:
+			objectFreq(o.c, v)
 		}
 		return shard.Unchanged
 	}).run(args[2])
-}
-
-// OBJECT FREQ key: no LFU policy keeps access frequencies.
-func cmdObjectFreq(c *Ctx, args [][]byte) {
-	if _, ok := c.keys().Lookup(args[2], c.Now()); !ok {
-		c.W.Null()
-		return
-	}
-	c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 }
 
 func objectCommand() *Command {
@@ -105,6 +101,6 @@ func objectCommand() *Command {
 		s("encoding", "Returns the internal encoding of a Redis object.", cmdObject),
 		s("refcount", "Returns the reference count of a value of a key.", cmdObject),
 		s("idletime", "Returns the time since the last access to a Redis object.", cmdObject),
-		s("freq", "Returns the logarithmic access frequency counter of a Redis object.", cmdObjectFreq),
+		s("freq", "Returns the logarithmic access frequency counter of a Redis object.", cmdObject),
 	)
 }

@@ -182,8 +182,6 @@ var keptParams = map[string]keptParam{
 	"lazyfree-lazy-user-flush": keptBool(false),
 	"active-expire-effort":     keptInt(1, 1, 10),
 	"maxmemory-samples":        keptInt(5, 1, maxInt32),
-	"lfu-log-factor":           keptInt(10, 0, maxInt32),
-	"lfu-decay-time":           keptInt(1, 0, maxInt32),
 	"hz":                       keptHz,
 	"dynamic-hz":               keptBool(true),
 

@@ -182,6 +182,7 @@ func (sh *Shard) find(r *Rule, now int64) bool {
 	kind := r.Op.Kind()
 	r.revived, r.added = false, false
 	f := sh.lookup(r.Key, r.h)
+	sh.now = now
 	r.f, r.boxed = f, f.boxed
 	if f.OK && f.Exp <= now {
 		if f.Kind == kind {
@@ -199,6 +200,7 @@ func (sh *Shard) find(r *Rule, now int64) bool {
 	if f.Kind != kind {
 		return false
 	}
+	sh.touch(f.acc)
 	r.st = sh.load(sh.multiScratch(r.slot), f)
 	return true
 }

@@ -140,6 +140,7 @@ func ParseEntries(dst []Entry, b []byte) ([]Entry, error) {
 func (sh *Shard) apply(e Entry) error {
 	h := sh.hash.bytes(e.Key)
 	f := sh.lookup(e.Key, h)
+	sh.now = sh.clock()
 	if e.Event != EventPut {
 		if f.OK {
 			sh.removeAt(f.pos, f.ref, EventDelete)

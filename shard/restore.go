@@ -30,6 +30,10 @@ func (s *Store) RestoreBatch(recs []Restored, hs []uint64) {
 			s.shards[i].Unlock()
 		}
 	}()
+	now := s.shards[0].clock()
+	for i := range s.shards {
+		s.shards[i].now = now // restored keys are stamped as accessed now
+	}
 	hs = hs[:len(recs)]
 	for i := range recs {
 		hs[i] = s.Hash(recs[i].Key)

@@ -33,6 +33,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/rlserver/rlserver/cluster"
@@ -57,7 +58,8 @@ type Found struct {
 	boxed bool        // the state is kept as an object (a box), not inline
 	pos   int         // index slot
 	ref   ref
-	pay   []byte // the record's payload
+	pay   []byte   // the record's payload
+	acc   *[3]byte // the record's access stamp (see touch)
 }
 
 // Shard is one part of the keyspace. Use it only while holding its lock.
@@ -96,15 +98,24 @@ type Shard struct {
 	feed    ring                          // the change stream, while someone subscribes (feed.go)
 	sc      engine.Scratch                // states to decode records into (see update)
 	more    []*engine.Scratch             // further ones, for UpdateAll rules sharing the shard
-	rnd     uint64                        // eviction's sampling state (xorshift)
+	rnd     uint64                        // eviction's and LFU's random state (xorshift)
 	ahead   evictAhead                    // the next eviction, chosen early (evictSome)
+	pool    evictPool                     // eviction's best candidates so far
 	noEvict bool                          // UpdateAll is storing several rules: evict after the last
+	now     int64                         // the server clock of the command running, for access stamps
+	clock   func() int64                  // the server clock, for writes of no command (Options.Now)
+	// What eviction removes and how accesses are stamped (access.go),
+	// and Redis's lfu-log-factor and lfu-decay-time (minutes): atomics,
+	// since CONFIG SET sets them inside EXEC, which holds every lock.
+	policy           atomic.Uint32
+	lfuLog, lfuDecay atomic.Uint32
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
 	changes atomic.Int64 // writes since the last save
 	expired atomic.Int64 // keys removed because their state became fresh
 	evicted atomic.Int64 // keys removed by the memory bound
 	budget  atomic.Int64 // memory bound for this shard (0: none)
+	stuck   atomic.Bool  // over budget, with nothing the policy may evict at the last try
 
 	slotKeys []uint32         // in cluster mode: keys per hash slot of the shard's (slotCount)
 	slotBits uint8            // log2 of the shard count: a slot's place in slotKeys is slot >> slotBits
@@ -178,7 +189,8 @@ func (sh *Shard) lookup(key []byte, h uint64) Found {
 		return Found{pos: pos}
 	}
 	rec := sh.slabs.get(r)
-	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay}
+	return Found{OK: true, Kind: engine.Kind(rec[0] & kindMask), Exp: recExp(rec), boxed: rec[0]&flagBoxed != 0, pos: pos, ref: r, pay: pay,
+		acc: (*[3]byte)(rec[9:recFixed])}
 }
 
 // live is Find for a key that must be live at now: an expired record is
@@ -222,21 +234,12 @@ func (sh *Shard) write(f Found, key []byte, h uint64, st engine.State, exp int64
 	return kept
 }
 
-// fitBudget evicts, a few keys at most, while the shard is over its memory
-// bound, sparing the key just written. Every write that grows the shard
-// (a new key, a LOG window or lease set that grows) comes through here, so
-// the bound holds without a pass over the shard that would stall it.
-func (sh *Shard) fitBudget() {
-	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b && !sh.noEvict {
-		sh.evictSome(b, sh.lastRef, evictPerWrite)
-	}
-}
-
 // revive is write for an expired record (found OK with Exp <= now) whose
 // state was reset to a fresh one and used again: it counts as an expiry
 // plus a new key.
 func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
 	sh.expired.Add(1)
+	setRecAccess(sh.slabs.get(f.ref), sh.freshAccess()) // a new key, as far as its accesses go
 	kept = sh.put(f, key, h, st, exp, true)
 	sh.fitBudget()
 	return kept
@@ -255,6 +258,9 @@ func (sh *Shard) expire(f Found) {
 func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, mark bool) (kept bool) {
 	if f.OK && f.Exp == engine.NoExpiry {
 		sh.persistent--
+		if exp != engine.NoExpiry {
+			sh.unstick() // a key a volatile policy may evict
+		}
 	}
 	if exp == engine.NoExpiry {
 		sh.persistent++
@@ -334,16 +340,22 @@ func (sh *Shard) put(f Found, key []byte, h uint64, st engine.State, exp int64, 
 	sh.pbuf = payload
 	n := recordLen(len(key), len(payload))
 	r := f.ref
+	var acc uint32 // the access stamp: the record's, or a new key's
+	if f.OK {
+		acc = recAccess(old)
+	} else {
+		acc = sh.freshAccess()
+	}
 	switch {
 	case f.OK && f.boxed && !inline && !kept && !owned:
 		setRecExp(old, exp) // the same box: key and payload are unchanged
 	case f.OK && classFor(n) == r>>classShift && (r>>classShift != bigClass || len(old) == n):
 		hdr |= old[0] & flagDirty
-		putRecord(old, hdr, exp, key, payload)
+		putRecord(old, hdr, exp, acc, key, payload)
 	default:
 		var rec []byte
 		r, rec = sh.slabs.alloc(n)
-		putRecord(rec, hdr, exp, key, payload)
+		putRecord(rec, hdr, exp, acc, key, payload)
 		delta += int64(sh.slabs.slotBytes(r))
 		if f.OK {
 			if old[0]&flagDirty != 0 {
@@ -521,6 +533,9 @@ func (sh *Shard) drop(pos int, r ref) {
 	sh.slabs.release(r)
 	sh.idx.del(&sh.slabs, pos)
 	sh.mem.Add(-delta)
+	if sh.stuck.Load() && sh.mem.Load() <= sh.budget.Load() {
+		sh.stuck.Store(false)
+	}
 }
 
 // markDirty counts a change and marks record r for the next DrainChanges:
@@ -610,7 +625,8 @@ func (sh *Shard) clear() int {
 	}
 	sh.boxes, sh.boxSize, sh.bfree = nil, nil, nil
 	sh.lastRef, sh.recent, sh.nrecent, sh.hot = 0, [HotKeys]ref{}, 0, [HotKeys]ref{}
-	sh.ahead = evictAhead{}
+	sh.ahead, sh.pool = evictAhead{}, evictPool{}
+	sh.stuck.Store(false)
 	clear(sh.spare[:])
 	sh.dirty.reset()
 	sh.ndirty = 0
@@ -631,6 +647,7 @@ const sweepAhead = 8
 // expired at the start of a pass is gone by its end; callers sweep again at
 // once while a good share of the work was removals.
 func (sh *Shard) sweepExpired(now int64, budget int) int {
+	sh.now = now // the clock evictOver ranks by, next
 	if sh.idx.old != nil {
 		// Finish a growth under way (expired keys are swept from the
 		// new table): an idle server has no lookups to move it along.
@@ -848,235 +865,6 @@ func (sh *Shard) del(key []byte, now int64) bool {
 	return f.OK
 }
 
-// Eviction samples keys as Redis's volatile-ttl policy does: of
-// evictSamples keys, the one closest to its fresh state (the earliest
-// expiry) goes, forgetting it changing the least. A write evicts at most
-// evictPerWrite keys, far more than one write adds, so a shard over its
-// bound (after CONFIG SET maxmemory lowers it) comes back under within a
-// few writes without any of them waiting long; the sweep helps an idle one.
-const (
-	evictSamples  = 8
-	evictPerWrite = 16
-	evictScanAll  = 256 // index slots up to which every key is looked at
-)
-
-// evictSome removes up to max keys while the shard holds more than budget
-// bytes, never keep's record. A small table has every key looked at; a
-// larger one is sampled in its slabs (sampleSlab), a step ahead: each
-// eviction takes the victim the one before it chose, whose index slot is
-// in cache by then, and chooses the next among records it prefetched, so
-// an eviction's cache misses overlap the commands between two of them.
-func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
-	if sh.idx.old != nil {
-		sh.idx.migrate(&sh.slabs, 64*max) // sample one table: finish a growth first
-	}
-	size := sh.idx.size
-	for ; removed < max && sh.mem.Load() > budget && size > 0; removed++ {
-		var pos int
-		var r ref
-		if size <= evictScanAll {
-			pos, r = sh.scanClosest(keep)
-		} else if pos, r = sh.takeAhead(keep); r == 0 {
-			if r = sh.sampleSlab(keep); r != 0 {
-				key, _ := recSplit(sh.slabs.get(r))
-				pos, r = sh.indexed(r, key, sh.hash.bytes(key))
-			}
-		}
-		if r == 0 && size > evictScanAll { // the samples fell among free slots
-			pos, r = sh.sampleIndex(keep)
-		}
-		if r == 0 {
-			break // nothing but keep
-		}
-		sh.removeAt(pos, r, EventEvict)
-		sh.evicted.Add(1)
-	}
-	if removed > 0 && size > evictScanAll {
-		sh.chooseAhead(keep)
-	}
-	return removed
-}
-
-// evictAhead is the eviction chosen early: its victim (0: none), the hash
-// of the victim's key when chosen (the slot may hold another key by the
-// time it is taken), and the size class and slot the samples for the
-// one after start at (class 0: none).
-type evictAhead struct {
-	victim ref
-	hash   uint64
-	class  uint32
-	slot   int
-}
-
-// takeAhead returns the victim chosen ahead and its index slot if it still
-// holds the key it held then and is not keep; else 0.
-func (sh *Shard) takeAhead(keep ref) (int, ref) {
-	r, h := sh.ahead.victim, sh.ahead.hash
-	sh.ahead.victim = 0
-	if r == 0 || r == keep {
-		return 0, 0
-	}
-	rec := sh.slabs.lookup(r)
-	if rec == nil || rec[0] == 0 {
-		return 0, 0
-	}
-	key, _ := recSplit(rec)
-	if sh.hash.bytes(key) != h {
-		return 0, 0
-	}
-	return sh.indexed(r, key, h)
-}
-
-// indexed returns the index slot of record r holding key, or 0s if the
-// index does not lead there (cannot happen; such a record must not go).
-func (sh *Shard) indexed(r ref, key []byte, h uint64) (int, ref) {
-	if pos, found, _ := sh.idx.find(&sh.slabs, key, h); found == r {
-		return pos, r
-	}
-	return 0, 0
-}
-
-// chooseAhead chooses the next victim among the samples prefetched by the
-// eviction before (or fresh ones), asks for its index slot, and picks and
-// prefetches the samples for the one after.
-func (sh *Shard) chooseAhead(keep ref) {
-	var r ref
-	if sh.ahead.class != 0 {
-		r = sh.sampleFrom(sh.ahead.class, sh.ahead.slot, keep)
-	} else {
-		r = sh.sampleSlab(keep)
-	}
-	sh.ahead = evictAhead{victim: r}
-	if r != 0 {
-		key, _ := recSplit(sh.slabs.get(r))
-		sh.ahead.hash = sh.hash.bytes(key)
-		sh.idx.prefetchHome(sh.ahead.hash)
-	}
-	sh.ahead.class, sh.ahead.slot = sh.sampleSpot()
-	sh.prefetchSamples(sh.ahead.class, sh.ahead.slot)
-}
-
-// scanClosest returns the index slot and record of the key closest to its
-// fresh state other than keep, looking at every key (a small table).
-func (sh *Shard) scanClosest(keep ref) (int, ref) {
-	best, bestRef, bestExp := -1, ref(0), int64(0)
-	for i := range sh.idx.size {
-		if sh.idx.tag(i) != 0 {
-			if r := sh.idx.ref(i); r != keep {
-				if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
-					best, bestRef, bestExp = i, r, e
-				}
-			}
-		}
-	}
-	return best, bestRef
-}
-
-// sampleIndex is sampleSlab through the index: evictSamples keys from
-// random slots on, a cache miss each.
-func (sh *Shard) sampleIndex(keep ref) (int, ref) {
-	size := sh.idx.size
-	best, bestRef, bestExp := -1, ref(0), int64(0)
-	i := sh.randN(size)
-	for seen, probes := 0, 0; seen < evictSamples && probes < size; probes++ {
-		if sh.idx.tag(i) != 0 {
-			if r := sh.idx.ref(i); r != keep {
-				seen++
-				if e := recExp(sh.slabs.get(r)); best < 0 || e < bestExp {
-					best, bestRef, bestExp = i, r, e
-				}
-			}
-		}
-		// Neighbouring slots hold keys of unrelated expiries; jump
-		// elsewhere now and then so one long run is not all we see.
-		if i++; i == size || probes%8 == 7 {
-			i = sh.randN(size)
-		}
-	}
-	return best, bestRef
-}
-
-// sampleSlab returns, of up to evictSamples live records other than keep
-// found from a random slot of a random size class on, the one closest to
-// its fresh state (0: none found). A class's records lie in consecutive
-// slots, so the samples cost a few cache lines, where records reached
-// through the index cost a cache miss each.
-func (sh *Shard) sampleSlab(keep ref) ref {
-	c, i := sh.sampleSpot()
-	if c == 0 {
-		return 0
-	}
-	sh.prefetchSamples(c, i)
-	return sh.sampleFrom(c, i, keep)
-}
-
-// sampleSpot picks where samples start: a size class drawn by how many
-// records it holds, and a random slot of it (class 0: no records).
-func (sh *Shard) sampleSpot() (uint32, int) {
-	s := &sh.slabs
-	live := len(s.big) - len(s.bfree)
-	for c := 1; c < bigClass; c++ {
-		live += int(s.live[c])
-	}
-	if live <= 0 {
-		return 0, 0
-	}
-	x := sh.randN(live)
-	c, n := uint32(bigClass), len(s.big)
-	for k := uint32(1); k < bigClass; k++ {
-		if l := int(s.live[k]); x < l {
-			c, n = k, s.slots(k)
-			break
-		} else {
-			x -= l
-		}
-	}
-	return c, sh.randN(n)
-}
-
-// prefetchSamples asks for the lines of the first samples from slot i of
-// class c together, so that their misses overlap.
-func (sh *Shard) prefetchSamples(c uint32, i int) {
-	s := &sh.slabs
-	if c == 0 || c == bigClass {
-		return
-	}
-	n := s.slots(c)
-	for k := range min(n, evictSamples) {
-		if rec := s.lookup(c<<classShift | uint32((i+k)%n)); rec != nil {
-			prefetch(unsafe.Pointer(&rec[0]))
-		}
-	}
-}
-
-// sampleFrom returns, of up to evictSamples live records other than keep
-// from slot i of class c on, the one closest to its fresh state (0: none).
-func (sh *Shard) sampleFrom(c uint32, i int, keep ref) ref {
-	s := &sh.slabs
-	n := len(s.big)
-	if c != bigClass {
-		n = s.slots(c)
-	}
-	if n == 0 {
-		return 0
-	}
-	i %= n // pages may have been given back since the slot was picked
-	best, bestExp := ref(0), int64(0)
-	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
-		r := c<<classShift | uint32(i)
-		if rec := s.lookup(r); rec != nil && rec[0] != 0 && r != keep {
-			seen++
-			if e := recExp(rec); best == 0 || e < bestExp {
-				best, bestExp = r, e
-			}
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-	return best
-}
-
 // randN returns a pseudo-random int below n (n > 0).
 func (sh *Shard) randN(n int) int {
 	x := sh.rnd
@@ -1093,16 +881,6 @@ func (sh *Shard) randN(n int) int {
 // trimSlabs gives back the empty slab pages the shard kept as spares if
 // none was used since the last TrimSlabs (the sweep calls it every tick).
 func (sh *Shard) trimSlabs() { sh.slabs.trim() }
-
-// evictOver evicts up to max keys while the shard is over its memory bound
-// (the sweep calls it, so that an idle shard comes back under a lowered
-// bound); it returns how many it removed.
-func (sh *Shard) evictOver(max int) int {
-	if b := sh.budget.Load(); b > 0 && sh.mem.Load() > b {
-		return sh.evictSome(b, 0, max)
-	}
-	return 0
-}
 
 // Options configures a Store. The zero value is usable.
 type Options struct {
@@ -1126,6 +904,10 @@ type Options struct {
 	// that a slot's keys are counted at once and listed (or streamed to
 	// another node) from one shard.
 	Cluster bool
+	// Now is the server clock (Unix ns), read to stamp the keys written
+	// by no command, which brings its own instant: restored and
+	// replicated ones. Default: the wall clock.
+	Now func() int64
 }
 
 // MaxShards is the largest shard count; SCAN cursors depend on it.
@@ -1157,8 +939,15 @@ func New(opts Options) *Store {
 	if s.feedBytes <= 0 {
 		s.feedBytes = DefaultFeedBytes
 	}
+	now := opts.Now
+	if now == nil {
+		now = func() int64 { return time.Now().UnixNano() }
+	}
 	for i := range s.shards {
 		s.shards[i].track = opts.TrackChanges
+		s.shards[i].clock = now
+		s.shards[i].lfuLog.Store(DefaultLFULogFactor)
+		s.shards[i].lfuDecay.Store(DefaultLFUDecayTime)
 		s.shards[i].hash = s.hash
 		s.shards[i].idx.hash = s.hash
 		if opts.Cluster {

@@ -316,13 +316,26 @@ func TestEvictAheadStale(t *testing.T) {
 	// The victim's slot now holds another key: that key stays.
 	v = aheadKey()
 	slot := sh.ahead.victim
-	reuse := append([]byte("r"), v[1:]...) // a record of the same size
 	sh.Delete(v, 0)
 	deleted++
-	insert(reuse)
-	if f := sh.Find(reuse, s.Hash(reuse)); !f.OK || f.ref != slot || sh.ahead.victim != slot {
-		t.Fatalf("%s in slot %#x, want the freed victim's %#x, still ahead (%#x)", reuse, f.ref, slot, sh.ahead.victim)
+	// Keys of records of the victim's size class, without evicting, until
+	// one takes its slot (a slab fills its lowest free slot first).
+	s.SetMaxMemory(0)
+	var reuse []byte
+	for i := 0; ; i++ {
+		if i == pageSlots {
+			t.Fatalf("no key took the freed victim's slot %#x in %d inserts", slot, i)
+		}
+		reuse = fmt.Appendf(nil, "r%d", i)
+		if insert(reuse); sh.Find(reuse, s.Hash(reuse)).ref == slot {
+			break
+		}
 	}
+	if sh.ahead.victim != slot {
+		t.Fatalf("victim chosen ahead %#x, want still %#x", sh.ahead.victim, slot)
+	}
+	bound = s.Stats().Memory
+	s.SetMaxMemory(bound)
 	before = s.Stats().Evicted
 	insert([]byte("last"))
 	if _, _, ok := sh.Get(reuse, 0); !ok || s.Stats().Evicted != before+1 {

@@ -14,6 +14,9 @@ import (
 //
 //	[0]      header: kind (low 4 bits) | flagBoxed | flagDirty; 0 marks a free slot
 //	[1:9]    expiry, absolute server-clock ns, little-endian
+//	[9:12]   access stamp, 24 bits little-endian, as Redis's object lru field
+//	         (see access.go): the last access's second, or under an LFU
+//	         policy the last decrement's minute and a frequency counter
 //	uvarint  key length
 //	uvarint  payload length
 //	key
@@ -23,7 +26,7 @@ const (
 	flagBoxed = 0x10                // payload names a box: the state lives as a Go object
 	flagDirty = 0x20                // in the shard's dirty list, not yet drained
 	kindMask  = engine.MaxKinds - 1 // engine.MaxKinds is a power of two, at most flagBoxed
-	recFixed  = 9                   // header and expiry
+	recFixed  = 12                  // header, expiry and access stamp
 )
 
 // The kind must fit below flagBoxed (a larger engine.MaxKinds fails here).
@@ -35,9 +38,10 @@ func recordLen(key, payload int) int {
 }
 
 // putRecord writes a record into dst, which must be recordLen bytes or more.
-func putRecord(dst []byte, hdr byte, exp int64, key, payload []byte) {
+func putRecord(dst []byte, hdr byte, exp int64, acc uint32, key, payload []byte) {
 	dst[0] = hdr
 	binary.LittleEndian.PutUint64(dst[1:9], uint64(exp))
+	setRecAccess(dst, acc)
 	n := recFixed
 	n += binary.PutUvarint(dst[n:], uint64(len(key)))
 	n += binary.PutUvarint(dst[n:], uint64(len(payload)))
@@ -48,6 +52,18 @@ func putRecord(dst []byte, hdr byte, exp int64, key, payload []byte) {
 func recExp(rec []byte) int64 { return int64(binary.LittleEndian.Uint64(rec[1:9])) }
 
 func setRecExp(rec []byte, exp int64) { binary.LittleEndian.PutUint64(rec[1:9], uint64(exp)) }
+
+// recAccess returns a record's access stamp.
+func recAccess(rec []byte) uint32 {
+	_ = rec[11]
+	return uint32(rec[9]) | uint32(rec[10])<<8 | uint32(rec[11])<<16
+}
+
+// setRecAccess writes a record's access stamp (its low 24 bits).
+func setRecAccess(rec []byte, a uint32) {
+	_ = rec[11]
+	rec[9], rec[10], rec[11] = byte(a), byte(a>>8), byte(a>>16)
+}
 
 // recSplit returns a record's key and payload (aliasing the record).
 func recSplit(rec []byte) (key, payload []byte) {

@@ -133,6 +133,7 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 	}
 	kind := op.Kind()
 	f := sh.lookup(key, h)
+	sh.now = now
 	if f.OK && f.Exp <= now {
 		if f.Kind == kind && !live {
 			// Its state is a fresh key's: reuse the record in place (keys
@@ -164,6 +165,11 @@ func (sh *Shard) update(key []byte, h uint64, now int64, op Op, live bool) (d en
 	}
 	if f.Kind != kind {
 		return d, WrongType
+	}
+	if sh.pol().lfu() { // touch, inlined for the common case
+		sh.touchLFU(f.acc)
+	} else {
+		sh.touchLRU(f.acc)
 	}
 	st := sh.load(&sh.sc, f)
 	d, changed, ok := op.Run(st, now, true)

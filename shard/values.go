@@ -18,6 +18,8 @@ type Value struct {
 	State engine.State
 	Exp   int64
 	sh    *Shard
+	ref   ref  // the key's record (0: none)
+	peek  bool // leave the access stamp (Peek)
 }
 
 // New makes v hold a fresh (empty) state of kind k, replacing the one it
@@ -110,14 +112,19 @@ func (sh *Shard) value(key []byte, h uint64, now int64, op ValueOp, i int) Statu
 		return Moving
 	}
 	f := sh.live(key, h, now)
+	sh.now = now
 	v := Value{Exp: engine.NoExpiry, sh: sh}
 	if f.OK {
 		if k := op.Kind(); k != 0 && f.Kind != k {
 			return WrongType
 		}
-		v.State, v.Exp = sh.load(&sh.sc, f), f.Exp
+		v.State, v.Exp, v.ref = sh.load(&sh.sc, f), f.Exp, f.ref
 	}
-	switch op.Apply(i, &v, now) {
+	out := op.Apply(i, &v, now)
+	if f.OK && !v.peek {
+		sh.touch(f.acc) // before a write, which keeps the stamp
+	}
+	switch out {
 	case Changed:
 		if v.State == nil || v.Exp <= now {
 			if f.OK {
@@ -158,9 +165,12 @@ func (v View) Rename(src, dst []byte, now int64, nx bool) (found, moved bool, st
 	if !fs.OK {
 		return false, false, Done
 	}
+	ss.now, sd.now = now, now
+	ss.touch(fs.acc)
 	if string(src) == string(dst) {
 		return true, !nx, Done
 	}
+	acc := recAccess(ss.slabs.get(fs.ref)) // dst is src's object, as in Redis
 	// A copy through the codec: the source's state may be its shard's
 	// scratch or box, which the destination must not share.
 	exp := fs.Exp
@@ -172,6 +182,9 @@ func (v View) Rename(src, dst []byte, now int64, nx bool) (found, moved bool, st
 		return true, false, Done
 	}
 	sd.write(fd, dst, hd, st, exp, true)
+	if rec := sd.slabs.lookup(sd.lastRef); rec != nil {
+		setRecAccess(rec, acc)
+	}
 	// The write may have moved records of the source's shard (the same
 	// shard, growing): find the source again.
 	fs = ss.lookup(src, hs)

@@ -101,7 +101,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.shards, "shards", shard.DefaultShards(), "keyspace shards (a power of two)")
 	fs.StringVar(&o.requirepass, "requirepass", "", "password required by AUTH / HELLO ... AUTH")
 	fs.StringVar(&o.maxmemory, "maxmemory", "0", "memory bound for limiter state (bytes, or 64mb, 1gb); 0 means none")
-	fs.StringVar(&o.policy, "maxmemory-policy", "volatile-ttl", "what happens past --maxmemory, by Redis's names: noeviction refuses writes with -OOM; any other evicts the keys closest to expiring first")
+	fs.StringVar(&o.policy, "maxmemory-policy", "allkeys-lru", "what --maxmemory evicts, by Redis's names: allkeys-lru evicts limiter keys closest to fresh, then values least recently used; noeviction refuses writes with -OOM")
 	fs.StringVar(&o.backlog, "repl-backlog-size", "1mb", "cluster mode: the change stream a primary keeps per keyspace shard for replicas that reconnect or lag (bytes, or 1mb, 64mb); a replica further behind takes a full copy")
 	fs.StringVar(&o.maxBulk, "proto-max-bulk-len", "1mb", "largest request argument accepted (at least 1mb)")
 	fs.StringVar(&o.queryLimit, "client-query-buffer-limit", "1gb", "the most one connection may buffer of an unfinished request (at least 1mb); past it the connection is closed")
@@ -401,7 +401,7 @@ func run(args []string) int {
 	}
 	clock := clock.New()
 	store := shard.New(shard.Options{Shards: o.shards, MaxMemory: maxmem, TrackChanges: o.dir != "", Cluster: o.clusterConfig != "" || o.clusterEtcd != "",
-		FeedBytes: int(backlog)})
+		FeedBytes: int(backlog), Now: clock.Now})
 
 	mserver, err := o.obs.startMetrics()
 	if err != nil {
