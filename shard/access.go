@@ -191,14 +191,12 @@ func (sh *Shard) touch(acc *[3]byte) {
 // touchLRU is touch under any other policy. It is small enough to inline:
 // the limiters' path calls it itself (Shard.update).
 func (sh *Shard) touchLRU(acc *[3]byte) {
-	a := lruClock(sh.now)
-	acc[0], acc[1], acc[2] = byte(a), byte(a>>8), byte(a>>16)
+	putAcc(acc, lruClock(sh.now))
 }
 
 // touchLFU is touch under an LFU policy.
 func (sh *Shard) touchLFU(p *[3]byte) {
-	a := sh.lfuTouched(uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16)
-	p[0], p[1], p[2] = byte(a), byte(a>>8), byte(a>>16)
+	putAcc(p, sh.lfuTouched(getAcc(p)))
 }
 
 // Peek leaves the key's access stamp as it was: the command only

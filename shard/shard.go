@@ -52,12 +52,14 @@ const maxInline = 192
 // Found is the result of Find: where key is, or where it would go. It is
 // valid until the shard changes (a write, Remove, Expire, Sweep...).
 type Found struct {
+	// Packed, small fields first: a Found is passed by value along the
+	// limiters' path.
 	OK    bool        // the key has a record (perhaps expired: check Exp)
 	Kind  engine.Kind // the record's kind, when OK
-	Exp   int64       // the record's expiry, server-clock Unix ns, when OK
 	boxed bool        // the state is kept as an object (a box), not inline
-	pos   int         // index slot
 	ref   ref
+	Exp   int64    // the record's expiry, server-clock Unix ns, when OK
+	pos   int      // index slot
 	pay   []byte   // the record's payload
 	acc   *[3]byte // the record's access stamp (see touch)
 }
@@ -239,7 +241,7 @@ func (sh *Shard) write(f Found, key []byte, h uint64, st engine.State, exp int64
 // plus a new key.
 func (sh *Shard) revive(f Found, key []byte, h uint64, st engine.State, exp int64) (kept bool) {
 	sh.expired.Add(1)
-	setRecAccess(sh.slabs.get(f.ref), sh.freshAccess()) // a new key, as far as its accesses go
+	putAcc(f.acc, sh.freshAccess()) // a new key, as far as its accesses go
 	kept = sh.put(f, key, h, st, exp, true)
 	sh.fitBudget()
 	return kept

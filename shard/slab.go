@@ -54,16 +54,16 @@ func recExp(rec []byte) int64 { return int64(binary.LittleEndian.Uint64(rec[1:9]
 func setRecExp(rec []byte, exp int64) { binary.LittleEndian.PutUint64(rec[1:9], uint64(exp)) }
 
 // recAccess returns a record's access stamp.
-func recAccess(rec []byte) uint32 {
-	_ = rec[11]
-	return uint32(rec[9]) | uint32(rec[10])<<8 | uint32(rec[11])<<16
-}
+func recAccess(rec []byte) uint32 { return getAcc((*[3]byte)(rec[9:recFixed])) }
 
 // setRecAccess writes a record's access stamp (its low 24 bits).
-func setRecAccess(rec []byte, a uint32) {
-	_ = rec[11]
-	rec[9], rec[10], rec[11] = byte(a), byte(a>>8), byte(a>>16)
-}
+func setRecAccess(rec []byte, a uint32) { putAcc((*[3]byte)(rec[9:recFixed]), a) }
+
+// getAcc and putAcc read and write an access stamp where it lies in a
+// record (Found.acc).
+func getAcc(p *[3]byte) uint32 { return uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 }
+
+func putAcc(p *[3]byte, a uint32) { p[0], p[1], p[2] = byte(a), byte(a>>8), byte(a>>16) }
 
 // recSplit returns a record's key and payload (aliasing the record).
 func recSplit(rec []byte) (key, payload []byte) {

@@ -170,7 +170,7 @@ func (v View) Rename(src, dst []byte, now int64, nx bool) (found, moved bool, st
 	if string(src) == string(dst) {
 		return true, !nx, Done
 	}
-	acc := recAccess(ss.slabs.get(fs.ref)) // dst is src's object, as in Redis
+	acc := getAcc(fs.acc) // dst is src's object, as in Redis
 	// A copy through the codec: the source's state may be its shard's
 	// scratch or box, which the destination must not share.
 	exp := fs.Exp
