@@ -318,15 +318,16 @@ func TestEvictAheadStale(t *testing.T) {
 	slot := sh.ahead.victim
 	sh.Delete(v, 0)
 	deleted++
-	// Keys of records of the victim's size class, without evicting, until
-	// one takes its slot (a slab fills its lowest free slot first).
+	// Keys as long as the victim's, so of its record's size class, without
+	// evicting, until one takes its slot (a slab fills its lowest free
+	// slot first).
 	s.SetMaxMemory(0)
 	var reuse []byte
 	for i := 0; ; i++ {
-		if i == pageSlots {
+		if i == 4*pageSlots {
 			t.Fatalf("no key took the freed victim's slot %#x in %d inserts", slot, i)
 		}
-		reuse = fmt.Appendf(nil, "r%d", i)
+		reuse = fmt.Appendf(nil, "r%0*d", len(v)-1, i)
 		if insert(reuse); sh.Find(reuse, s.Hash(reuse)).ref == slot {
 			break
 		}

@@ -97,35 +97,41 @@ const (
 	pageSlots  = 256 // slots per slab page
 )
 
-// classFor returns the size class of an n-byte record: 8-byte steps to 128,
-// 16-byte steps to 256, 64-byte steps to 512, so a record wastes little of
-// its slot (the memory target is bytes per key).
+// classSize is the slot size of each size class (0: class unused). A page
+// is pageSlots slots, one Go allocation, and the sizes are chosen so that
+// a page fills a size class of Go's allocator exactly (up to 32 KB; a
+// larger page is a whole number of 8 KB runtime pages): a 28-byte slot
+// would take a 7168-byte page the allocator rounds up to 8192, as costly
+// as 32 bytes, where 27 bytes make a 6912-byte page and cost 27. The
+// steps are finest where most records are: a small counter or limiter
+// key is a 12-byte header and stamp, its key and a few bytes of state.
+var classSize = func() (s [bigClass]int) {
+	sizes := []int{16, 19, 21, 24, 27, 32, 37, 40, 48, 53, 56, 64, 72, 80, 85, 96, 112, 128,
+		160, 192, 224, 256, 288, 320, 384, 448, maxSlab}
+	copy(s[1:], sizes)
+	return s
+}()
+
+// classOf is the size class of every record length up to maxSlab.
+var classOf = func() (t [maxSlab + 1]uint8) {
+	c := 1
+	for n := range t {
+		for classSize[c] < n {
+			c++
+		}
+		t[n] = uint8(c)
+	}
+	return t
+}()
+
+// classFor returns the size class of an n-byte record: the smallest whose
+// slots hold it, or bigClass.
 func classFor(n int) uint32 {
-	switch {
-	case n <= 128:
-		return uint32(max((n+7)>>3-1, 1))
-	case n <= 256:
-		return uint32(15 + (n-128+15)>>4)
-	case n <= maxSlab:
-		return uint32(23 + (n-256+63)>>6)
+	if uint(n) <= maxSlab {
+		return uint32(classOf[n])
 	}
 	return bigClass
 }
-
-// classSize is the slot size of each slab class.
-var classSize = func() (s [bigClass]int) {
-	for c := 1; c < bigClass; c++ {
-		switch {
-		case c <= 15:
-			s[c] = (c + 1) * 8
-		case c <= 23:
-			s[c] = 128 + (c-15)*16
-		case c <= 27:
-			s[c] = 256 + (c-23)*64
-		}
-	}
-	return s
-}()
 
 // slab holds the records of one size class in pages of pageSlots slots.
 // A record goes into the page on top of the stack of pages with a free

@@ -181,3 +181,31 @@ func TestGrowingKeysLeaveNoPages(t *testing.T) {
 		t.Fatalf("%d keys, want %d", sh.Len(), keys)
 	}
 }
+
+// TestSlabPagesFitAllocator: every class's page is a size Go's allocator
+// hands out exactly, so a slot costs its size and no more (append rounds
+// a slice's capacity up to the allocator's size).
+func TestSlabPagesFitAllocator(t *testing.T) {
+	for c := uint32(1); c < bigClass; c++ {
+		size := classSize[c]
+		if size == 0 {
+			continue
+		}
+		if c > 1 && size <= classSize[c-1] {
+			t.Errorf("class %d: %d bytes, not above class %d's %d", c, size, c-1, classSize[c-1])
+		}
+		page := pageSlots * size
+		if got := cap(append([]byte(nil), make([]byte, page)...)); got != page {
+			t.Errorf("class %d (%d B): a %d-byte page takes %d", c, size, page, got)
+		}
+	}
+	for n := 1; n <= maxSlab; n++ {
+		c := classFor(n)
+		if classSize[c] < n || c > 1 && classSize[c-1] >= n {
+			t.Errorf("classFor(%d) = %d (%d B), not the smallest that holds it", n, c, classSize[c])
+		}
+	}
+	if classFor(maxSlab+1) != bigClass {
+		t.Errorf("classFor(%d) = %d, want bigClass", maxSlab+1, classFor(maxSlab+1))
+	}
+}
