@@ -7,10 +7,10 @@ import (
 )
 
 // Eviction. A shard over its share of the memory bound removes keys as
-// Redis's maxmemory policies do (Policy): it samples evictSamples keys
-// the policy may evict, keeps the best candidates it has seen in a pool
-// (as Redis's eviction pool), and removes the one the policy ranks first
-// (score), as Redis's approximated LRU, LFU and TTL do. A write evicts at most
+// Redis's maxmemory policies do (Policy), approximately as Redis does: it
+// samples evictSamples keys the policy may evict, keeps the best
+// candidates it has seen in a pool (Redis's eviction pool), and removes
+// the one the policy ranks first (score). A write evicts at most
 // evictPerWrite keys, far more than one write adds, so a shard over its
 // bound (after CONFIG SET maxmemory lowers it) comes back under within a
 // few writes without any of them waiting long; the sweep helps an idle
@@ -85,9 +85,10 @@ func soonest(exp int64) uint64 { return ^(uint64(exp) ^ 1<<63) }
 // bytes, never keep's record. A small table has every key looked at; a
 // larger one is sampled in its slabs (sampleSlab), a step ahead: each
 // eviction takes the victim the one before it chose, whose index slot is
-// in cache by then, and chooses the next among records it prefetched, so
-// an eviction's cache misses overlap the commands between two of them.
-// It records whether it stopped over budget for want of a key to evict.
+// in cache by then, and chooses the next from the pool once the samples
+// it prefetched are in, so an eviction's cache misses overlap the
+// commands between two of them. It records whether it stopped over
+// budget for want of a key to evict.
 func (sh *Shard) evictSome(budget int64, keep ref, max int) (removed int) {
 	if sh.idx.old != nil {
 		sh.idx.migrate(&sh.slabs, 64*max) // sample one table: finish a growth first
@@ -198,9 +199,9 @@ func (sh *Shard) indexed(r ref, key []byte, h uint64) (int, ref) {
 	return 0, 0
 }
 
-// chooseAhead chooses the next victim among the samples prefetched by the
-// eviction before (or fresh ones), asks for its index slot, and picks and
-// prefetches the samples for the one after.
+// chooseAhead adds the samples prefetched by the eviction before (or
+// fresh ones) to the pool, chooses the next victim from it, asks for its
+// index slot, and picks and prefetches the samples for the one after.
 func (sh *Shard) chooseAhead(keep ref) {
 	if sh.ahead.class != 0 {
 		sh.sampleFrom(sh.ahead.class, sh.ahead.slot, keep)
