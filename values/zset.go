@@ -414,34 +414,71 @@ func (r LexRange) belowMax(m string) bool {
 	return c < 0 || c == 0 && !r.MaxEx
 }
 
+// mayHold reports whether a walk for r may find anything in a set whose
+// first and last members (in order) are first and last: Redis's
+// zslIsInLexRange and zzlIsInLexRange, which decide so before walking.
+func (r LexRange) mayHold(first, last string) bool {
+	if r.Empty {
+		return false
+	}
+	if !r.MinInf && !r.MaxInf {
+		if c := bytes.Compare(r.Min, r.Max); c > 0 || c == 0 && (r.MinEx || r.MaxEx) {
+			return false
+		}
+	}
+	return r.aboveMin(last) && r.belowMax(first)
+}
+
 // RangeByLex returns the members in r, in order (reversed with reverse),
 // skipping offset and returning at most count (count < 0: all). As Redis,
-// it assumes every member has the same score.
+// it assumes every member has the same score, and walks as Redis does, so
+// that members of other scores give Redis's answer too: from the first
+// member at or above min (the last at or below max with reverse), which
+// must be in r, it skips offset members, then takes them while they stay
+// below max (above min with reverse).
 func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
-	if r.Empty {
+	if z.n == 0 || !r.mayHold(z.head.levels[0].next.member, z.tail.member) {
 		return nil
 	}
-	var x *znode
+	x := z.head
 	if reverse {
-		x = z.head
 		for i := z.level - 1; i >= 0; i-- {
 			for y := x.levels[i].next; y != nil && r.belowMax(y.member); y = x.levels[i].next {
 				x = y
 			}
 		}
-		if x == z.head {
-			x = nil
+		if x == z.head || !r.aboveMin(x.member) {
+			return nil
 		}
 	} else {
-		x = z.head
 		for i := z.level - 1; i >= 0; i-- {
 			for y := x.levels[i].next; y != nil && !r.aboveMin(y.member); y = x.levels[i].next {
 				x = y
 			}
 		}
 		x = x.levels[0].next
+		if x == nil || !r.belowMax(x.member) {
+			return nil
+		}
 	}
-	return walk(x, reverse, offset, count, func(x *znode) bool { return r.aboveMin(x.member) && r.belowMax(x.member) })
+	step := func(x *znode) *znode {
+		if reverse {
+			return x.prev
+		}
+		return x.levels[0].next
+	}
+	for ; x != nil && offset > 0; offset-- {
+		x = step(x)
+	}
+	var out []Member
+	for ; x != nil && count != 0; count-- {
+		if reverse && !r.aboveMin(x.member) || !reverse && !r.belowMax(x.member) {
+			break
+		}
+		out = append(out, Member{x.member, x.score})
+		x = step(x)
+	}
+	return out
 }
 
 // PopMin removes and returns the count members with the lowest scores.

@@ -276,24 +276,27 @@ func (z *ZSet) RemoveRangeByRank(start, stop int) int {
 }
 
 // RangeByLex returns the members in r, in order (reversed with reverse),
-// skipping offset and returning at most count (count < 0: all). As Redis,
-// it assumes every member has the same score: it starts at the first
-// member at or above min (the last at or below max with reverse) and goes
-// on while the members stay in r.
+// skipping offset and returning at most count (count < 0: all), walking
+// as skipList.RangeByLex (and Redis) does.
 func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
 	if z.sk != nil {
 		return z.sk.RangeByLex(r, reverse, offset, count)
 	}
-	if r.Empty {
+	n := len(z.small)
+	if n == 0 || !r.mayHold(z.small[0].Member, z.small[n-1].Member) {
 		return nil
 	}
-	i := -1
+	i, dir := -1, 1
 	if reverse {
-		for j := len(z.small) - 1; j >= 0; j-- {
+		dir = -1
+		for j := n - 1; j >= 0; j-- {
 			if r.belowMax(z.small[j].Member) {
 				i = j
 				break
 			}
+		}
+		if i < 0 || !r.aboveMin(z.small[i].Member) {
+			return nil
 		}
 	} else {
 		for j := range z.small {
@@ -302,11 +305,23 @@ func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member 
 				break
 			}
 		}
+		if i < 0 || !r.belowMax(z.small[i].Member) {
+			return nil
+		}
 	}
-	if i < 0 {
+	if offset >= n {
 		return nil
 	}
-	return z.smallWalk(i, reverse, offset, count, func(m Member) bool { return r.aboveMin(m.Member) && r.belowMax(m.Member) })
+	var out []Member
+	for i += max(offset, 0) * dir; i >= 0 && i < n && count != 0; count-- {
+		m := z.small[i]
+		if reverse && !r.aboveMin(m.Member) || !reverse && !r.belowMax(m.Member) {
+			break
+		}
+		out = append(out, m)
+		i += dir
+	}
+	return out
 }
 
 // PopMin removes and returns the count members with the lowest scores.
