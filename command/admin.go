@@ -498,7 +498,7 @@ func cmdShutdown(c *Ctx, args [][]byte) {
 	}
 	if save && c.h.scripts.Busy() {
 		// Only SHUTDOWN NOSAVE runs past a busy script, as in Redis.
-		c.err(errBusy)
+		c.err(c.h.scripts.BusyError())
 		return
 	}
 	if p := c.h.cfg.Persistence; save && p != nil {

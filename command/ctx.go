@@ -32,6 +32,9 @@ type Ctx struct {
 	// (resp.Reader.Raw), while Exec runs it; nil otherwise (inline
 	// requests, EXEC's queued commands).
 	raw []byte
+	// allowOOM lets the commands of a running function flagged
+	// allow-oom past maxmemory, as Redis does.
+	allowOOM bool
 	scratch
 }
 

@@ -128,10 +128,10 @@ func (c *connection) exec(args [][]byte) {
 		}
 	}
 	if c.h.scripts.Busy() && !cmd.allowBusy && !c.inExec {
-		c.reject(errBusy)
+		c.reject(c.h.scripts.BusyError())
 		return
 	}
-	if cmd.denyoom && c.h.outOfMemory() {
+	if cmd.denyoom && !c.allowOOM && c.h.outOfMemory() {
 		c.reject(errOOM)
 		return
 	}

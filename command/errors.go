@@ -15,7 +15,6 @@ const (
 	errNumKeysNeg       = "ERR Number of keys can't be negative"
 	errSyntax           = "ERR syntax error"
 	errNotInt           = "ERR value is not an integer or out of range"
-	errBusy             = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
 	errWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	errNoAuth           = "NOAUTH Authentication required."
 	errWrongPass        = "WRONGPASS invalid username-password pair or user is disabled."
@@ -103,6 +102,12 @@ func errUnknownCommand(args [][]byte) string {
 
 func errUnknownSubcommand(container string, sub []byte) string {
 	return "ERR unknown subcommand '" + trunc(sub) + "'. Try " + strings.ToUpper(container) + " HELP."
+}
+
+// errSubcommandSyntax is a container's refusal of a subcommand's
+// arguments (addReplySubcommandSyntaxError): args[1] as sent.
+func errSubcommandSyntax(args [][]byte) string {
+	return "ERR unknown subcommand or wrong number of arguments for '" + trunc(args[1]) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
 }
 
 func errHelloOption(opt []byte) string {

@@ -1,18 +1,21 @@
 package command
 
 import (
+	"slices"
 	"strings"
 	"unsafe"
 
+	"github.com/rlserver/rlserver/cluster"
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/script"
 )
 
-// Scripting: EVAL, EVALSHA, their read-only forms and SCRIPT, on the Lua
-// engine of package script. A script runs atomically, as EXEC does: every
-// shard lock held, its redis.call commands run through the table (ACLs,
-// statistics and the change feed as for any client), each reply handed to
-// Lua in the protocol the script chose.
+// Scripting: EVAL, EVALSHA, their read-only forms and SCRIPT, FCALL,
+// FCALL_RO and FUNCTION, on the Lua engine of package script. A script or
+// function runs atomically, as EXEC does: every shard lock held, its
+// redis.call commands run through the table (ACLs, statistics and the
+// change feed as for any client), each reply handed to Lua in the
+// protocol the script chose.
 
 // evalKeys finds EVAL's keys: numkeys of them after the script.
 func evalKeys(args, keys [][]byte) [][]byte {
@@ -28,22 +31,13 @@ func evalKeys(args, keys [][]byte) [][]byte {
 
 func scriptingCommands() []*Command {
 	eval := func(name, summary string, bySHA, ro bool) *Command {
-		acl := []string{"slow", "scripting"}
-		flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys"}
-		rw := "RW"
-		if ro {
-			flags = append(flags, "readonly")
-			rw = "RO"
-		}
 		first := argStr("script")
 		if bySHA {
 			first = argStr("sha1")
 		}
-		return &Command{Name: name, Arity: -3, Flags: flags, ACL: acl, Group: "scripting", Since: "2.6.0",
-			Complexity: "Depends on the script that is executed.", Summary: summary,
-			Keys: KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: evalKeys},
-			Args: []Arg{first, argInt("numkeys"), opt(many(argKey("key"))), opt(many(argStr("arg")))},
-			Run:  func(c *Ctx, args [][]byte) { cmdEval(c, args, bySHA, ro) }}
+		c := scriptCommand(name, summary, ro, first, func(c *Ctx, args [][]byte) { cmdEval(c, args, bySHA, ro) })
+		c.Since = "2.6.0"
+		return c
 	}
 	scriptCmd := container("script", "scripting", "A container for Lua scripts management commands.",
 		sub("script|load", 3, "Loads a server-side Lua script to the script cache.", cmdScriptLoad, argStr("script")),
@@ -59,58 +53,256 @@ func scriptingCommands() []*Command {
 		s.ACL = []string{"slow", "scripting"}
 	}
 	scriptCmd.Subs[3].Flags = []string{"noscript", "allow_busy"} // SCRIPT KILL
+	fcall := func(name, summary string, ro bool) *Command {
+		c := scriptCommand(name, summary, ro, argStr("function"), func(c *Ctx, args [][]byte) { cmdFcall(c, args, ro) })
+		c.Since, c.Complexity = "7.0.0", "Depends on the function that is executed."
+		return c
+	}
 	return []*Command{
 		eval("eval", "Executes a server-side Lua script.", false, false),
 		eval("evalsha", "Executes a server-side Lua script by SHA1 digest.", true, false),
 		eval("eval_ro", "Executes a read-only server-side Lua script.", false, true),
 		eval("evalsha_ro", "Executes a read-only server-side Lua script by SHA1 digest.", true, true),
 		scriptCmd,
+		fcall("fcall", "Invokes a function.", false),
+		fcall("fcall_ro", "Invokes a read-only function.", true),
 		functionCommand(),
 	}
 }
 
-// functionCommand is the part of Redis 7's FUNCTION that runs with no
-// function library loaded (there is no FUNCTION LOAD yet): FLUSH, which
-// Redis's own test suite sends before every test file, LIST and STATS.
+// scriptCommand is a row of EVAL, EVALSHA, FCALL or a read-only form:
+// the script or function first, then numkeys, the keys and the arguments.
+func scriptCommand(name, summary string, ro bool, first Arg, run func(*Ctx, [][]byte)) *Command {
+	flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys"}
+	rw := "RW"
+	if ro {
+		flags = []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "readonly"}
+		rw = "RO"
+	}
+	return &Command{Name: name, Arity: -3, Flags: flags, ACL: []string{"slow", "scripting"}, Group: "scripting",
+		Complexity: "Depends on the script that is executed.", Summary: summary,
+		Keys: KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: evalKeys},
+		Args: []Arg{first, argInt("numkeys"), opt(many(argKey("key"))), opt(many(argStr("arg")))},
+		Run:  run}
+}
+
+// functionCommand is Redis 7's FUNCTION: the libraries of package script
+// (function.go), which persistence and replication keep like keys.
 func functionCommand() *Command {
 	f := container("function", "scripting", "A container for function commands.",
+		sub("function|delete", 3, "Deletes a library and its functions.", cmdFunctionDelete, argStr("library-name")),
+		sub("function|dump", 2, "Dumps all libraries into a serialized binary payload.", cmdFunctionDump),
 		sub("function|flush", -2, "Deletes all libraries and functions.", cmdFunctionFlush,
 			opt(oneof("flush-type", token("ASYNC"), token("SYNC")))),
+		sub("function|kill", 2, "Terminates a function during execution.", cmdFunctionKill),
 		sub("function|list", -2, "Returns information about all libraries.", cmdFunctionList,
 			opt(tokenArg("LIBRARYNAME", argStr("library-name-pattern"))), opt(token("WITHCODE"))),
+		sub("function|load", -3, "Creates a library.", cmdFunctionLoad, opt(token("REPLACE")), argStr("function-code")),
+		sub("function|restore", -3, "Restores all libraries from a payload.", cmdFunctionRestore, argStr("serialized-value"),
+			opt(oneof("policy", token("FLUSH"), token("APPEND"), token("REPLACE")))),
+		sub("function|stats", 2, "Returns information about a function during execution.", cmdFunctionStats),
 	)
 	f.Since = "7.0.0"
 	for _, s := range f.Subs {
 		s.Group, s.Since = "scripting", "7.0.0"
-		s.Flags = []string{"noscript"}
 		s.ACL = []string{"slow", "scripting"}
+		switch s.Name {
+		case "function|delete", "function|flush":
+			s.Flags = []string{"write", "noscript"}
+			s.ACL = []string{"write", "slow", "scripting"}
+		case "function|load", "function|restore":
+			s.Flags = []string{"write", "denyoom", "noscript"}
+			s.ACL = []string{"write", "slow", "scripting"}
+		case "function|kill", "function|stats":
+			s.Flags = []string{"noscript", "allow_busy"}
+		default:
+			s.Flags = []string{"noscript"}
+		}
+		if s.Name != "function|delete" && s.Name != "function|kill" && s.Name != "function|stats" {
+			s.Complexity = "O(N) where N is the number of functions"
+		}
 	}
-	f.Subs[0].Flags = []string{"write", "noscript"}
 	return f
 }
 
-// FUNCTION FLUSH [ASYNC|SYNC]
-func cmdFunctionFlush(c *Ctx, args [][]byte) {
-	if len(args) > 3 || len(args) == 3 && !equalFold(args[2], "ASYNC") && !equalFold(args[2], "SYNC") {
-		c.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+// FUNCTION LOAD [REPLACE] code
+func cmdFunctionLoad(c *Ctx, args [][]byte) {
+	replace, last := false, len(args)-1
+	for _, a := range args[2:last] {
+		if !equalFold(a, "REPLACE") {
+			c.err("ERR Unknown option given: " + string(a))
+			return
+		}
+		replace = true
+	}
+	name, err := c.h.scripts.LoadLibrary(args[last], replace)
+	if err != nil {
+		c.err(err.Error())
+		return
+	}
+	c.W.BulkString(name)
+}
+
+// FUNCTION DELETE library-name
+func cmdFunctionDelete(c *Ctx, args [][]byte) {
+	if err := c.h.scripts.DeleteLibrary(string(args[2])); err != nil {
+		c.err(err.Error())
 		return
 	}
 	c.W.OK()
 }
 
-// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: no library is loaded.
+// FUNCTION FLUSH [ASYNC|SYNC]
+func cmdFunctionFlush(c *Ctx, args [][]byte) {
+	switch {
+	case len(args) > 3:
+		c.err(errSubcommandSyntax(args))
+		return
+	case len(args) == 3 && !equalFold(args[2], "ASYNC") && !equalFold(args[2], "SYNC"):
+		c.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		return
+	}
+	c.h.scripts.FlushFunctions()
+	c.W.OK()
+}
+
+// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: the pattern is matched
+// ignoring case, as Redis does.
 func cmdFunctionList(c *Ctx, args [][]byte) {
+	withCode := false
+	var pattern []byte
 	for i := 2; i < len(args); i++ {
-		switch {
-		case equalFold(args[i], "WITHCODE"):
-		case equalFold(args[i], "LIBRARYNAME") && i+1 < len(args):
+		switch a := args[i]; {
+		case !withCode && equalFold(a, "WITHCODE"):
+			withCode = true
+		case pattern == nil && equalFold(a, "LIBRARYNAME"):
+			if i == len(args)-1 {
+				c.err("ERR library name argument was not given")
+				return
+			}
 			i++
+			pattern = []byte(strings.ToLower(string(args[i])))
 		default:
-			c.err("ERR Unknown argument " + string(args[i]))
+			c.err("ERR Unknown argument " + string(a))
 			return
 		}
 	}
-	c.W.Array(0)
+	libs := c.h.scripts.Libraries()
+	if pattern != nil {
+		libs = slices.DeleteFunc(libs, func(l *script.Library) bool { return !globMatch(pattern, strings.ToLower(l.Name)) })
+	}
+	c.W.Array(len(libs))
+	for _, l := range libs {
+		if withCode {
+			c.W.Map(4)
+		} else {
+			c.W.Map(3)
+		}
+		c.W.BulkString("library_name")
+		c.W.BulkString(l.Name)
+		c.W.BulkString("engine")
+		c.W.BulkString("LUA")
+		c.W.BulkString("functions")
+		c.W.Array(len(l.Functions))
+		for _, f := range l.Functions {
+			c.W.Map(3)
+			c.W.BulkString("name")
+			c.W.BulkString(f.Name)
+			c.W.BulkString("description")
+			if f.HasDescription {
+				c.W.BulkString(f.Description)
+			} else {
+				c.W.Null()
+			}
+			c.W.BulkString("flags")
+			names := f.Flags.Names()
+			c.W.Set(len(names))
+			for _, n := range names {
+				c.W.Status(n)
+			}
+		}
+		if withCode {
+			c.W.BulkString("library_code")
+			c.W.Bulk(l.Code)
+		}
+	}
+}
+
+// FUNCTION DUMP
+func cmdFunctionDump(c *Ctx, args [][]byte) {
+	_, payload := c.h.scripts.DumpFunctions()
+	c.W.Bulk(payload)
+}
+
+// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]
+func cmdFunctionRestore(c *Ctx, args [][]byte) {
+	if len(args) > 4 {
+		c.err(errSubcommandSyntax(args))
+		return
+	}
+	policy := script.RestoreAppend
+	if len(args) == 4 {
+		switch {
+		case equalFold(args[3], "APPEND"):
+		case equalFold(args[3], "REPLACE"):
+			policy = script.RestoreReplace
+		case equalFold(args[3], "FLUSH"):
+			policy = script.RestoreFlush
+		default:
+			c.err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+			return
+		}
+	}
+	if err := c.h.scripts.RestoreFunctions(args[2], policy); err != nil {
+		c.err(err.Error())
+		return
+	}
+	c.W.OK()
+}
+
+// FUNCTION STATS: the function running (while an EVAL script runs, BUSY,
+// as Redis answers), and how many libraries and functions are loaded.
+func cmdFunctionStats(c *Ctx, args [][]byte) {
+	running, function, name, req, d := c.h.scripts.Running()
+	if running && !function {
+		c.err(script.ErrBusyScript)
+		return
+	}
+	c.W.Map(2)
+	c.W.BulkString("running_script")
+	if !running {
+		c.W.Null()
+	} else {
+		c.W.Map(3)
+		c.W.BulkString("name")
+		c.W.BulkString(name)
+		c.W.BulkString("command")
+		c.W.Array(len(req))
+		for _, a := range req {
+			c.W.Bulk(a)
+		}
+		c.W.BulkString("duration_ms")
+		c.W.Int(d.Milliseconds())
+	}
+	libs, funcs := c.h.scripts.FunctionCounts()
+	c.W.BulkString("engines")
+	c.W.Map(1)
+	c.W.BulkString("LUA")
+	c.W.Map(2)
+	c.W.BulkString("libraries_count")
+	c.W.Int(int64(libs))
+	c.W.BulkString("functions_count")
+	c.W.Int(int64(funcs))
+}
+
+// FUNCTION KILL: stops the running function unless it wrote (see
+// cmdScriptKill).
+func cmdFunctionKill(c *Ctx, args [][]byte) {
+	if err := c.h.scripts.Kill(true); err != nil {
+		c.err(err.Error())
+		return
+	}
+	c.W.OK()
 }
 
 func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
@@ -142,12 +334,101 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		body = args[1]
 		sha = script.SHA1(body)
 	}
-	held := !c.inExec // inside EXEC the locks are held already
-	if held {
-		c.txn, c.inExec = c.Store().LockAll(), true
+	held := c.lockScript()
+	c.W.Buf = c.h.scripts.Run(c.W.Buf, sha, body, keys, argv, c.scriptCaller(ro), c.W.Proto)
+	c.unlockScript(held)
+}
+
+// cmdFcall is FCALL and FCALL_RO (ro). As Redis, the function's flags
+// decide what the command is: without no-writes it is a write (refused
+// on a replica, by FCALL_RO and inside by none), without allow-oom or
+// no-writes it is refused past maxmemory.
+func cmdFcall(c *Ctx, args [][]byte, ro bool) {
+	f := c.h.scripts.Function(args[1])
+	if f != nil {
+		if msg := c.fcallRefused(f, args); msg != "" {
+			c.conn.reject(msg) // as dispatch refuses a command
+			return
+		}
 	}
+	n, ok := resp.ParseInt(args[2])
+	switch {
+	case f == nil:
+		c.err("ERR Function not found")
+		return
+	case !ok:
+		c.err("ERR Bad number of keys provided")
+		return
+	case int(n) > len(args)-3:
+		c.err(errNumKeys)
+		return
+	case n < 0:
+		c.err(errNumKeysNeg)
+		return
+	case f.Flags&script.NoCluster != 0 && c.h.cfg.Cluster != nil:
+		c.err("ERR Can not run script on cluster, 'no-cluster' flag is set.")
+		return
+	}
+	writes := f.Flags&script.NoWrites == 0
+	if writes && ro {
+		c.err("ERR Can not execute a script with write flag using *_ro command.")
+		return
+	}
+	keys, argv := args[3:3+n], args[3+n:]
+	held := c.lockScript()
+	c.allowOOM = f.Flags&script.AllowOOM != 0
+	c.W.Buf = c.h.scripts.Call(c.W.Buf, f, keys, argv, args, c.scriptCaller(ro || !writes), c.W.Proto)
+	c.allowOOM = false
+	c.unlockScript(held)
+}
+
+// fcallRefused is what Redis's processCommand refuses of FCALL given its
+// function's flags, as it would refuse a write or denyoom command: a
+// write on a replica (MOVED to the primary for its keys, READONLY
+// without), a function without allow-oom or no-writes past maxmemory.
+func (c *Ctx) fcallRefused(f *script.Function, args [][]byte) string {
+	write := f.Flags&script.NoWrites == 0
+	replica := c.h.cfg.Cluster != nil && !c.inExec && c.h.cfg.Cluster.View().Self.Replica
+	if write && replica {
+		if n, ok := resp.ParseInt(args[2]); ok && n > 0 && int(n) <= len(args)-3 {
+			if msg := c.conn.routeSlot(cluster.Slot(args[3]), true); msg != "" {
+				return msg
+			}
+		}
+	}
+	if write && f.Flags&script.AllowOOM == 0 && c.h.outOfMemory() {
+		return errOOM
+	}
+	if write && replica {
+		return errReadOnlyReplica
+	}
+	return ""
+}
+
+// lockScript takes every shard lock for a script, unless EXEC holds
+// them; it reports whether it did, for unlockScript.
+func (c *Ctx) lockScript() (held bool) {
+	if c.inExec {
+		return false
+	}
+	c.txn, c.inExec = c.Store().LockAll(), true
+	return true
+}
+
+func (c *Ctx) unlockScript(held bool) {
+	if held {
+		c.inExec = false
+		c.txn.UnlockAll()
+	}
+}
+
+// scriptCaller returns how a script's redis.call runs a command: through
+// the table, as the client's own command, refused if flagged noscript,
+// or if a write and the script read-only (ro); its reply is appended to
+// dst in the protocol the script chose.
+func (c *Ctx) scriptCaller(ro bool) script.Caller {
 	proto := c.W.Proto
-	call := func(dst []byte, cargs [][]byte, p int) []byte {
+	return func(dst []byte, cargs [][]byte, p int) []byte {
 		start := len(c.W.Buf)
 		cmd := c.conn.command(cargs[0])
 		if cmd != nil {
@@ -172,11 +453,6 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		dst = append(dst, c.W.Buf[start:]...)
 		c.W.Buf = c.W.Buf[:start]
 		return dst
-	}
-	c.W.Buf = c.h.scripts.Run(c.W.Buf, sha, body, keys, argv, call, proto)
-	if held {
-		c.inExec = false
-		c.txn.UnlockAll()
 	}
 }
 
@@ -213,7 +489,7 @@ func cmdScriptFlush(c *Ctx, args [][]byte) {
 // every shard lock, so SCRIPT KILL reaches it only from a connection that
 // is not waiting on a lock (another event loop, or --io goroutines).
 func cmdScriptKill(c *Ctx, args [][]byte) {
-	if err := c.h.scripts.Kill(); err != nil {
+	if err := c.h.scripts.Kill(false); err != nil {
 		c.err(err.Error())
 		return
 	}

@@ -16,6 +16,14 @@ const (
 	LogWarning
 )
 
+// newVM makes a VM: the sandbox, and the error handler its scripts run
+// under; chunk names its scripts in errors.
+func (e *Engine) newVM(chunk string) vm {
+	L := e.newState()
+	L.SetContext(&e.kill)
+	return vm{L: L, handler: L.NewFunction(e.onError), chunk: chunk}
+}
+
 // newState makes the sandbox Redis gives scripts: the base, table,
 // string, math, bit, cjson, struct and cmsgpack libraries (no os, io, require, loadfile, dofile), the
 // redis table, math.random as Redis seeds it, and the globals table
@@ -91,6 +99,7 @@ func (e *Engine) newState() *lua.LState {
 		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
 		r.RawSetString(name, lua.LNumber(v))
 	}
+	setVersion(r)
 	g.RawSetString("redis", r)
 
 	mt := L.NewTable()
@@ -104,6 +113,22 @@ func (e *Engine) newState() *lua.LState {
 	}))
 	L.SetMetatable(g, mt)
 	return L
+}
+
+// RedisVersion is the Redis version scripts see (redis.REDIS_VERSION and
+// REDIS_VERSION_NUM): the one HELLO and INFO report.
+const RedisVersion = "7.4.0"
+
+// setVersion sets redis.REDIS_VERSION and REDIS_VERSION_NUM (0x00MMmmpp)
+// in the redis table r.
+func setVersion(r *lua.LTable) {
+	num := 0
+	for _, part := range strings.SplitN(RedisVersion, ".", 3) {
+		n, _ := strconv.Atoi(part)
+		num = num<<8 | n
+	}
+	r.RawSetString("REDIS_VERSION", lua.LString(RedisVersion))
+	r.RawSetString("REDIS_VERSION_NUM", lua.LNumber(num))
 }
 
 // lrand48 is the generator math.random uses, as Redis's redisLrand48.
@@ -147,7 +172,7 @@ func (e *Engine) redisCall(L *lua.LState, raise bool) int {
 	n := L.GetTop()
 	fail := func(msg string) int {
 		if raise {
-			raiseErr(L, msg)
+			e.raiseErr(L, msg)
 		}
 		L.Push(field(L, "err", lua.LString(msg)))
 		return 1
@@ -198,10 +223,10 @@ func (e *Engine) redisCall(L *lua.LState, raise bool) int {
 
 // raiseErr raises Redis's error table {err=msg, line=...} (msg with its
 // code), which a script's pcall sees as msg.
-func raiseErr(L *lua.LState, msg string) {
+func (e *Engine) raiseErr(L *lua.LState, msg string) {
 	t := L.CreateTable(0, 2)
 	t.RawSetString("err", lua.LString(msg))
-	t.RawSetString("line", lua.LNumber(scriptLine(L)))
+	t.RawSetString("line", lua.LNumber(e.scriptLine(L)))
 	L.Error(t, 0)
 }
 
@@ -222,11 +247,11 @@ func sha1hex(L *lua.LState) int {
 
 func (e *Engine) log(L *lua.LState) int {
 	if L.GetTop() < 2 {
-		raiseErr(L, "ERR redis.log() requires two arguments or more.")
+		e.raiseErr(L, "ERR redis.log() requires two arguments or more.")
 	}
 	level := L.CheckInt(1)
 	if level < LogDebug || level > LogWarning {
-		raiseErr(L, "ERR Invalid debug level.")
+		e.raiseErr(L, "ERR Invalid debug level.")
 	}
 	msg := ""
 	for i := 2; i <= L.GetTop(); i++ {
@@ -243,11 +268,11 @@ func (e *Engine) log(L *lua.LState) int {
 
 func (e *Engine) setresp(L *lua.LState) int {
 	if L.GetTop() != 1 {
-		raiseErr(L, "ERR redis.setresp() requires one argument.")
+		e.raiseErr(L, "ERR redis.setresp() requires one argument.")
 	}
 	v := L.CheckInt(1)
 	if v != 2 && v != 3 {
-		raiseErr(L, "ERR RESP version must be 2 or 3.")
+		e.raiseErr(L, "ERR RESP version must be 2 or 3.")
 	}
 	e.resp = v
 	return 0

@@ -33,18 +33,21 @@ import (
 // script chose with redis.setresp). args are valid only during the call.
 type Caller func(dst []byte, args [][]byte, proto int) []byte
 
-// Engine holds the scripts loaded (SCRIPT LOAD, EVAL) and the VM they run
-// on. Run serialises scripts: one runs at a time.
+// Engine holds the scripts loaded (SCRIPT LOAD, EVAL), the function
+// libraries (FUNCTION LOAD, see function.go) and the VMs they run on.
+// Scripts and functions run one at a time.
 type Engine struct {
-	mu      sync.Mutex
-	vm      *lua.LState
-	fns     map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
-	handler *lua.LFunction            // onError
-	call    Caller                    // the running script's
-	resp    int                       // the running script's protocol for redis.call (redis.setresp)
-	randSt  uint64                    // math.random's lrand48 state
+	mu   sync.Mutex
+	eval vm                        // EVAL's
+	fns  map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
+	call Caller                    // the running script's
+	resp int                       // the running script's protocol for redis.call (redis.setresp)
+	cur  *vm                       // the VM running (eval or funcs)
+	// randSt is math.random's lrand48 state, one for scripts and
+	// functions, as Redis's.
+	randSt  uint64
 	Logf    func(level int, msg string)
-	running string // sha of the running script
+	running string // the running script's sha, or function's name
 	// redis.call's scratch, reused from call to call: the arguments'
 	// bytes, where each ends, the arguments, the reply.
 	argBuf  []byte
@@ -58,6 +61,14 @@ type Engine struct {
 	evalAt  map[string]*list.Element
 	Evicted atomic.Int64 // scripts forgotten so (INFO stats' evicted_scripts)
 
+	// The function libraries: an immutable set, replaced whole under mu
+	// by every change, read without a lock (FCALL, LIST, DUMP, and
+	// persistence and replication through FunctionsVersion).
+	libs    atomic.Pointer[libSet]
+	funcs   *vm        // the functions' VM, made by the first library loaded (nil: none yet)
+	fenv    *fenv      // the functions' globals, on funcs
+	loading *loadState // the library FUNCTION LOAD is running (nil: none)
+
 	// A running script that has not written may be killed: by SCRIPT KILL
 	// (Kill), or by itself once it has run longer than the threshold
 	// (busy-reply-threshold): it holds every shard lock, and an endless
@@ -66,9 +77,20 @@ type Engine struct {
 	killMu    sync.Mutex
 	killable  bool // a script runs and may be killed
 	wrote     bool
+	runFunc   bool         // the running script is a function (FCALL)
+	runName   string       // a running function's name (FUNCTION STATS)
+	runReq    [][]byte     // and its request
 	started   atomic.Int64 // when the running script started, Unix ns (0: none runs)
-	kill      killSwitch   // the VM's context; a watchdog goroutine (started with the first script) stops a script past the threshold
+	kill      killSwitch   // the VMs' context; a watchdog goroutine (started with the first script) stops a script past the threshold
 	watch     sync.Once
+}
+
+// vm is one Lua VM: EVAL's or the functions'. Both take the engine's
+// kill switch as their context.
+type vm struct {
+	L       *lua.LState
+	handler *lua.LFunction // onError
+	chunk   string         // the chunk name errors give: user_script or user_function
 }
 
 // Errors of a killed script and of SCRIPT KILL, as Redis words them.
@@ -77,6 +99,13 @@ var (
 	errTimedOut   = errors.New("ERR Script killed: it ran longer than busy-reply-threshold without writing, holding every key's lock")
 	ErrNotBusy    = errors.New("NOTBUSY No scripts in execution right now.")
 	ErrUnkillable = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
+)
+
+// The BUSY errors, while a script (EVAL) or a function (FCALL) runs: each
+// names the command that kills it.
+const (
+	ErrBusyScript   = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+	ErrBusyFunction = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
 )
 
 // DefaultThreshold is Redis's busy-reply-threshold.
@@ -97,8 +126,10 @@ func (e *Engine) Wrote() {
 	e.killMu.Unlock()
 }
 
-// Kill stops the running script unless it wrote (SCRIPT KILL).
-func (e *Engine) Kill() error {
+// Kill stops the running script unless it wrote: an EVAL script by
+// SCRIPT KILL (function false), a function by FUNCTION KILL (function
+// true); the other kind is answered BUSY, as by Redis.
+func (e *Engine) Kill(function bool) error {
 	e.killMu.Lock()
 	defer e.killMu.Unlock()
 	switch {
@@ -106,9 +137,24 @@ func (e *Engine) Kill() error {
 		return ErrNotBusy
 	case e.wrote:
 		return ErrUnkillable
+	case e.runFunc && !function:
+		return errors.New(ErrBusyFunction)
+	case !e.runFunc && function:
+		return errors.New(ErrBusyScript)
 	}
 	e.kill.fire(errKilled)
 	return nil
+}
+
+// BusyError is the error other clients are answered while the running
+// script is past the threshold (see Busy).
+func (e *Engine) BusyError() string {
+	e.killMu.Lock()
+	defer e.killMu.Unlock()
+	if e.runFunc {
+		return ErrBusyFunction
+	}
+	return ErrBusyScript
 }
 
 // SHA1 returns a script's id: the hex SHA-1 of its body.
@@ -122,10 +168,10 @@ func New() *Engine {
 	e := &Engine{fns: map[string]*lua.LFunction{},
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
-	e.vm = e.newState()
-	e.vm.SetContext(&e.kill)
-	e.handler = e.vm.NewFunction(e.onError)
+	e.eval = e.newVM("user_script")
+	e.cur = &e.eval
 	e.randSt = 0x330E // srand48(0): the generator then runs on across scripts, as Redis 7's
+	e.libs.Store(&libSet{libs: map[string]*Library{}, funcs: map[string]*Function{}})
 	return e
 }
 
@@ -201,7 +247,7 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	// parameters, it gets no "arg" table (Lua 5.1 would build one for a
 	// chunk on every call).
 	p.IsVarArg &^= lua.VarArgNeedsArg
-	fn := e.vm.NewFunctionFromProto(p)
+	fn := e.eval.L.NewFunctionFromProto(p)
 	e.fns[sha] = fn
 	return fn, nil
 }
@@ -254,26 +300,40 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 		added = true
 	}
 	e.touchEval(sha, added)
-	L := e.vm
-	e.call, e.resp, e.running = call, 2, sha
+	L := e.eval.L
+	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
+	g.RawSetString("KEYS", strTable(L, keys))
+	g.RawSetString("ARGV", strTable(L, argv))
+	return e.run(dst, &e.eval, sha, fn, nil, nil, call, proto)
+}
+
+// run runs fn with args on VM v, its commands run through call, and
+// appends its reply to dst in protocol proto. name is the script's sha or
+// the function's name (errors give it); req, a function's request (nil
+// for EVAL), is what FUNCTION STATS shows while it runs. The caller holds
+// e.mu.
+func (e *Engine) run(dst []byte, v *vm, name string, fn *lua.LFunction, args []lua.LValue, req [][]byte, call Caller, proto int) []byte {
+	L := v.L
+	e.call, e.resp, e.running, e.cur = call, 2, name, v
 	e.watch.Do(func() { go e.watchdog() })
 	e.killMu.Lock()
 	e.killable, e.wrote = true, false
+	e.runFunc, e.runName, e.runReq = v != &e.eval, name, req
 	e.kill.reset()
 	e.started.Store(time.Now().UnixNano())
 	e.killMu.Unlock()
 	defer func() {
 		e.killMu.Lock()
-		e.killable = false
+		e.killable, e.runReq = false, nil
 		e.started.Store(0)
 		e.killMu.Unlock()
 		e.call, e.running = nil, ""
 	}()
-	g := L.Get(lua.GlobalsIndex).(*lua.LTable)
-	g.RawSetString("KEYS", strTable(L, keys))
-	g.RawSetString("ARGV", strTable(L, argv))
 	L.Push(fn)
-	if err := L.PCall(0, 1, e.handler); err != nil {
+	for _, a := range args {
+		L.Push(a)
+	}
+	if err := L.PCall(len(args), 1, v.handler); err != nil {
 		L.SetTop(0)
 		if cause := e.kill.cause(); cause != nil {
 			err = &lua.ApiError{Object: e.withLine(err, cause.Error())}
@@ -385,36 +445,36 @@ func (e *Engine) onError(L *lua.LState) int {
 		t.RawSetString("err", lua.LString("ERR "+v.String()))
 	}
 	if t.RawGetString("line") == lua.LNil {
-		t.RawSetString("line", lua.LNumber(scriptLine(L)))
+		t.RawSetString("line", lua.LNumber(e.scriptLine(L)))
 	}
 	L.Push(t)
 	return 1
 }
 
-// scriptLine returns the script's current line (0 unknown).
-func scriptLine(L *lua.LState) int {
+// scriptLine returns the running script's current line (0 unknown).
+func (e *Engine) scriptLine(L *lua.LState) int {
 	for level := 1; level <= 4; level++ {
-		if n, err := strconv.Atoi(lineOf(L.Where(level))); err == nil {
+		if n, err := strconv.Atoi(lineOf(L.Where(level), e.cur.chunk)); err == nil {
 			return n
 		}
 	}
 	return 0
 }
 
-// lineOf returns N of a "user_script:N:" position, or "".
-func lineOf(where string) string {
-	rest, ok := strings.CutPrefix(where, "user_script:")
-	if !ok {
+// lineOf returns N of a "chunk:N:" position, or "".
+func lineOf(where, chunk string) string {
+	rest, ok := strings.CutPrefix(where, chunk)
+	if !ok || !strings.HasPrefix(rest, ":") {
 		return ""
 	}
-	n, _, _ := strings.Cut(rest, ":")
+	n, _, _ := strings.Cut(rest[1:], ":")
 	return n
 }
 
 // withLine is a table {err=msg, line=...} keeping the line err was raised
 // at (the script was stopped there).
 func (e *Engine) withLine(err error, msg string) *lua.LTable {
-	t := e.vm.NewTable()
+	t := e.cur.L.NewTable()
 	t.RawSetString("err", lua.LString(msg))
 	if ae, ok := err.(*lua.ApiError); ok {
 		if old, ok := ae.Object.(*lua.LTable); ok {
@@ -425,7 +485,8 @@ func (e *Engine) withLine(err error, msg string) *lua.LTable {
 }
 
 // errorText is the error a script that raised err answers, as Redis 7.0
-// words it: the error (with its code), then the script and the line.
+// words it: the error (with its code), then the script (its sha, or the
+// function's name), its chunk and the line.
 func (e *Engine) errorText(err error) string {
 	msg, line := err.Error(), 0
 	if ae, ok := err.(*lua.ApiError); ok {
@@ -436,7 +497,7 @@ func (e *Engine) errorText(err error) string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s script: %s, on @user_script:%d.", strings.TrimPrefix(msg, "-"), e.running, line)
+	return fmt.Sprintf("%s script: %s, on @%s:%d.", strings.TrimPrefix(msg, "-"), e.running, e.cur.chunk, line)
 }
 
 // toRESP converts a script's return value into a reply in protocol

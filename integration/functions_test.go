@@ -1,0 +1,443 @@
+package integration
+
+import (
+	bin "encoding/binary"
+	"hash/crc64"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rlserver/rlserver/internal/redistest"
+	"github.com/rlserver/rlserver/script"
+)
+
+// lib is a library's code: its shebang line, then body.
+func lib(name, body string) string { return "#!lua name=" + name + "\n" + body }
+
+// TestFunctionsAgainstRedis: Redis 7's functions, the same requests to
+// redis-server and to rlserver, in RESP2 and RESP3, replies compared:
+// FUNCTION LOAD [REPLACE] and its errors (metadata, names, the engine,
+// the load sandbox where only redis.register_function, redis.log and the
+// version fields exist, the load timeout, register_function's forms and
+// refusals, collisions), FCALL and FCALL_RO with every flag and error,
+// FUNCTION LIST with its options, STATS, DELETE, FLUSH, DUMP (byte for
+// byte), KILL with nothing running, functions inside MULTI and refused
+// from scripts. Each FUNCTION LIST names one library: Redis lists
+// libraries, and functions, in its hash tables' order.
+func TestFunctionsAgainstRedis(t *testing.T) {
+	t.Parallel()
+	echo := lib("echo", "redis.register_function('echo', function(keys, args) return {keys[1], args[1], #keys, #args} end)")
+	set := lib("setter", "redis.register_function{function_name='set', callback=function(keys, args) return redis.call('SET', keys[1], args[1]) end, description='sets a key'}")
+	get := lib("getter", "redis.register_function{function_name='get', callback=function(keys, args) return redis.call('GET', keys[1]) end, flags={'no-writes'}}")
+	flags := lib("flagged", "redis.register_function{function_name='flagged', callback=function() return redis.call('PING') end,\n"+
+		"flags={'no-writes', 'ALLOW-OOM', 'allow-stale', 'no-cluster', 'allow-cross-slot-keys'}, description=''}")
+	diffRequests(t, [][]string{
+		{"FUNCTION", "FLUSH"},
+		{"FUNCTION", "LIST"},
+		{"FUNCTION", "STATS"},
+		{"FUNCTION", "DUMP"},
+		{"FUNCTION", "LOAD", echo},
+		{"FUNCTION", "LIST", "WITHCODE"},
+		{"FUNCTION", "DUMP"},
+		{"FCALL", "echo", "1", "k", "a"},
+		{"FCALL", "ECHO", "0"},
+		{"FCALL_RO", "echo", "0"},
+		{"FUNCTION", "LOAD", echo},
+		{"FUNCTION", "LOAD", "REPLACE", echo},
+		{"FUNCTION", "LOAD", "replace", "REPLACE", echo},
+		{"FUNCTION", "LOAD", set},
+		{"FCALL", "set", "1", "k", "v"},
+		{"GET", "k"},
+		{"FCALL_RO", "set", "1", "k", "v"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "setter"},
+		{"FUNCTION", "LOAD", get},
+		{"FCALL_RO", "get", "1", "k"},
+		{"FCALL", "get", "1", "k"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "GET*", "WITHCODE"},
+		{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "g?tter"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "nomatch"},
+		{"FUNCTION", "LOAD", flags},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "flagged"},
+		{"FCALL_RO", "flagged", "0"},
+		{"FUNCTION", "STATS"},
+		// FCALL's errors.
+		{"FCALL", "nosuch", "0"},
+		{"FCALL", "nosuch", "x"},
+		{"FCALL", "echo", "x"},
+		{"FCALL", "echo", "-1"},
+		{"FCALL", "echo", "2", "a"},
+		{"FCALL", "echo", "99999999999999999999"},
+		{"FCALL", "echo"},
+		{"FCALL_RO", "echo"},
+		// FUNCTION LOAD's refusals: nothing changes.
+		{"FUNCTION", "LOAD"},
+		{"FUNCTION", "LOAD", "REPLACE"},
+		{"FUNCTION", "LOAD", "foo", echo},
+		{"FUNCTION", "LOAD", "return 1"},
+		{"FUNCTION", "LOAD", "#!lua"},
+		{"FUNCTION", "LOAD", "#!lua name=x"},
+		{"FUNCTION", "LOAD", "#!lua\nreturn 1"},
+		{"FUNCTION", "LOAD", "#!lua name=x name=y\n"},
+		{"FUNCTION", "LOAD", "#!lua foo=bar\n"},
+		{"FUNCTION", "LOAD", "#!lua name=a-b\n"},
+		{"FUNCTION", "LOAD", "#!lua name=\n"},
+		{"FUNCTION", "LOAD", "#!lua NAME=\"x y\"\n"},
+		{"FUNCTION", "LOAD", "#!lua name=\"x\n"},
+		{"FUNCTION", "LOAD", "#!foo name=x\n"},
+		{"FUNCTION", "LOAD", "#! lua name=x\n"},
+		{"FUNCTION", "LOAD", "#!LUA name=up\nredis.register_function('up', function() return 'up' end)"},
+		{"FCALL", "up", "0"},
+		{"FUNCTION", "LOAD", lib("e", "")},
+		{"FUNCTION", "LOAD", lib("e", "return 1")},
+		{"FUNCTION", "LOAD", lib("e", "local a =")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('a-b', function() end)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('', function() end)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', 1)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function({}, function() end)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x')")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function()")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end, 3)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x'}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{callback=function() end}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=function() end, flags={'bad'}}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=function() end, flags={1}}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=function() end, flags='no-writes'}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=function() end, foo=1}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=1}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name={}, callback=function() end}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function{function_name='x', callback=function() end, description={}}")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) redis.register_function('x', function() end)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('echo', function() end)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('ECHO', function() end)")},
+		// The load sandbox: no globals but redis, no redis.call.
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) redis.call('PING')")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) return math.floor(1)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) error('boom')")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) x = 1")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) redis.foo = 1")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) return redis.setresp")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) return KEYS")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) redis.log(redis.LOG_WARNING)")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) redis.log(99, 'x')")},
+		{"FUNCTION", "LOAD", lib("e", "redis.register_function('x', function() end) local i = 0 while true do i = i + 1 end")},
+		{"FUNCTION", "LOAD", lib("fine", "redis.log(redis.LOG_DEBUG, 'loading') local v = redis.LOG_NOTICE + #redis.REDIS_VERSION + redis.REDIS_VERSION_NUM\n"+
+			"redis.register_function(5, function() return v > 0 end)\nredis.register_function{function_name='described', description=7, callback=function() return 1 end}\nreturn 5")},
+		{"FCALL", "5", "0"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "e*"},
+		{"FUNCTION", "STATS"},
+		// A REPLACE whose function another library has: refused, the old
+		// library kept.
+		{"FUNCTION", "LOAD", "REPLACE", lib("echo", "redis.register_function('set', function() end)")},
+		{"FCALL", "echo", "0"},
+		// Running functions: errors, the sandbox, conversions.
+		{"FUNCTION", "LOAD", lib("run", "redis.register_function('boom', function() error('boom') end)\n"+
+			"redis.register_function('reply', function() return redis.error_reply('MY err') end)\n"+
+			"redis.register_function('raise', function() error({err='X y'}) end)\n"+
+			"redis.register_function('unknown', function() return redis.call('nosuch') end)\n"+
+			"redis.register_function('nested', function() return redis.call('FCALL', 'echo', 0) end)\n"+
+			"redis.register_function('fnlist', function() return redis.call('FUNCTION', 'LIST') end)\n"+
+			"redis.register_function('global', function() x = 1 end)\n"+
+			"redis.register_function('keys', function() return KEYS end)\n"+
+			"redis.register_function('status', function() return {ok='fine'} end)\n"+
+			"redis.register_function('mixed', function(k, a) return {1, 'two', {3, nil, 4}, true, false, 3.99, k, a} end)\n"+
+			"redis.register_function('resp3', function(k) redis.setresp(3) return redis.call('HGETALL', k[1]) end)\n"+
+			"redis.register_function('maths', function() return {math.floor(2.5), string.len('abc'), cjson.encode({1}), redis.sha1hex('')} end)\n"+
+			"local reg = redis.register_function\n"+
+			"redis.register_function('late', function() return reg('b', function() end) end)")},
+		{"FCALL", "boom", "0"},
+		{"FCALL", "reply", "0"},
+		{"FCALL", "raise", "0"},
+		{"FCALL", "unknown", "0"},
+		{"FCALL", "nested", "0"},
+		{"FCALL", "fnlist", "0"},
+		{"FCALL", "global", "0"},
+		{"FCALL", "keys", "0"},
+		{"FCALL", "status", "0"},
+		{"FCALL", "mixed", "2", "k1", "k2", "a1"},
+		{"HSET", "h", "f", "v"},
+		{"FCALL", "resp3", "1", "h"},
+		{"FCALL", "maths", "0"},
+		{"FCALL", "late", "0"},
+		{"EVAL", "return redis.call('FCALL', 'echo', 0)", "0"},
+		{"FCALL_RO", "get", "1", "h"},
+		{"FUNCTION", "LOAD", lib("ro", "redis.register_function{function_name='ro_set', callback=function(k) return redis.call('SET', k[1], 'x') end, flags={'no-writes'}}")},
+		{"FCALL", "ro_set", "1", "k"},
+		{"FCALL_RO", "ro_set", "1", "k"},
+		// MULTI.
+		{"MULTI"},
+		{"FCALL", "set", "1", "m", "1"},
+		{"FCALL", "get", "1", "m"},
+		{"EXEC"},
+		// FUNCTION LIST's and the other subcommands' errors.
+		{"FUNCTION", "LIST", "LIBRARYNAME"},
+		{"FUNCTION", "LIST", "WITHCODE", "WITHCODE"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "a", "LIBRARYNAME", "b"},
+		{"FUNCTION", "LIST", "bogus"},
+		{"FUNCTION", "STATS", "x"},
+		{"FUNCTION", "DUMP", "x"},
+		{"FUNCTION", "KILL"},
+		{"FUNCTION", "KILL", "x"},
+		{"FUNCTION", "DELETE"},
+		{"FUNCTION", "DELETE", "a", "b"},
+		{"FUNCTION", "DELETE", "nosuch"},
+		{"FUNCTION", "DELETE", "ECHO"},
+		{"FUNCTION", "DELETE", "echo"},
+		{"FCALL", "echo", "0"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "echo"},
+		{"FUNCTION", "NOSUCH"},
+		{"FUNCTION", "FLUSH", "NOW"},
+		{"FUNCTION", "FLUSH", "a", "b"},
+		{"FUNCTION", "FLUSH", "ASYNC"},
+		{"FUNCTION", "STATS"},
+		{"FUNCTION", "LOAD", get},
+		{"FUNCTION", "FLUSH", "sync"},
+		{"FUNCTION", "LIST"},
+	})
+}
+
+// funcPayload builds a FUNCTION DUMP payload of raw entries (an RDB type
+// byte, then a string), as Redis checksums it.
+func funcPayload(version uint16, entries ...string) string {
+	var p []byte
+	for _, e := range entries {
+		p = append(p, e...)
+	}
+	p = bin.LittleEndian.AppendUint16(p, version)
+	crc := ^crc64.Update(^uint64(0), crc64.MakeTable(0x95ac9329ac4bc9b5), p)
+	return string(bin.LittleEndian.AppendUint64(p, crc))
+}
+
+// dumpOf is the FUNCTION DUMP payload of libraries, as rlserver makes it
+// (which TestFunctionsAgainstRedis checks is Redis's).
+func dumpOf(t *testing.T, codes ...string) string {
+	e := script.New()
+	for _, c := range codes {
+		if _, err := e.LoadLibrary([]byte(c), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, p := e.DumpFunctions()
+	return string(p)
+}
+
+// rdbString is s as a verbatim RDB string (shorter than 64 bytes).
+func rdbString(s string) string { return string(rune(len(s))) + s }
+
+// TestFunctionRestoreAgainstRedis: FUNCTION RESTORE with each policy and
+// its refusals, the same payloads to both servers: a library already
+// there (APPEND), replaced (REPLACE), every other removed (FLUSH), a
+// function another library has, two libraries of one name, a library
+// that does not load, a payload of another type, the pre-GA format, a
+// bad checksum or version, a string that runs past the end.
+func TestFunctionRestoreAgainstRedis(t *testing.T) {
+	t.Parallel()
+	a := lib("a", "redis.register_function('fa', function() return 'a' end)")
+	a2 := lib("a", "redis.register_function('fa2', function() return 'a2' end)")
+	b := lib("b", "redis.register_function('fb', function() return 'b' end)")
+	clash := lib("c", "redis.register_function('FB', function() return 'c' end)")
+	pa, pa2, pab, pc := dumpOf(t, a), dumpOf(t, a2), dumpOf(t, a, b), dumpOf(t, clash)
+	broken := []byte(pa)
+	broken[5] ^= 0xff
+	short := lib("s", "redis.register_function('s', function() end)")
+	diffRequests(t, [][]string{
+		{"FUNCTION", "FLUSH"},
+		{"FUNCTION", "RESTORE", pa},
+		{"FCALL", "fa", "0"},
+		{"FUNCTION", "RESTORE", pa},
+		{"FUNCTION", "RESTORE", pa, "APPEND"},
+		{"FUNCTION", "RESTORE", pa2, "replace"},
+		{"FCALL", "fa", "0"},
+		{"FCALL", "fa2", "0"},
+		{"FUNCTION", "RESTORE", pab, "REPLACE"},
+		{"FUNCTION", "RESTORE", pc},
+		{"FCALL", "fb", "0"},
+		{"FUNCTION", "RESTORE", pc, "FLUSH"},
+		{"FCALL", "fa", "0"},
+		{"FCALL", "fb", "0"},
+		{"FCALL", "FB", "0"},
+		{"FUNCTION", "RESTORE", pa, "bogus"},
+		{"FUNCTION", "RESTORE", pa, "APPEND", "x"},
+		{"FUNCTION", "RESTORE", string(broken)},
+		{"FUNCTION", "RESTORE", "short"},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf5"+rdbString(short), "\xf5"+rdbString(short))},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf5"+rdbString("return 1"))},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf5"+rdbString(lib("z", "return 1")))},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\x00"+rdbString(short))},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf6"+rdbString(short))},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf6\x03pre\x03LUA\x01\x02dd"+rdbString("\nredis.register_function('pre', function() return 1 end)"))},
+		{"FCALL", "pre", "0"},
+		{"FUNCTION", "LIST", "LIBRARYNAME", "pre", "WITHCODE"},
+		{"FUNCTION", "RESTORE", funcPayload(10, "\xf5\x3fshort")},
+		{"FUNCTION", "RESTORE", funcPayload(9, "\xf5"+rdbString(short))},
+		{"FCALL", "s", "0"},
+		{"FUNCTION", "RESTORE", funcPayload(10)},
+		{"FUNCTION", "RESTORE", funcPayload(10), "FLUSH"},
+		{"FUNCTION", "STATS"},
+	})
+}
+
+// TestFunctionDumpFromRedis: a payload redis-server dumps of several
+// libraries restores on rlserver (and rlserver's on redis-server): the
+// same libraries, each function answering the same.
+func TestFunctionDumpFromRedis(t *testing.T) {
+	t.Parallel()
+	ours := dial(t, start(t))
+	theirs := dial(t, &server{Addr: redistest.Start(t)})
+	var codes []string
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		codes = append(codes, lib(name, "-- "+strings.Repeat(name+" ", 30)+"\n"+
+			"redis.register_function('"+name+"', function(keys, args) return {'"+name+"', keys[1], args[1]} end)"))
+	}
+	for _, c := range codes {
+		theirs.cmd("FUNCTION", "LOAD", c).reply()
+	}
+	payload := theirs.cmd("FUNCTION", "DUMP").reply()
+	payload = payload[strings.Index(payload, " ")+1:]
+	if got := ours.cmd("FUNCTION", "RESTORE", payload).reply(); got != "+OK" {
+		t.Fatalf("RESTORE of redis-server's payload: %q", got)
+	}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		if got, want := ours.cmd("FCALL", name, "1", "k", "a").reply(), theirs.cmd("FCALL", name, "1", "k", "a").reply(); got != want {
+			t.Errorf("FCALL %s: %q, want %q", name, got, want)
+		}
+		if got, want := ours.cmd("FUNCTION", "LIST", "LIBRARYNAME", name, "WITHCODE").reply(), theirs.cmd("FUNCTION", "LIST", "LIBRARYNAME", name, "WITHCODE").reply(); got != want {
+			t.Errorf("FUNCTION LIST %s: %q, want %q", name, got, want)
+		}
+	}
+	// And back: rlserver's payload (libraries in name order) on redis-server.
+	ours.cmd("FUNCTION", "LOAD", lib("delta", "redis.register_function('delta', function() return 'd' end)")).reply()
+	payload = ours.cmd("FUNCTION", "DUMP").reply()
+	payload = payload[strings.Index(payload, " ")+1:]
+	if got := theirs.cmd("FUNCTION", "RESTORE", payload, "FLUSH").reply(); got != "+OK" {
+		t.Fatalf("RESTORE of rlserver's payload on redis-server: %q", got)
+	}
+	if got := theirs.cmd("FCALL", "delta", "0").reply(); got != "$1 d" {
+		t.Fatalf("FCALL delta on redis-server: %q", got)
+	}
+}
+
+var durationMs = regexp.MustCompile(`duration_ms :\d+`)
+
+// TestBusyFunctionAgainstRedis: beside a function that loops, once busy,
+// both servers answer other
+// clients the BUSY that names FUNCTION KILL, FUNCTION STATS describes it
+// (its duration aside), SCRIPT KILL refuses to kill it, FUNCTION KILL
+// does, and the function answers that it was killed. Then a function that
+// wrote is unkillable, and EVAL is answered BUSY. (rlserver serves a
+// connection per goroutine here: a script runs on its connection's event
+// loop.)
+func TestBusyFunctionAgainstRedis(t *testing.T) {
+	t.Parallel()
+	ours := start(t, "--io", "goroutines")
+	theirs := &server{Addr: redistest.Start(t)}
+	var got [2][]string
+	for i, srv := range []*server{ours, theirs} {
+		a, b := dial(t, srv), dial(t, srv)
+		b.cmd("FUNCTION", "LOAD", lib("busy", "redis.register_function('spin', function() while true do end end)\n"+
+			"redis.register_function('spinw', function(k) redis.call('SET', k[1], 1) while true do end end)"))
+		if r := b.reply(); r != "$4 busy" {
+			t.Fatalf("%s: FUNCTION LOAD: %q", srv.Addr, r)
+		}
+		// rlserver stops a script that has not written at the threshold
+		// itself, Redis waits for a KILL: 0 makes rlserver busy at once
+		// and never stop it, where Redis's 0 is never busy.
+		threshold := "10"
+		if srv == ours {
+			threshold = "0"
+		}
+		if r := b.cmd("CONFIG", "SET", "busy-reply-threshold", threshold).reply(); r != "+OK" {
+			t.Fatalf("%s: CONFIG SET busy-reply-threshold: %q", srv.Addr, r)
+		}
+		got[i] = append(got[i], b.cmd("FUNCTION", "STATS").reply())
+		a.cmd("FCALL", "spin", "0")
+		deadline := time.Now().Add(10 * time.Second)
+		busy := ""
+		for busy == "" && time.Now().Before(deadline) {
+			if r := b.cmd("PING").reply(); strings.HasPrefix(r, "-BUSY") {
+				busy = r
+			}
+		}
+		stats := durationMs.ReplaceAllString(b.cmd("FUNCTION", "STATS").reply(), "duration_ms :N")
+		got[i] = append(got[i], busy, stats, b.cmd("SCRIPT", "KILL").reply(), b.cmd("FUNCTION", "KILL").reply(), a.reply(), b.cmd("PING").reply())
+		// A function that wrote is unkillable. (rlserver is busy at once:
+		// a KILL that comes before the write stops it, and it runs again.)
+		unkillable := ""
+		deadline = time.Now().Add(10 * time.Second)
+		for unkillable == "" && time.Now().Before(deadline) {
+			a.cmd("FCALL", "spinw", "1", "w")
+			for time.Now().Before(deadline) {
+				r := b.cmd("FUNCTION", "KILL").reply()
+				if strings.HasPrefix(r, "-UNKILLABLE") {
+					unkillable = r
+					break
+				}
+				if r == "+OK" {
+					a.reply()
+					break
+				}
+			}
+		}
+		got[i] = append(got[i], unkillable, b.cmd("GET", "w").reply(), b.cmd("EVAL", "return 1", "0").reply())
+	}
+	if !strings.HasPrefix(got[1][1], "-BUSY") {
+		t.Fatalf("redis-server never answered BUSY: %q", got[1])
+	}
+	for j := range got[0] {
+		if got[0][j] != got[1][j] {
+			t.Errorf("reply %d: got %q, want %q", j, got[0][j], got[1][j])
+		}
+	}
+}
+
+// TestFunctionsOOMAgainstRedis: past maxmemory under noeviction, both
+// servers refuse FCALL of a function that may write (its flags make it a
+// denyoom command) and FUNCTION LOAD, and run one flagged allow-oom (whose
+// writes then pass the bound) or no-writes.
+func TestFunctionsOOMAgainstRedis(t *testing.T) {
+	t.Parallel()
+	diffRequests(t, [][]string{
+		{"FUNCTION", "FLUSH"},
+		{"FUNCTION", "LOAD", lib("oom", "redis.register_function('w', function(k) return redis.call('SET', k[1], 'w') end)\n"+
+			"redis.register_function{function_name='oomw', callback=function(k) return redis.call('SET', k[1], 'oom') end, flags={'allow-oom'}}\n"+
+			"redis.register_function{function_name='r', callback=function(k) return redis.call('GET', k[1]) end, flags={'no-writes'}}")},
+		{"SET", "fill", strings.Repeat("v", 100000)},
+		{"CONFIG", "SET", "maxmemory-policy", "noeviction"},
+		{"CONFIG", "SET", "maxmemory", "1"},
+		{"FCALL", "w", "1", "k"},
+		{"FCALL", "oomw", "1", "k"},
+		{"FCALL", "r", "1", "k"},
+		{"FCALL_RO", "r", "1", "k"},
+		{"FCALL", "nosuch", "0"},
+		{"FUNCTION", "LOAD", lib("more", "redis.register_function('more', function() end)")},
+		{"FUNCTION", "DELETE", "oom"},
+		{"CONFIG", "SET", "maxmemory", "0"},
+		{"FUNCTION", "LIST"},
+	})
+}
+
+// TestFunctionsACL: FCALL is checked as any command: a user without it
+// is refused, its keys must match the user's patterns, and the commands a
+// function runs are checked against the user too.
+func TestFunctionsACL(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	admin := s.client(t, 2)
+	do(t, admin, "FUNCTION", "LOAD", lib("acl", "redis.register_function('setk', function(k, a) return redis.call('SET', k[1], a[1]) end)\n"+
+		"redis.register_function('flush', function() return redis.call('FLUSHALL') end)")).equal("acl")
+	do(t, admin, "ACL", "SETUSER", "app", "on", ">pw", "~app:*", "+fcall", "+set", "+get").equal("OK")
+	do(t, admin, "ACL", "SETUSER", "nofcall", "on", ">pw", "~*", "+set").equal("OK")
+	app := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "app", Password: "pw", Protocol: 2})
+	nofcall := redis.NewClient(&redis.Options{Addr: s.Addr, Username: "nofcall", Password: "pw", Protocol: 2})
+	t.Cleanup(func() { app.Close(); nofcall.Close() })
+	do(t, app, "FCALL", "setk", "1", "app:k", "v").equal("OK")
+	do(t, app, "FCALL", "setk", "1", "other:k", "v").errIs("NOPERM No permissions to access a key")
+	if err := do(t, app, "FCALL", "flush", "0").err; err == nil || !strings.Contains(err.Error(), "flushall") {
+		t.Fatalf("FLUSHALL from a function of a user without it: %v", err)
+	}
+	do(t, app, "FUNCTION", "LIST").errIs("NOPERM User app has no permissions to run the 'function|list' command")
+	do(t, nofcall, "FCALL", "setk", "1", "k", "v").errIs("NOPERM User nofcall has no permissions to run the 'fcall' command")
+	do(t, admin, "GET", "app:k").equal("v")
+	do(t, admin, "EXISTS", "other:k").equal(0)
+}
