@@ -71,6 +71,10 @@ type Config struct {
 	// Slowlog configures SLOWLOG and the latency monitor; nil means
 	// Redis's defaults.
 	Slowlog *SlowlogConfig
+	// Scripts is the Lua engine: EVAL's scripts and the function
+	// libraries, which persistence and replication keep too. Default: a
+	// new engine.
+	Scripts *script.Engine
 	// MoveHold bounds how long a command whose key's slot is being handed
 	// to another node waits for the handover before answering TRYAGAIN
 	// (see holdMoving). Default 1 s.
@@ -140,7 +144,10 @@ func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 	if cfg.MoveHold <= 0 {
 		cfg.MoveHold = time.Second
 	}
-	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now(), scripts: script.New()}
+	if cfg.Scripts == nil {
+		cfg.Scripts = script.New()
+	}
+	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now(), scripts: cfg.Scripts}
 	pass := cfg.RequirePass
 	h.requirePass.Store(&pass)
 	h.acl = newACL(h.table, cfg.ACLFile)

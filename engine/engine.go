@@ -22,7 +22,8 @@ type Kind uint8
 
 // Each kind's constant is declared in its algorithm's file, next to its
 // register call (which refuses a value taken twice): 1 throttle (GCRA),
-// 2 token bucket, 3 leaky bucket, 4 window, 5 concurrency.
+// 2 token bucket, 3 leaky bucket, 4 window, 5 concurrency. 15 is never a
+// kind: persist's record of the function libraries takes it.
 
 // kindInfo describes a limiter kind to the keyspace and persistence: the
 // name TYPE reports and a constructor of its fresh state. Each algorithm's

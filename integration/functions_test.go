@@ -5,6 +5,7 @@ import (
 	"hash/crc64"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -440,4 +441,58 @@ func TestFunctionsACL(t *testing.T) {
 	do(t, nofcall, "FCALL", "setk", "1", "k", "v").errIs("NOPERM User nofcall has no permissions to run the 'fcall' command")
 	do(t, admin, "GET", "app:k").equal("v")
 	do(t, admin, "EXISTS", "other:k").equal(0)
+}
+
+// TestFunctionsPersist: the function libraries survive a restart: after
+// SAVE and kill -9, and after a clean shutdown (SIGTERM, which rewrites
+// the store); so do their deletion and FUNCTION FLUSH. Keys beside them
+// are restored as ever, a key named "functions" (their record's name)
+// among them.
+func TestFunctionsPersist(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startIn(t, dir)
+	c := dial(t, s)
+	alpha := lib("alpha", "redis.register_function{function_name='alpha', callback=function(k, a) return 'alpha ' .. a[1] end, flags={'no-writes'}, description='first'}")
+	beta := lib("beta", "-- "+strings.Repeat("compressible ", 20)+"\nredis.register_function('beta', function(k) return redis.call('INCR', k[1]) end)")
+	for _, req := range [][]string{{"FUNCTION", "LOAD", alpha}, {"FUNCTION", "LOAD", beta}, {"SET", "functions", "a key"}, {"FCALL", "beta", "1", "n"}} {
+		if r := c.cmd(req...).reply(); strings.HasPrefix(r, "-") {
+			t.Fatalf("%q: %s", req, r)
+		}
+	}
+	list, dump := c.cmd("FUNCTION", "LIST", "WITHCODE").reply(), c.cmd("FUNCTION", "DUMP").reply()
+	check := func(want map[string]string) {
+		t.Helper()
+		for req, w := range want {
+			if got := c.cmd(strings.Fields(req)...).reply(); got != w {
+				t.Fatalf("after the restart, %s: %q, want %q", req, got, w)
+			}
+		}
+	}
+	c.cmd("SAVE").reply()
+	s.kill()
+	s = startIn(t, dir)
+	c = dial(t, s)
+	if !strings.Contains(s.logs.String(), ", 2 keys restored in ") {
+		t.Fatalf("the ready line does not say 2 keys restored:\n%s", s.logs)
+	}
+	check(map[string]string{
+		"FUNCTION LIST WITHCODE": list, "FUNCTION DUMP": dump, "FCALL alpha 0 x": "$7 alpha x",
+		"FCALL beta 1 n": ":2", "GET functions": "$5 a key",
+	})
+	c.cmd("FUNCTION", "DELETE", "alpha").reply()
+	list = c.cmd("FUNCTION", "LIST", "WITHCODE").reply()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(t); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM", code)
+	}
+	s = startIn(t, dir)
+	c = dial(t, s)
+	check(map[string]string{"FUNCTION LIST WITHCODE": list, "FCALL alpha 0 x": "-ERR Function not found", "FCALL beta 1 n": ":3"})
+	c.cmd("FUNCTION", "FLUSH").reply()
+	c.cmd("SAVE").reply()
+	s.kill()
+	s = startIn(t, dir)
+	c = dial(t, s)
+	check(map[string]string{"FUNCTION LIST": "*0", "GET functions": "$5 a key", "GET n": "$1 3"})
 }

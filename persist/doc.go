@@ -36,6 +36,14 @@
 //	        | uvarint payload length | payload
 //	delete: 2 | uvarint key length | key
 //
+// One record is not a key's: the function libraries (FUNCTION LOAD), a
+// put of kind KindFunctions (15, which no engine.Kind takes) under the key
+// "functions", expire 0, whose payload is FUNCTION DUMP's (package script);
+// the last one Load meets holds them all. The saver writes it after each
+// change to them and in every rewrite. Load hands it to the saver's
+// Functions instead of the keyspace; a deletion of the key "functions" is
+// always a keyspace key's.
+//
 // Releases before the log stored one Pebble key per limiter key ('k' |
 // key, value = version | kind | expire | payload, the same fields). Load
 // reads those first, then the log; the first rewrite deletes them.

@@ -67,6 +67,11 @@ type Saver struct {
 	mark   func() func()
 	commit func() // the last flush's Mark, run when it is durable; guarded by mu
 
+	// The function libraries, kept beside the keys (nil: none): fnWritten
+	// is the version of them the store holds; guarded by mu.
+	fns       Functions
+	fnWritten uint64
+
 	stop chan struct{}
 	done chan struct{}
 }
@@ -93,7 +98,32 @@ type SaverOptions struct {
 	// made before Mark, is durable. A replica keeps its replication
 	// position this way.
 	Mark func() func()
+	// Functions, if set, are the function libraries (FUNCTION LOAD):
+	// restored at start, and written whole by the flush that follows a
+	// change and by every rewrite. Default: none.
+	Functions Functions
 }
+
+// Functions is state the saver keeps beside the keys: Redis's function
+// libraries (package script's Engine), written whole, as FUNCTION DUMP's
+// payload, in one record of kind KindFunctions. Its methods must be safe
+// for concurrent use.
+type Functions interface {
+	// FunctionsVersion changes whenever the libraries do.
+	FunctionsVersion() uint64
+	// DumpFunctions returns the libraries' payload and their version.
+	DumpFunctions() (version uint64, payload []byte)
+	// ReplaceFunctions makes a payload's libraries the only ones.
+	ReplaceFunctions(payload []byte) error
+}
+
+// KindFunctions is the kind of the record holding the function libraries:
+// never a limiter's or a value's (engine.Kind stops below it). Its key is
+// functionsKey, which a key of the keyspace may also be: records are told
+// apart by kind (a deletion, which has none, is always a key's).
+const KindFunctions uint8 = engine.MaxKinds - 1
+
+var functionsKey = []byte("functions")
 
 // NewSaver restores every record of store that has not expired into keys
 // (which must be empty and track changes), then starts flushing every
@@ -106,7 +136,7 @@ func NewSaver(store Store, keys *shard.Store, clock *clock.Clock, opts SaverOpti
 		opts.Logger = func(string, ...any) {}
 	}
 	s := &Saver{store: store, keys: keys, clock: clock, logf: opts.Logger, interval: opts.Interval, mark: opts.Mark,
-		stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
+		fns: opts.Functions, stop: make(chan struct{}), done: make(chan struct{}), rwNext: -1}
 	if err := s.restore(); err != nil {
 		return nil, err
 	}
@@ -141,7 +171,12 @@ func (s *Saver) restore() error {
 		}
 	}()
 	b := <-free
+	var fnPayload []byte // the last functions record's
 	st, err := s.store.Load(now, func(r Record) error {
+		if r.Kind == KindFunctions && !r.Deleted {
+			fnPayload = append(fnPayload[:0], r.Payload...)
+			return nil
+		}
 		var state engine.State
 		if !r.Deleted {
 			var err error
@@ -164,6 +199,17 @@ func (s *Saver) restore() error {
 	}
 	for _, e := range st.Errors {
 		s.logf("skipped a record that cannot be decoded: %v", e)
+	}
+	if fnPayload != nil && s.fns != nil {
+		if err := s.fns.ReplaceFunctions(fnPayload); err != nil {
+			// As a record that does not decode: skipped, and dropped by
+			// the next rewrite.
+			s.logf("skipped the function libraries, which do not load: %v", err)
+			st.Skipped++
+		}
+	}
+	if s.fns != nil {
+		s.fnWritten = s.fns.FunctionsVersion()
 	}
 	n := 0
 	for i := 0; i < s.keys.NumShards(); i++ {
@@ -567,6 +613,18 @@ func (s *Saver) flush(finish bool) (wrote bool, err error) {
 	}
 	if err == nil {
 		err = write()
+	}
+	// The function libraries, when they changed, and in the flush that
+	// commits a rewrite (what it wrote before is dropped).
+	if s.fns != nil && err == nil {
+		if v := s.fns.FunctionsVersion(); v != s.fnWritten || s.rwNext >= 0 && markTo == n {
+			v, payload := s.fns.DumpFunctions()
+			if err = s.store.Apply([]Record{{Key: functionsKey, Version: FormatV2, Kind: KindFunctions, Payload: payload}}, nil); err != nil {
+				s.lost.Store(true) // the next flush rewrites all
+			} else {
+				s.fnWritten, wrote = v, true
+			}
+		}
 	}
 	if err == nil && s.rwNext >= 0 {
 		if s.rwNext = markTo; s.rwNext == n {

@@ -28,6 +28,7 @@ import (
 	"github.com/rlserver/rlserver/memlimit"
 	"github.com/rlserver/rlserver/repl"
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -411,7 +412,9 @@ func run(args []string) int {
 	if mserver != nil {
 		defer mserver.Close()
 	}
-	p, err := openPersistence(o, store, clock)
+	// The Lua engine first: persistence restores its function libraries.
+	scripts := script.New()
+	p, err := openPersistence(o, store, clock, scripts)
 	if err != nil {
 		log.Printf("error: %v", err)
 		return 1
@@ -423,6 +426,7 @@ func run(args []string) int {
 		clusterEnabled = "yes"
 	}
 	cfg := command.Config{
+		Scripts:       scripts,
 		RequirePass:   o.requirepass,
 		ACLFile:       o.aclFile,
 		EnableDebug:   o.enableDebug.on,

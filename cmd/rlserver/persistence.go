@@ -10,16 +10,17 @@ import (
 
 	"github.com/rlserver/rlserver/clock"
 	"github.com/rlserver/rlserver/persist"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
 )
 
 // openPersistence opens the Pebble store under o.dir and restores the
-// keyspace from it; with --dir ” it returns nil (in memory only). A
+// keyspace (and the function libraries, into scripts) from it; with --dir ” it returns nil (in memory only). A
 // directory that cannot be opened, is locked by another process, or holds
 // less than its flush record says (unless --recover-damaged-store) is an
 // error: the server never starts silently empty. A store on a full or
 // read-only disk is restored read-only and written once the fault clears.
-func openPersistence(o *options, store *shard.Store, clock *clock.Clock) (*persist.Saver, error) {
+func openPersistence(o *options, store *shard.Store, clock *clock.Clock, scripts *script.Engine) (*persist.Saver, error) {
 	if o.dir == "" {
 		return nil, nil
 	}
@@ -46,7 +47,7 @@ func openPersistence(o *options, store *shard.Store, clock *clock.Clock) (*persi
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
 	saver, err := persist.NewSaver(db, store, clock, persist.SaverOptions{
-		Interval: o.saveInterval, Logger: log.Printf,
+		Interval: o.saveInterval, Logger: log.Printf, Functions: scripts,
 		Mark: func() func() {
 			if n := o.replication.Load(); n != nil {
 				return n.Mark()
