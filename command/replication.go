@@ -72,7 +72,7 @@ type SlotImporter interface {
 }
 
 // rlreplContainer is RLREPL, the commands a primary sends its replicas
-// (see package repl).
+// (see package repl), and its function libraries (FUNCTIONS).
 func rlreplContainer() *Command {
 	c := container("rlrepl", "server", "Replication stream from a cluster primary to its replica (internal).",
 		sub("rlrepl|hello", 6, "Starts a replication link: returns the position the replica resumes from.", cmdReplHello,
@@ -82,6 +82,7 @@ func rlreplContainer() *Command {
 		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
 		sub("rlrepl|continue", -4, "The primary continues the history the replica offered a position in: go on in its own stream.", cmdReplContinue,
 			argStr("replid"), many(argInt("position"))),
+		sub("rlrepl|functions", 3, "Replaces the function libraries with a FUNCTION DUMP payload's.", cmdReplFunctions, argStr("payload")),
 		sub("rlrepl|import", 4, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard"), argStr("incarnation")),
 		sub("rlrepl|move", 6, "Applies change-stream bytes of the slots moving from a shard.", cmdReplMove,
 			argStr("from-shard"), argInt("shards"), argInt("shard"), argStr("entries")),
@@ -133,6 +134,19 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 	for _, p := range pos {
 		c.W.BulkString(p)
 	}
+}
+
+// cmdReplFunctions takes the primary's function libraries, whole (they
+// are loaded without FUNCTION LOAD's time bound: the primary ran them).
+func cmdReplFunctions(c *Ctx, args [][]byte) {
+	if replicaLink(c) == nil {
+		return
+	}
+	if err := c.h.scripts.ReplaceFunctions(args[2]); err != nil {
+		c.err(err.Error())
+		return
+	}
+	c.W.OK()
 }
 
 func cmdReplContinue(c *Ctx, args [][]byte) {

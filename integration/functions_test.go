@@ -3,7 +3,9 @@ package integration
 import (
 	bin "encoding/binary"
 	"hash/crc64"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,6 +225,12 @@ func dumpOf(t *testing.T, codes ...string) string {
 	return string(p)
 }
 
+// bulkOf is the string of a bulk reply as rawConn.reply renders it.
+func bulkOf(reply string) string {
+	_, s, _ := strings.Cut(reply, " ")
+	return s
+}
+
 // rdbString is s as a verbatim RDB string (shorter than 64 bytes).
 func rdbString(s string) string { return string(rune(len(s))) + s }
 
@@ -294,8 +302,7 @@ func TestFunctionDumpFromRedis(t *testing.T) {
 	for _, c := range codes {
 		theirs.cmd("FUNCTION", "LOAD", c).reply()
 	}
-	payload := theirs.cmd("FUNCTION", "DUMP").reply()
-	payload = payload[strings.Index(payload, " ")+1:]
+	payload := bulkOf(theirs.cmd("FUNCTION", "DUMP").reply())
 	if got := ours.cmd("FUNCTION", "RESTORE", payload).reply(); got != "+OK" {
 		t.Fatalf("RESTORE of redis-server's payload: %q", got)
 	}
@@ -309,8 +316,7 @@ func TestFunctionDumpFromRedis(t *testing.T) {
 	}
 	// And back: rlserver's payload (libraries in name order) on redis-server.
 	ours.cmd("FUNCTION", "LOAD", lib("delta", "redis.register_function('delta', function() return 'd' end)")).reply()
-	payload = ours.cmd("FUNCTION", "DUMP").reply()
-	payload = payload[strings.Index(payload, " ")+1:]
+	payload = bulkOf(ours.cmd("FUNCTION", "DUMP").reply())
 	if got := theirs.cmd("FUNCTION", "RESTORE", payload, "FLUSH").reply(); got != "+OK" {
 		t.Fatalf("RESTORE of rlserver's payload on redis-server: %q", got)
 	}
@@ -495,4 +501,76 @@ func TestFunctionsPersist(t *testing.T) {
 	s = startIn(t, dir)
 	c = dial(t, s)
 	check(map[string]string{"FUNCTION LIST": "*0", "GET functions": "$5 a key", "GET n": "$1 3"})
+}
+
+// TestFunctionsReplicate: in cluster mode a primary's function libraries
+// reach its replica (WAIT counts it once they have), as do their deletion
+// and FUNCTION FLUSH; a replica restarted from its directory, and one
+// wiped, have them again once synchronised. On the replica the libraries
+// cannot change (READONLY); a READONLY connection runs a no-writes
+// function there, a function that may write is sent to the primary
+// (MOVED), or refused without keys. FCALL's keys must share a slot
+// (CROSSSLOT) and be the node's (MOVED); no-cluster functions are refused.
+func TestFunctionsReplicate(t *testing.T) {
+	t.Parallel()
+	c := startRLCluster(t, "--save-interval", "100ms")
+	p0, r3 := dial(t, c.Nodes[0]), dial(t, c.Nodes[3])
+	want := func(conn *rawConn, req []string, reply string) {
+		t.Helper()
+		if got := conn.cmd(req...).reply(); got != reply {
+			t.Fatalf("%q: %q, want %q", req, got, reply)
+		}
+	}
+	code := lib("rl", "redis.register_function('incr', function(k) return redis.call('INCR', k[1]) end)\n"+
+		"redis.register_function{function_name='get', callback=function(k) return redis.call('GET', k[1]) end, flags={'no-writes'}}\n"+
+		"redis.register_function{function_name='nc', callback=function() return 1 end, flags={'no-writes', 'no-cluster'}}")
+	want(p0, []string{"FUNCTION", "LOAD", code}, "$2 rl")
+	want(p0, []string{"FCALL", "incr", "1", "{user1000}.n"}, ":1")
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	list := p0.cmd("FUNCTION", "LIST", "WITHCODE").reply()
+	want(r3, []string{"FUNCTION", "LIST", "WITHCODE"}, list)
+	moved := "-MOVED 3443 127.0.0.1:" + strconv.Itoa(c.Ports[0])
+	for _, req := range [][]string{
+		{"FUNCTION", "LOAD", "REPLACE", code}, {"FUNCTION", "DELETE", "rl"}, {"FUNCTION", "FLUSH"},
+		{"FUNCTION", "RESTORE", bulkOf(p0.cmd("FUNCTION", "DUMP").reply()), "FLUSH"},
+	} {
+		want(r3, req, "-READONLY You can't write against a read only replica.")
+	}
+	want(r3, []string{"FCALL", "get", "1", "{user1000}.n"}, moved)
+	want(r3, []string{"READONLY"}, "+OK")
+	want(r3, []string{"FCALL", "get", "1", "{user1000}.n"}, "$1 1")
+	want(r3, []string{"FCALL_RO", "get", "1", "{user1000}.n"}, "$1 1")
+	want(r3, []string{"FCALL", "incr", "1", "{user1000}.n"}, moved)
+	want(r3, []string{"FCALL", "incr", "0"}, "-READONLY You can't write against a read only replica.")
+	want(p0, []string{"FCALL", "incr", "2", "{user1000}.n", "other"}, "-CROSSSLOT Keys in request don't hash to the same slot")
+	if got := p0.cmd("FCALL", "incr", "1", "other").reply(); !strings.HasPrefix(got, "-MOVED ") {
+		t.Fatalf("FCALL of a key of another shard: %q, want MOVED", got)
+	}
+	want(p0, []string{"FCALL", "nc", "0"}, "-ERR Can not run script on cluster, 'no-cluster' flag is set.")
+
+	// A restarted replica resumes, a wiped one copies all: both get the
+	// libraries.
+	c.Nodes[3].kill()
+	want(p0, []string{"FUNCTION", "LOAD", lib("more", "redis.register_function('more', function() return 'more' end)")}, "$4 more")
+	c.Nodes[3] = c.startNode(t, 3)
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	list = p0.cmd("FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "more").reply()
+	r3 = dial(t, c.Nodes[3])
+	want(r3, []string{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "more"}, list)
+	c.Nodes[3].kill()
+	if err := os.RemoveAll(c.Dirs[3]); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[3] = c.startNode(t, 3)
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	r3 = dial(t, c.Nodes[3])
+	want(r3, []string{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "more"}, list)
+	want(r3, []string{"FUNCTION", "STATS"}, p0.cmd("FUNCTION", "STATS").reply())
+
+	want(p0, []string{"FUNCTION", "DELETE", "rl"}, "+OK")
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	want(r3, []string{"FUNCTION", "LIST", "LIBRARYNAME", "rl"}, "*0")
+	want(p0, []string{"FUNCTION", "FLUSH"}, "+OK")
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	want(r3, []string{"FUNCTION", "LIST"}, "*0")
 }

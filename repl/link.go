@@ -30,6 +30,7 @@ type link struct {
 	quit    chan struct{}
 	wake    chan struct{}
 	acked   []atomic.Uint64 // per shard: the position the replica acknowledged
+	fnAcked atomic.Uint64   // the function libraries' version the replica acknowledged, plus one (0: none this session)
 	online  atomic.Bool     // synchronised: acked is the replica's position
 	lastAck atomic.Int64    // Unix ns of the last acknowledgement
 	conn    atomic.Pointer[net.Conn]
@@ -67,6 +68,16 @@ func (l *link) has(target []uint64) bool {
 	return true
 }
 
+// hasFunctions reports whether the replica acknowledged the function
+// libraries of version v, or a later one.
+func (l *link) hasFunctions(v uint64) bool {
+	if l.n.cfg.Functions == nil {
+		return true
+	}
+	a := l.fnAcked.Load()
+	return a > 0 && a-1 >= v
+}
+
 func (l *link) stopped() bool {
 	select {
 	case <-l.quit:
@@ -101,11 +112,13 @@ func (l *link) run() {
 }
 
 // pending is a sent command whose reply is awaited: its acknowledgement
-// sets the shard's position (shard -1: none), or, last, marks the replica
+// sets the shard's position (shard -1: none), the function libraries'
+// version (fns, plus one; 0: none), or, last, marks the replica
 // synchronised.
 type pending struct {
 	shard  int
 	pos    uint64
+	fns    uint64
 	synced bool
 }
 
@@ -210,6 +223,19 @@ func (l *link) session() error {
 		return nil
 	}
 	var buf []byte
+	// The function libraries, sent whole at the beginning of the session
+	// and whenever they change.
+	l.fnAcked.Store(0)
+	var fnSent uint64 // the version sent, plus one (0: none yet)
+	sendFunctions := func() error {
+		fns := l.n.cfg.Functions
+		if fns == nil || fnSent > 0 && fns.FunctionsVersion() == fnSent-1 {
+			return nil
+		}
+		v, payload := fns.DumpFunctions()
+		fnSent = v + 1
+		return send(pending{shard: -1, fns: v + 1}, []byte("RLREPL"), []byte("FUNCTIONS"), payload)
+	}
 	if cont != nil {
 		args := [][]byte{[]byte("RLREPL"), []byte("CONTINUE"), []byte(l.n.replid)}
 		for _, p := range cont {
@@ -238,6 +264,10 @@ func (l *link) session() error {
 			}
 			keys += n
 		}
+		if err := sendFunctions(); err != nil {
+			feed.Close()
+			return err
+		}
 		if err := send(pending{shard: -1, synced: true}, []byte("RLREPL"), []byte("SYNCED")); err != nil {
 			feed.Close()
 			return err
@@ -255,6 +285,9 @@ func (l *link) session() error {
 	for {
 		passBegan := time.Now()
 		sent := false
+		if err := sendFunctions(); err != nil {
+			return err
+		}
 		for i := 0; i < ns; i++ {
 			var pos uint64
 			var err error
@@ -343,6 +376,9 @@ func (l *link) readAcks(r *replyReader, acks <-chan pending) error {
 		p := <-acks
 		if p.shard >= 0 {
 			l.acked[p.shard].Store(p.pos)
+		}
+		if p.fns > 0 {
+			l.fnAcked.Store(p.fns)
 		}
 		if p.synced {
 			l.online.Store(true)

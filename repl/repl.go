@@ -45,11 +45,26 @@ type Config struct {
 	// gives the slots to the importing shard. nil: no coordinator (a
 	// static topology moves no slot).
 	Moved func(to, from string) error
+	// Functions, if set, are the node's function libraries (FUNCTION
+	// LOAD): a primary sends them whole to each replica when a session
+	// begins and whenever they change (RLREPL FUNCTIONS), and WAIT counts
+	// a replica once it has them too. nil: none.
+	Functions Functions
 	// CopyChanged publishes the replica's copy (Copy) at once, before the
 	// primary learns that the copy is complete: a decision WAIT confirms
 	// on it is then never on a replica the coordinator thinks ineligible.
 	// nil: nothing to publish to.
 	CopyChanged func()
+}
+
+// Functions is what replication needs of the function libraries (package
+// script's Engine); its methods must be safe for concurrent use.
+type Functions interface {
+	// FunctionsVersion changes whenever the libraries do.
+	FunctionsVersion() uint64
+	// DumpFunctions returns the libraries as FUNCTION DUMP's payload, and
+	// their version.
+	DumpFunctions() (version uint64, payload []byte)
 }
 
 // Node is a cluster node's replication: the primary's links to its
@@ -175,6 +190,14 @@ func (n *Node) notify() {
 	close(*old)
 }
 
+// functionsVersion is the function libraries' version (0 without any).
+func (n *Node) functionsVersion() uint64 {
+	if n.cfg.Functions == nil {
+		return 0
+	}
+	return n.cfg.Functions.FunctionsVersion()
+}
+
 func (n *Node) isReplica() bool { return n.cfg.Cluster.View().Self.Replica }
 
 // Offset is the primary's stream length over every shard, or what the
@@ -212,6 +235,7 @@ func (n *Node) Drain(timeout time.Duration) (acked, replicas int) {
 // at once.
 func (n *Node) Wait(want int, timeout time.Duration, gone <-chan struct{}) int {
 	target := n.cfg.Store.Heads(nil)
+	fv := n.functionsVersion()
 	var deadline <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -223,7 +247,7 @@ func (n *Node) Wait(want int, timeout time.Duration, gone <-chan struct{}) int {
 		got := 0
 		n.mu.Lock()
 		for _, l := range n.links {
-			if l.has(target) {
+			if l.has(target) && l.hasFunctions(fv) {
 				got++
 			} else {
 				l.nudge()

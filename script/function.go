@@ -265,7 +265,7 @@ const errBadName = "ERR Library names can only contain letters, numbers, or unde
 func (e *Engine) LoadLibrary(code []byte, replace bool) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	next, name, err := e.loadInto(e.libs.Load(), code, replace)
+	next, name, err := e.loadInto(e.libs.Load(), code, replace, loadTimeout)
 	if err != nil {
 		return "", err
 	}
@@ -274,8 +274,9 @@ func (e *Engine) LoadLibrary(code []byte, replace bool) (string, error) {
 }
 
 // loadInto returns s with the library of code added (s is not changed),
-// as Redis's functionsCreateWithLibraryCtx. The caller holds e.mu.
-func (e *Engine) loadInto(s *libSet, code []byte, replace bool) (*libSet, string, error) {
+// as Redis's functionsCreateWithLibraryCtx; its code may run for timeout
+// (0: no bound). The caller holds e.mu.
+func (e *Engine) loadInto(s *libSet, code []byte, replace bool, timeout time.Duration) (*libSet, string, error) {
 	md, err := parseMeta(code)
 	if err != nil {
 		return nil, "", err
@@ -289,7 +290,7 @@ func (e *Engine) loadInto(s *libSet, code []byte, replace bool) (*libSet, string
 	if s.libs[md.name] != nil && !replace {
 		return nil, "", fmt.Errorf("ERR Library '%s' already exists", md.name)
 	}
-	lib, err := e.create(md, code)
+	lib, err := e.create(md, code, timeout)
 	if err != nil {
 		return nil, "", err
 	}
@@ -298,9 +299,9 @@ func (e *Engine) loadInto(s *libSet, code []byte, replace bool) (*libSet, string
 }
 
 // create compiles a library's code and runs it, for it to register its
-// functions, under the load sandbox and loadTimeout. The caller holds
-// e.mu.
-func (e *Engine) create(md meta, code []byte) (*Library, error) {
+// functions, under the load sandbox, for timeout at most (0: no bound).
+// The caller holds e.mu.
+func (e *Engine) create(md meta, code []byte, timeout time.Duration) (*Library, error) {
 	v := e.functionsVM()
 	L, f := v.L, e.fenv
 	chunk, err := parse.Parse(bytes.NewReader(md.body), "user_function")
@@ -316,9 +317,14 @@ func (e *Engine) create(md meta, code []byte) (*Library, error) {
 	fn.Env = f.env // and so every function it makes
 	lib := &Library{Name: md.name, Code: bytes.Clone(code)}
 
-	ctx, cancel := context.WithTimeoutCause(context.Background(), loadTimeout, errLoadTimeout)
+	ctx, cancel := context.WithCancel(context.Background())
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(context.Background(), timeout, errLoadTimeout)
+		L.SetContext(ctx)
+	} else {
+		L.RemoveContext()
+	}
 	defer cancel()
-	L.SetContext(ctx)
 	f.meta.RawSetString("__index", f.libAPI)
 	e.loading, e.cur = &loadState{lib: lib}, v
 	L.Push(fn)
@@ -569,6 +575,12 @@ const (
 // RestoreFunctions loads the libraries of a FUNCTION DUMP payload (FUNCTION
 // RESTORE); on any error nothing changes.
 func (e *Engine) RestoreFunctions(payload []byte, policy RestorePolicy) error {
+	return e.restore(payload, policy, loadTimeout)
+}
+
+// restore is RestoreFunctions, each library's code run for timeout at
+// most (0: no bound).
+func (e *Engine) restore(payload []byte, policy RestorePolicy, timeout time.Duration) error {
 	codes, err := parseDump(payload)
 	if err != nil {
 		return err
@@ -577,7 +589,7 @@ func (e *Engine) RestoreFunctions(payload []byte, policy RestorePolicy) error {
 	defer e.mu.Unlock()
 	loaded := &libSet{libs: map[string]*Library{}, funcs: map[string]*Function{}}
 	for _, code := range codes {
-		if loaded, _, err = e.loadInto(loaded, code, false); err != nil {
+		if loaded, _, err = e.loadInto(loaded, code, false, timeout); err != nil {
 			return err
 		}
 	}
@@ -597,7 +609,9 @@ func (e *Engine) RestoreFunctions(payload []byte, policy RestorePolicy) error {
 
 // ReplaceFunctions makes the libraries of a FUNCTION DUMP payload the
 // only ones (FUNCTION RESTORE's FLUSH policy): how a restart and a
-// replica take them.
+// replica take them. Their code runs without FUNCTION LOAD's time bound,
+// as Redis loads them from its RDB file or its primary: each ran within
+// it once, and a slower machine must not refuse it.
 func (e *Engine) ReplaceFunctions(payload []byte) error {
-	return e.RestoreFunctions(payload, RestoreFlush)
+	return e.restore(payload, RestoreFlush, 0)
 }

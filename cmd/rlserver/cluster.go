@@ -15,6 +15,7 @@ import (
 	"github.com/rlserver/rlserver/coord"
 	"github.com/rlserver/rlserver/repl"
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -24,7 +25,7 @@ import (
 // (--cluster-etcd: the node registers with the id kept in --dir and
 // follows the topology the elected coordinator writes). The commands get
 // the state before they serve; stop leaves etcd.
-func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *clock.Clock) (*repl.Node, func(), error) {
+func startCluster(o *options, srv *resp.Server, commands *command.Handler, store *shard.Store, clock *clock.Clock, scripts *script.Engine) (*repl.Node, func(), error) {
 	port := o.announcePort
 	if port == 0 {
 		port = srv.Addr().(*net.TCPAddr).Port
@@ -68,7 +69,7 @@ func startCluster(o *options, srv *resp.Server, commands *command.Handler, store
 			c.Publish()
 		}
 	}
-	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf, Moved: moved, CopyChanged: publish})
+	r := repl.New(repl.Config{Store: store, Clock: clock, Cluster: st, User: o.masterUser, Password: o.masterAuth, Dir: o.dir, Logf: log.Printf, Moved: moved, CopyChanged: publish, Functions: scripts})
 	o.replication.Store(r)
 	commands.SetCluster(st, r)
 	if o.clusterEtcd == "" {

@@ -576,7 +576,7 @@ func run(args []string) int {
 	var replication *repl.Node
 	var stopCluster func()
 	if o.clusterConfig != "" || o.clusterEtcd != "" {
-		if replication, stopCluster, err = startCluster(o, srv, commands, store, clock); err != nil {
+		if replication, stopCluster, err = startCluster(o, srv, commands, store, clock, scripts); err != nil {
 			log.Printf("error: %v", err)
 			srv.Close(time.Second)
 			if p != nil {
