@@ -174,8 +174,9 @@ func TestScriptingAgainstRedis(t *testing.T) {
 // TestBusyScriptAgainstRedis: beside a script that wrote and loops, past
 // busy-reply-threshold, both servers answer other clients the same
 // -BUSY, let SCRIPT KILL through with the same UNKILLABLE, keep
-// answering HELLO, and let SHUTDOWN through to refuse anything but
-// NOSAVE (BUSY; a syntax error first). (rlserver serves a connection per goroutine here: a
+// answering HELLO, let SHUTDOWN through to refuse anything but NOSAVE
+// (BUSY; a syntax error first), and refuse FUNCTION STATS and FUNCTION
+// KILL (a script, not a function, runs). (rlserver serves a connection per goroutine here: a
 // script runs on its connection's event loop, see docs/commands.md.)
 func TestBusyScriptAgainstRedis(t *testing.T) {
 	ours := start(t, "--io", "goroutines")
@@ -198,7 +199,8 @@ func TestBusyScriptAgainstRedis(t *testing.T) {
 			}
 		}
 		got[i] = append(got[i], busy)
-		for _, req := range [][]string{{"GET", "busykey"}, {"CL.THROTTLE", "x", "1", "1", "1"}, {"SCRIPT", "KILL"}, {"HELLO", "2"}, {"SHUTDOWN"}, {"SHUTDOWN", "BOGUS"}} {
+		for _, req := range [][]string{{"GET", "busykey"}, {"CL.THROTTLE", "x", "1", "1", "1"}, {"SCRIPT", "KILL"}, {"HELLO", "2"}, {"SHUTDOWN"}, {"SHUTDOWN", "BOGUS"},
+			{"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}} {
 			got[i] = append(got[i], b.cmd(req...).reply())
 		}
 	}

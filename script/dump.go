@@ -214,7 +214,7 @@ func readRDBString(b []byte) ([]byte, int, bool) {
 			return nil, 0, false
 		}
 		ulen, s2, e2, ok2 := readRDBLen(b[s1:])
-		if !ok2 || e2 || clen > uint64(len(b)-s1-s2) || ulen == 0 || ulen > maxLibrary {
+		if !ok2 || e2 || clen > uint64(len(b)-s1-s2) || ulen == 0 || ulen > lzfMaxRatio*clen {
 			return nil, 0, false
 		}
 		in := b[s1+s2 : s1+s2+int(clen)]
@@ -227,10 +227,9 @@ func readRDBString(b []byte) ([]byte, int, bool) {
 	return nil, 0, false
 }
 
-// maxLibrary bounds the decompressed size of a library RESTORE accepts
-// before allocating it (a payload is itself bounded by
-// proto-max-bulk-len, but its lengths are not).
-const maxLibrary = 512 << 20
+// lzfMaxRatio bounds what LZF makes of a byte (a 3-byte back reference
+// copies 264): a length beyond is refused before it is allocated.
+const lzfMaxRatio = 88
 
 func itoa(n int64) []byte {
 	var b [20]byte

@@ -128,6 +128,7 @@ func TestParseDumpRefuses(t *testing.T) {
 		{payload(rdbVersion, []byte{rdbOpFunction2, 0x3f, 'x'}), "ERR Failed loading library payload"},
 		{payload(rdbVersion, []byte{rdbOpFunction2, 0xc3, 2, 50, 1, 'x'}), "ERR Failed loading library payload"},
 		{payload(rdbVersion, []byte{rdbOpFunction2, 0xc5}), "ERR Failed loading library payload"},
+		{payload(rdbVersion, []byte{rdbOpFunction2, 0xc3, 1, 0x80, 0x7f, 0xff, 0xff, 0xff, 0xe0}), "ERR Failed loading library payload"},
 	} {
 		e := New()
 		if err := e.RestoreFunctions(c.p, RestoreAppend); err == nil || err.Error() != c.want {
@@ -208,4 +209,38 @@ func TestRestorePolicies(t *testing.T) {
 	if e.FunctionsVersion() <= v0 {
 		t.Fatal("the version did not move")
 	}
+}
+
+// FuzzRestoreFunctions: no payload, checksummed or not, makes RESTORE
+// panic; one refused changes nothing.
+func FuzzRestoreFunctions(f *testing.F) {
+	code := []byte("#!lua name=a\nredis.register_function('a', function() return 1 end)")
+	f.Add(appendDump(nil, [][]byte{code}))
+	f.Add(appendRDBString([]byte{rdbOpFunction2}, code))
+	f.Add([]byte{rdbOpFunctionPreGA, 1, 'a', 3, 'L', 'U', 'A', 0, 0x40, 0x01})
+	f.Add([]byte{rdbOpFunction2, 0xc3, 0x05, 0x20, 0x00, 'a', 0x20, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e := New()
+		if _, err := e.LoadLibrary([]byte("#!lua name=keep\nredis.register_function('keep', function() end)"), false); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range [][]byte{b, payload(rdbVersion, b)} {
+			if err := e.RestoreFunctions(p, RestoreAppend); err != nil && e.Function([]byte("keep")) == nil {
+				t.Fatalf("a refused restore removed a library: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzLoadLibrary: no code makes FUNCTION LOAD panic.
+func FuzzLoadLibrary(f *testing.F) {
+	for _, s := range []string{"#!lua name=a\nredis.register_function('a', function() end)", "#!lua name=\"a\nb", "#!", "#!lua name=x\n\x00",
+		"#!lua name=x\nredis.register_function{function_name='f', callback=function() end, flags={'no-writes', 3}}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, code []byte) {
+		e := New()
+		e.LoadLibrary(code, false)
+		e.LoadLibrary(code, true)
+	})
 }
