@@ -128,6 +128,9 @@ func TestFunctionsAgainstRedis(t *testing.T) {
 		{"FUNCTION", "LOAD", lib("fine", "redis.log(redis.LOG_DEBUG, 'loading') local v = redis.LOG_NOTICE + #redis.REDIS_VERSION + redis.REDIS_VERSION_NUM\n"+
 			"redis.register_function(5, function() return v > 0 end)\nredis.register_function{function_name='described', description=7, callback=function() return 1 end}\nreturn 5")},
 		{"FCALL", "5", "0"},
+		{"FUNCTION", "LOAD", lib("concat", "local at_load = 'v' .. 1.5 .. '/' .. 0.1 + 0.2\n"+
+			"redis.register_function('concat', function(k, a) return {at_load, a[1] .. (0.1 + 0.2), 2^53 .. ''} end)")},
+		{"FCALL", "concat", "0", "x"},
 		{"FUNCTION", "LIST", "LIBRARYNAME", "e*"},
 		{"FUNCTION", "STATS"},
 		// A REPLACE whose function another library has: refused, the old

@@ -177,6 +177,7 @@ func (e *Engine) functionsVM() *vm {
 	protect(r)
 	api := L.NewTable()
 	api.RawSetString("redis", r)
+	api.RawSetString(concatName, L.NewFunction(concat)) // what `..` compiles to (see concat.go)
 	protect(api)
 	f := &fenv{env: L.NewTable(), meta: L.NewTable(), globals: L.Get(lua.GlobalsIndex).(*lua.LTable), libAPI: api}
 	f.meta.RawSetString("__index", f.globals)
@@ -308,6 +309,7 @@ func (e *Engine) create(md meta, code []byte, timeout time.Duration) (*Library, 
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling function: user_function:%s", compileMsg(err, md.body))
 	}
+	rewriteConcat(chunk)
 	p, err := lua.Compile(chunk, "user_function")
 	if err != nil {
 		return nil, fmt.Errorf("ERR Error compiling function: user_function:%s", compileMsg(err, md.body))
@@ -317,14 +319,15 @@ func (e *Engine) create(md meta, code []byte, timeout time.Duration) (*Library, 
 	fn.Env = f.env // and so every function it makes
 	lib := &Library{Name: md.name, Code: bytes.Clone(code)}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	if timeout > 0 {
-		ctx, cancel = context.WithTimeoutCause(context.Background(), timeout, errLoadTimeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errLoadTimeout)
+		defer cancel()
 		L.SetContext(ctx)
 	} else {
 		L.RemoveContext()
 	}
-	defer cancel()
 	f.meta.RawSetString("__index", f.libAPI)
 	e.loading, e.cur = &loadState{lib: lib}, v
 	L.Push(fn)
