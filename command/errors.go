@@ -13,6 +13,13 @@ const (
 	errScriptWrite      = "ERR Write commands are not allowed from read-only scripts."
 	errNumKeys          = "ERR Number of keys can't be greater than number of args"
 	errNumKeysNeg       = "ERR Number of keys can't be negative"
+	errFcallNumKeys     = "ERR Bad number of keys provided"
+	errFunctionNotFound = "ERR Function not found"
+	errFcallRO          = "ERR Can not execute a script with write flag using *_ro command."
+	errNoClusterFlag    = "ERR Can not run script on cluster, 'no-cluster' flag is set."
+	errFunctionFlush    = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+	errNoLibraryName    = "ERR library name argument was not given"
+	errRestorePolicy    = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE."
 	errSyntax           = "ERR syntax error"
 	errNotInt           = "ERR value is not an integer or out of range"
 	errWrongType        = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -103,6 +110,12 @@ func errUnknownCommand(args [][]byte) string {
 func errUnknownSubcommand(container string, sub []byte) string {
 	return "ERR unknown subcommand '" + trunc(sub) + "'. Try " + strings.ToUpper(container) + " HELP."
 }
+
+// errFunctionOption is FUNCTION LOAD's refusal of an option.
+func errFunctionOption(opt []byte) string { return "ERR Unknown option given: " + string(opt) }
+
+// errFunctionListArg is FUNCTION LIST's refusal of an argument.
+func errFunctionListArg(arg []byte) string { return "ERR Unknown argument " + string(arg) }
 
 // errSubcommandSyntax is a container's refusal of a subcommand's
 // arguments (addReplySubcommandSyntaxError): args[1] as sent.

@@ -23,7 +23,8 @@ const Version = "0.1.0"
 
 // redisVersion is the Redis version whose behaviour rlserver follows; HELLO
 // and INFO report it so that clients gating features on it work unchanged.
-const redisVersion = "7.4.0"
+// Scripts see it too (redis.REDIS_VERSION).
+const redisVersion = script.RedisVersion
 
 // Config is the commands' configuration. The zero value of each field means
 // its default.

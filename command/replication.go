@@ -82,7 +82,8 @@ func rlreplContainer() *Command {
 		sub("rlrepl|synced", 2, "Ends a full copy.", cmdReplSynced),
 		sub("rlrepl|continue", -4, "The primary continues the history the replica offered a position in: go on in its own stream.", cmdReplContinue,
 			argStr("replid"), many(argInt("position"))),
-		sub("rlrepl|functions", 3, "Replaces the function libraries with a FUNCTION DUMP payload's.", cmdReplFunctions, argStr("payload")),
+		sub("rlrepl|functions", 4, "Replaces the function libraries with a FUNCTION DUMP payload's, sent in pieces (MORE, then LAST).", cmdReplFunctions,
+			oneof("part", token("MORE"), token("LAST")), argStr("piece")),
 		sub("rlrepl|import", 4, "Begins importing the slots moving from a shard: their keys are removed.", cmdReplImport, argStr("from-shard"), argStr("incarnation")),
 		sub("rlrepl|move", 6, "Applies change-stream bytes of the slots moving from a shard.", cmdReplMove,
 			argStr("from-shard"), argInt("shards"), argInt("shard"), argStr("entries")),
@@ -136,13 +137,27 @@ func cmdReplHello(c *Ctx, args [][]byte) {
 	}
 }
 
-// cmdReplFunctions takes the primary's function libraries, whole (they
-// are loaded without FUNCTION LOAD's time bound: the primary ran them).
+// cmdReplFunctions takes the primary's function libraries, whole: a
+// FUNCTION DUMP payload, in pieces under proto-max-bulk-len, the last one
+// applying them all (loaded without FUNCTION LOAD's time bound: the
+// primary ran them).
 func cmdReplFunctions(c *Ctx, args [][]byte) {
 	if replicaLink(c) == nil {
 		return
 	}
-	if err := c.h.scripts.ReplaceFunctions(args[2]); err != nil {
+	last := equalFold(args[2], "LAST")
+	if !last && !equalFold(args[2], "MORE") {
+		c.err(errSyntax)
+		return
+	}
+	c.sess.fnParts = append(c.sess.fnParts, args[3]...)
+	if !last {
+		c.W.OK()
+		return
+	}
+	payload := c.sess.fnParts
+	c.sess.fnParts = nil
+	if err := c.h.scripts.ReplaceFunctions(payload); err != nil {
 		c.err(err.Error())
 		return
 	}

@@ -130,7 +130,7 @@ func cmdFunctionLoad(c *Ctx, args [][]byte) {
 	replace, last := false, len(args)-1
 	for _, a := range args[2:last] {
 		if !equalFold(a, "REPLACE") {
-			c.err("ERR Unknown option given: " + string(a))
+			c.err(errFunctionOption(a))
 			return
 		}
 		replace = true
@@ -159,7 +159,7 @@ func cmdFunctionFlush(c *Ctx, args [][]byte) {
 		c.err(errSubcommandSyntax(args))
 		return
 	case len(args) == 3 && !equalFold(args[2], "ASYNC") && !equalFold(args[2], "SYNC"):
-		c.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+		c.err(errFunctionFlush)
 		return
 	}
 	c.h.scripts.FlushFunctions()
@@ -177,13 +177,13 @@ func cmdFunctionList(c *Ctx, args [][]byte) {
 			withCode = true
 		case pattern == nil && equalFold(a, "LIBRARYNAME"):
 			if i == len(args)-1 {
-				c.err("ERR library name argument was not given")
+				c.err(errNoLibraryName)
 				return
 			}
 			i++
 			pattern = []byte(strings.ToLower(string(args[i])))
 		default:
-			c.err("ERR Unknown argument " + string(a))
+			c.err(errFunctionListArg(a))
 			return
 		}
 	}
@@ -249,7 +249,7 @@ func cmdFunctionRestore(c *Ctx, args [][]byte) {
 		case equalFold(args[3], "FLUSH"):
 			policy = script.RestoreFlush
 		default:
-			c.err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+			c.err(errRestorePolicy)
 			return
 		}
 	}
@@ -354,10 +354,10 @@ func cmdFcall(c *Ctx, args [][]byte, ro bool) {
 	n, ok := resp.ParseInt(args[2])
 	switch {
 	case f == nil:
-		c.err("ERR Function not found")
+		c.err(errFunctionNotFound)
 		return
 	case !ok:
-		c.err("ERR Bad number of keys provided")
+		c.err(errFcallNumKeys)
 		return
 	case int(n) > len(args)-3:
 		c.err(errNumKeys)
@@ -366,12 +366,12 @@ func cmdFcall(c *Ctx, args [][]byte, ro bool) {
 		c.err(errNumKeysNeg)
 		return
 	case f.Flags&script.NoCluster != 0 && c.h.cfg.Cluster != nil:
-		c.err("ERR Can not run script on cluster, 'no-cluster' flag is set.")
+		c.err(errNoClusterFlag)
 		return
 	}
 	writes := f.Flags&script.NoWrites == 0
 	if writes && ro {
-		c.err("ERR Can not execute a script with write flag using *_ro command.")
+		c.err(errFcallRO)
 		return
 	}
 	keys, argv := args[3:3+n], args[3+n:]

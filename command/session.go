@@ -26,6 +26,7 @@ type Session struct {
 	redirect int64      // CLIENT TRACKING ... REDIRECT id
 	caching  bool       // CLIENT CACHING YES: for the next command, or the MULTI it starts
 	readOnly bool       // READONLY: a replica runs this connection's reads of its slots
+	fnParts  []byte     // RLREPL FUNCTIONS: the primary's libraries received so far
 
 	batchCmd int64    // commands run in this batch, published at its end
 	last     *Command // the last command run, published at the batch's end

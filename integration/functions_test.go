@@ -2,7 +2,9 @@ package integration
 
 import (
 	bin "encoding/binary"
+	"fmt"
 	"hash/crc64"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"strconv"
@@ -569,6 +571,26 @@ func TestFunctionsReplicate(t *testing.T) {
 	r3 = dial(t, c.Nodes[3])
 	want(r3, []string{"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "more"}, list)
 	want(r3, []string{"FUNCTION", "STATS"}, p0.cmd("FUNCTION", "STATS").reply())
+
+	// Libraries of more than the replica's proto-max-bulk-len in all go
+	// in pieces.
+	r := rand.New(rand.NewPCG(43, 1))
+	for i := range 5 {
+		comment := make([]byte, 300<<10)
+		for j := range comment {
+			comment[j] = byte('!' + r.IntN(90))
+		}
+		name := fmt.Sprintf("big%d", i)
+		want(p0, []string{"FUNCTION", "LOAD", lib(name, "--[==["+string(comment)+"]==]\nredis.register_function('"+name+"', function() return 1 end)")}, "$4 "+name)
+	}
+	want(p0, []string{"WAIT", "1", "10000"}, ":1")
+	dump := p0.cmd("FUNCTION", "DUMP").reply()
+	if len(dump) < 1<<20 {
+		t.Fatalf("the big libraries dump to %d bytes, want more than 1 MB", len(dump))
+	}
+	if got := r3.cmd("FUNCTION", "DUMP").reply(); got != dump {
+		t.Fatalf("the replica's payload (%d bytes) differs from the primary's (%d bytes)", len(got), len(dump))
+	}
 
 	want(p0, []string{"FUNCTION", "DELETE", "rl"}, "+OK")
 	want(p0, []string{"WAIT", "1", "10000"}, ":1")

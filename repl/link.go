@@ -234,7 +234,15 @@ func (l *link) session() error {
 		}
 		v, payload := fns.DumpFunctions()
 		fnSent = v + 1
-		return send(pending{shard: -1, fns: v + 1}, []byte("RLREPL"), []byte("FUNCTIONS"), payload)
+		// In pieces of chunkBytes, under the replica's proto-max-bulk-len;
+		// the last applies them.
+		for len(payload) > chunkBytes {
+			if err := send(pending{shard: -1}, []byte("RLREPL"), []byte("FUNCTIONS"), []byte("MORE"), payload[:chunkBytes]); err != nil {
+				return err
+			}
+			payload = payload[chunkBytes:]
+		}
+		return send(pending{shard: -1, fns: v + 1}, []byte("RLREPL"), []byte("FUNCTIONS"), []byte("LAST"), payload)
 	}
 	if cont != nil {
 		args := [][]byte{[]byte("RLREPL"), []byte("CONTINUE"), []byte(l.n.replid)}
