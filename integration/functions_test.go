@@ -599,3 +599,60 @@ func TestFunctionsReplicate(t *testing.T) {
 	want(p0, []string{"WAIT", "1", "10000"}, ":1")
 	want(r3, []string{"FUNCTION", "LIST"}, "*0")
 }
+
+// TestFunctionsConcurrent: clients calling functions while others
+// replace, delete, list, dump and restore the libraries: each call answers
+// a version of its function or that it is not found, nothing else, and
+// the race detector sees nothing.
+func TestFunctionsConcurrent(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	version := func(v int) string {
+		return lib("conc", fmt.Sprintf("redis.register_function('conc', function(k) redis.call('INCR', k[1]) return %d end)", v))
+	}
+	admin := s.client(t, 2)
+	do(t, admin, "FUNCTION", "LOAD", version(0)).equal("conc")
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	for i := range 6 {
+		c := s.client(t, 2+i%2)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				v, err := c.Do(ctx, "FCALL", "conc", "1", fmt.Sprint("k", i)).Result()
+				if err != nil && err.Error() != "ERR Function not found" {
+					errs <- fmt.Errorf("FCALL: %v", err)
+					return
+				}
+				if err == nil {
+					if n, ok := v.(int64); !ok || n < 0 || n > 50 {
+						errs <- fmt.Errorf("FCALL answered %v", v)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for v := 1; v <= 50; v++ {
+		do(t, admin, "FUNCTION", "LOAD", "REPLACE", version(v)).equal("conc")
+		do(t, admin, "FUNCTION", "LIST")
+		do(t, admin, "FUNCTION", "STATS")
+		dump := do(t, admin, "FUNCTION", "DUMP").val
+		if v%10 == 0 {
+			do(t, admin, "FUNCTION", "DELETE", "conc").equal("OK")
+			do(t, admin, "FUNCTION", "RESTORE", dump).equal("OK")
+		}
+	}
+	close(stop)
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(t, admin, "FCALL", "conc", "1", "k").equal(50)
+}
