@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlserver/rlserver/cluster"
+	"github.com/rlserver/rlserver/internal/ports"
 )
 
 // The reference layout: shard i's primary is node i, its replica node i+3.
@@ -79,16 +79,15 @@ func (n *redisNode) stop() {
 // that start servers on them retry with new ports when a bind fails.
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	free := make([]int, n)
+	for i := range free {
+		p, err := ports.Free()
 		if err != nil {
 			t.Fatalf("finding a free port: %v", err)
 		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+		free[i] = p
 	}
-	return ports
+	return free
 }
 
 // startRedisCluster starts six redis-server processes in cluster mode on

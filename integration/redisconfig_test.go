@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,19 +19,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlserver/rlserver/internal/ports"
 	"github.com/rlserver/rlserver/internal/redistest"
 )
 
 // freePort returns a loopback port free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
+	return strconv.Itoa(p)
 }
 
 // serves starts cmd, a server told to listen on port, and reports whether

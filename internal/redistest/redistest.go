@@ -5,8 +5,11 @@ package redistest
 import (
 	"net"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rlserver/rlserver/internal/ports"
 )
 
 // Start runs redis-server on a free loopback port, in memory, until the
@@ -16,13 +19,12 @@ func Start(t testing.TB) string {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (%v): run ./scripts/setup.sh", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	port := strconv.Itoa(p)
+	addr := "127.0.0.1:" + port
 	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
