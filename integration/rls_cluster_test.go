@@ -130,15 +130,7 @@ func clusterRefundsExact(t *testing.T, c *rlCluster, client pb.RateLimitServiceC
 		}
 		return resp
 	}
-	for _, alg := range []struct {
-		key, suffix string
-		take        uint64
-	}{
-		{"remote_address", "fixed_window/60s", 1},
-		{"sliding", "sliding_window/60s", 2},
-		{"bucket", "token_bucket/1s", 2},
-		{"gcra", "gcra/60s", 1},
-	} {
+	for _, alg := range refundRules {
 		keyOf := func(v string) string { return "rls:test:" + alg.key + "=" + v + ":" + alg.suffix }
 		// Values a, b and c whose keys primaries other than node 0 own.
 		var vals []string

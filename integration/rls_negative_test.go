@@ -105,6 +105,18 @@ func TestRLSNegativeHits(t *testing.T) {
 	expectSummary(t, r.ask(t, desc("remote_address", "10.0.0.9")), "OK OK/0/50")
 }
 
+// refundRules are rlsConfig's rules of each algorithm, by their
+// descriptor key and key suffix, with the hits each refund test takes.
+var refundRules = []struct {
+	key, suffix string
+	take        uint64
+}{
+	{"remote_address", "fixed_window/60s", 1},
+	{"sliding", "sliding_window/60s", 2},
+	{"bucket", "token_bucket/1s", 2},
+	{"gcra", "gcra/60s", 1},
+}
+
 // TestRLSNegativeHitsExact: over gRPC, for each algorithm, a refund of n
 // after a take of n leaves the limiter as if the take had not happened:
 // descriptor a, which took and gave back, answers every later request
@@ -115,15 +127,7 @@ func TestRLSNegativeHits(t *testing.T) {
 // fresh limiter leaves no key.
 func TestRLSNegativeHitsExact(t *testing.T) {
 	r := startRLS(t, rlsConfig)
-	for _, c := range []struct {
-		key, suffix string
-		take        uint64
-	}{
-		{"remote_address", "fixed_window/60s", 1},
-		{"sliding", "sliding_window/60s", 2},
-		{"bucket", "token_bucket/1s", 2},
-		{"gcra", "gcra/60s", 1},
-	} {
+	for _, c := range refundRules {
 		setClock(t, r.rdb, t0+500)
 		cost := func(v string, n uint64) *rlv3.RateLimitDescriptor {
 			d := desc(c.key, c.key+"-"+v)

@@ -58,8 +58,8 @@ func rewrite(v reflect.Value) {
 // naming the operand that is neither.
 func concat(L *lua.LState) int {
 	a, b := L.Get(1), L.Get(2)
-	as, aok := concatText(a)
-	bs, bok := concatText(b)
+	as, aok := luaString(a)
+	bs, bok := luaString(b)
 	if aok && bok {
 		L.Push(lua.LString(as + bs))
 		return 1
@@ -81,14 +81,4 @@ func concat(L *lua.LState) int {
 	}
 	L.RaiseError("attempt to concatenate a %s value", bad.Type().String())
 	return 0
-}
-
-func concatText(v lua.LValue) (string, bool) {
-	switch v := v.(type) {
-	case lua.LString:
-		return string(v), true
-	case lua.LNumber:
-		return luaNumber(float64(v)), true
-	}
-	return "", false
 }
