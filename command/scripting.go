@@ -428,6 +428,10 @@ func (c *Ctx) unlockScript(held bool) {
 // dst in the protocol the script chose.
 func (c *Ctx) scriptCaller(ro bool) script.Caller {
 	proto := c.W.Proto
+	// A replica takes changes only from its primary: a script's write
+	// there is refused as Redis refuses it (dispatch's own check is
+	// skipped inside a script, which holds every lock).
+	replica := c.h.cfg.Cluster != nil && c.h.cfg.Cluster.View().Self.Replica
 	return func(dst []byte, cargs [][]byte, p int) []byte {
 		start := len(c.W.Buf)
 		cmd := c.conn.command(cargs[0])
@@ -442,6 +446,8 @@ func (c *Ctx) scriptCaller(ro bool) script.Caller {
 				return resp.AppendErr(dst, errScriptCmd)
 			case ro && cmd.write:
 				return resp.AppendErr(dst, errScriptWrite)
+			case replica && cmd.write:
+				return resp.AppendErr(dst, errReadOnlyReplica)
 			}
 		}
 		c.W.Proto = p

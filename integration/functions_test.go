@@ -514,7 +514,8 @@ func TestFunctionsPersist(t *testing.T) {
 // wiped, have them again once synchronised. On the replica the libraries
 // cannot change (READONLY); a READONLY connection runs a no-writes
 // function there, a function that may write is sent to the primary
-// (MOVED), or refused without keys. FCALL's keys must share a slot
+// (MOVED), or refused without keys; a write inside EVAL is refused
+// (READONLY). FCALL's keys must share a slot
 // (CROSSSLOT) and be the node's (MOVED); no-cluster functions are refused.
 func TestFunctionsReplicate(t *testing.T) {
 	t.Parallel()
@@ -547,6 +548,12 @@ func TestFunctionsReplicate(t *testing.T) {
 	want(r3, []string{"FCALL_RO", "get", "1", "{user1000}.n"}, "$1 1")
 	want(r3, []string{"FCALL", "incr", "1", "{user1000}.n"}, moved)
 	want(r3, []string{"FCALL", "incr", "0"}, "-READONLY You can't write against a read only replica.")
+	// An EVAL may run on the replica, but a write inside it is refused as
+	// Redis refuses it: the replica keeps its primary's value.
+	if got := r3.cmd("EVAL", "return redis.call('INCR', KEYS[1])", "1", "{user1000}.n").reply(); !strings.HasPrefix(got, "-READONLY You can't write against a read only replica. script: ") {
+		t.Fatalf("a write in EVAL on a replica: %q, want READONLY", got)
+	}
+	want(r3, []string{"EVAL", "return redis.call('GET', KEYS[1])", "1", "{user1000}.n"}, "$1 1")
 	want(p0, []string{"FCALL", "incr", "2", "{user1000}.n", "other"}, "-CROSSSLOT Keys in request don't hash to the same slot")
 	if got := p0.cmd("FCALL", "incr", "1", "other").reply(); !strings.HasPrefix(got, "-MOVED ") {
 		t.Fatalf("FCALL of a key of another shard: %q, want MOVED", got)
