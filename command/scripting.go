@@ -334,8 +334,29 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 		body = args[1]
 		sha = script.SHA1(body)
 	}
+	// A script with a shebang line is what its flags say, as a function
+	// is; one without runs in Redis's compatibility mode.
+	flags, shebang, err := c.h.scripts.EvalFlags(sha, body)
+	if err == nil && shebang {
+		if msg := c.scriptRefused(flags, args); msg != "" {
+			c.conn.reject(msg) // as dispatch refuses a command
+			return
+		}
+		writes := flags&script.NoWrites == 0
+		switch {
+		case flags&script.NoCluster != 0 && c.h.cfg.Cluster != nil:
+			c.err(errNoClusterFlag)
+			return
+		case writes && ro:
+			c.err(errFcallRO)
+			return
+		}
+		ro = ro || !writes
+		c.allowOOM = flags&script.AllowOOM != 0
+	}
 	held := c.lockScript()
 	c.W.Buf = c.h.scripts.Run(c.W.Buf, sha, body, keys, argv, c.scriptCaller(ro), c.W.Proto)
+	c.allowOOM = false
 	c.unlockScript(held)
 }
 
@@ -346,7 +367,7 @@ func cmdEval(c *Ctx, args [][]byte, bySHA, ro bool) {
 func cmdFcall(c *Ctx, args [][]byte, ro bool) {
 	f := c.h.scripts.Function(args[1])
 	if f != nil {
-		if msg := c.fcallRefused(f, args); msg != "" {
+		if msg := c.scriptRefused(f.Flags, args); msg != "" {
 			c.conn.reject(msg) // as dispatch refuses a command
 			return
 		}
@@ -382,12 +403,13 @@ func cmdFcall(c *Ctx, args [][]byte, ro bool) {
 	c.unlockScript(held)
 }
 
-// fcallRefused is what Redis's processCommand refuses of FCALL given its
-// function's flags, as it would refuse a write or denyoom command: a
-// write on a replica (MOVED to the primary for its keys, READONLY
-// without), a function without allow-oom or no-writes past maxmemory.
-func (c *Ctx) fcallRefused(f *script.Function, args [][]byte) string {
-	write := f.Flags&script.NoWrites == 0
+// scriptRefused is what Redis's processCommand refuses of FCALL, or of
+// EVAL with a shebang line, given the flags, as it would refuse a write
+// or denyoom command: a write on a replica (MOVED to the primary for its
+// keys, READONLY without), a script without allow-oom or no-writes past
+// maxmemory.
+func (c *Ctx) scriptRefused(flags script.Flags, args [][]byte) string {
+	write := flags&script.NoWrites == 0
 	replica := c.h.cfg.Cluster != nil && !c.inExec && c.h.cfg.Cluster.View().Self.Replica
 	if write && replica {
 		if n, ok := resp.ParseInt(args[2]); ok && n > 0 && int(n) <= len(args)-3 {
@@ -396,7 +418,7 @@ func (c *Ctx) fcallRefused(f *script.Function, args [][]byte) string {
 			}
 		}
 	}
-	if write && f.Flags&script.AllowOOM == 0 && c.h.outOfMemory() {
+	if write && flags&script.AllowOOM == 0 && c.h.outOfMemory() {
 		return errOOM
 	}
 	if write && replica {

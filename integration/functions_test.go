@@ -422,6 +422,13 @@ func TestFunctionsOOMAgainstRedis(t *testing.T) {
 		{"FCALL", "r", "1", "k"},
 		{"FCALL_RO", "r", "1", "k"},
 		{"FCALL", "nosuch", "0"},
+		// EVAL scripts with a shebang line are what their flags say;
+		// without one, their writes are checked one by one.
+		{"EVAL", "#!lua\nreturn 1", "0"},
+		{"EVAL", "#!lua flags=allow-oom\nreturn redis.call('SET', KEYS[1], 'e')", "1", "k"},
+		{"EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "k"},
+		{"EVAL", "return redis.call('GET', KEYS[1])", "1", "k"},
+		{"EVAL", "return redis.call('SET', KEYS[1], 'c')", "1", "k"},
 		{"FUNCTION", "LOAD", lib("more", "redis.register_function('more', function() end)")},
 		{"FUNCTION", "DELETE", "oom"},
 		{"CONFIG", "SET", "maxmemory", "0"},
@@ -554,6 +561,10 @@ func TestFunctionsReplicate(t *testing.T) {
 		t.Fatalf("a write in EVAL on a replica: %q, want READONLY", got)
 	}
 	want(r3, []string{"EVAL", "return redis.call('GET', KEYS[1])", "1", "{user1000}.n"}, "$1 1")
+	// With a shebang line an EVAL is what its flags say, as a function.
+	want(r3, []string{"EVAL", "#!lua\nreturn redis.call('GET', KEYS[1])", "1", "{user1000}.n"}, moved)
+	want(r3, []string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])", "1", "{user1000}.n"}, "$1 1")
+	want(p0, []string{"EVAL", "#!lua flags=no-cluster\nreturn 1", "0"}, "-ERR Can not run script on cluster, 'no-cluster' flag is set.")
 	want(p0, []string{"FCALL", "incr", "2", "{user1000}.n", "other"}, "-CROSSSLOT Keys in request don't hash to the same slot")
 	if got := p0.cmd("FCALL", "incr", "1", "other").reply(); !strings.HasPrefix(got, "-MOVED ") {
 		t.Fatalf("FCALL of a key of another shard: %q, want MOVED", got)

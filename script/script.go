@@ -8,6 +8,7 @@
 package script
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/sha1"
@@ -40,9 +41,11 @@ type Engine struct {
 	mu   sync.Mutex
 	eval vm                        // EVAL's
 	fns  map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
-	call Caller                    // the running script's
-	resp int                       // the running script's protocol for redis.call (redis.setresp)
-	cur  *vm                       // the VM running (eval or funcs)
+	// shebang holds the flags of the scripts loaded with a shebang line.
+	shebang map[string]Flags
+	call    Caller // the running script's
+	resp    int    // the running script's protocol for redis.call (redis.setresp)
+	cur     *vm    // the VM running (eval or funcs)
 	// randSt is math.random's lrand48 state, one for scripts and
 	// functions, as Redis's.
 	randSt  uint64
@@ -165,7 +168,7 @@ func SHA1(body []byte) string {
 
 // New returns an engine with no script loaded.
 func New() *Engine {
-	e := &Engine{fns: map[string]*lua.LFunction{},
+	e := &Engine{fns: map[string]*lua.LFunction{}, shebang: map[string]Flags{},
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.eval = e.newVM("user_script")
@@ -207,6 +210,7 @@ func (e *Engine) touchEval(sha string, added bool) {
 		old := e.evalLRU.Remove(e.evalLRU.Back()).(string)
 		delete(e.evalAt, old)
 		delete(e.fns, old)
+		delete(e.shebang, old)
 		e.Evicted.Add(1)
 	}
 }
@@ -224,6 +228,7 @@ func (e *Engine) Flush() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	clear(e.fns)
+	clear(e.shebang)
 	clear(e.evalAt)
 	e.evalLRU.Init()
 }
@@ -234,14 +239,20 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	if fn := e.fns[sha]; fn != nil {
 		return fn, nil
 	}
-	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
+	flags, shebang, n, err := parseShebang(body)
 	if err != nil {
-		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
+		return nil, err
+	}
+	// The shebang line is compiled as an empty one: line numbers stay.
+	src := body[n:]
+	chunk, err := parse.Parse(bytes.NewReader(src), "user_script")
+	if err != nil {
+		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, src))
 	}
 	rewriteConcat(chunk)
 	p, err := lua.Compile(chunk, "user_script")
 	if err != nil {
-		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, body))
+		return nil, fmt.Errorf("ERR Error compiling script (new function): user_script:%s", compileMsg(err, src))
 	}
 	// As Redis runs a script as the body of a function without
 	// parameters, it gets no "arg" table (Lua 5.1 would build one for a
@@ -249,6 +260,9 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	p.IsVarArg &^= lua.VarArgNeedsArg
 	fn := e.eval.L.NewFunctionFromProto(p)
 	e.fns[sha] = fn
+	if shebang {
+		e.shebang[sha] = flags
+	}
 	return fn, nil
 }
 
