@@ -272,6 +272,7 @@ func (c *Ctx) memoryInfo() [][2]string {
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	maxmem := h.maxMemory.Load()
+	_, functions := h.scripts.FunctionCounts()
 	return [][2]string{
 		{"used_memory", i64(used)},
 		{"used_memory_human", humanBytes(used)},
@@ -292,6 +293,8 @@ func (c *Ctx) memoryInfo() [][2]string {
 		{"mem_fragmentation_ratio", strconv.FormatFloat(frag, 'f', 2, 64)},
 		{"mem_fragmentation_bytes", i64(rss - used)},
 		{"mem_allocator", "go-" + runtime.Version()},
+		{"number_of_cached_scripts", strconv.Itoa(h.scripts.Scripts())},
+		{"number_of_functions", strconv.Itoa(functions)},
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	bin "encoding/binary"
 	"fmt"
 	"hash/crc64"
@@ -673,4 +674,50 @@ func TestFunctionsConcurrent(t *testing.T) {
 		}
 	}
 	do(t, admin, "FCALL", "conc", "1", "k").equal(50)
+}
+
+// TestScriptCountsAgainstRedis: INFO memory counts the scripts loaded
+// (EVAL's and SCRIPT LOAD's) and the functions, as redis-server does,
+// through loads, a library replaced and SCRIPT FLUSH.
+func TestScriptCountsAgainstRedis(t *testing.T) {
+	t.Parallel()
+	ours, theirs := start(t).client(t, 2), redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
+	t.Cleanup(func() { theirs.Close() })
+	counts := func(c *redis.Client) string {
+		t.Helper()
+		info, err := c.Info(context.Background(), "memory").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(info, "\r\n") {
+			if strings.HasPrefix(line, "number_of_cached_scripts:") || strings.HasPrefix(line, "number_of_functions:") {
+				out = append(out, line)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for _, req := range [][]any{
+		{"PING"},
+		{"SCRIPT", "LOAD", "return 1"},
+		{"EVAL", "return 2", "0"},
+		{"EVAL", "return 2", "0"},
+		{"FUNCTION", "LOAD", lib("a", "redis.register_function('f1', function() return 1 end)\nredis.register_function('f2', function() return 2 end)")},
+		{"FUNCTION", "LOAD", "REPLACE", lib("a", "redis.register_function('f1', function() return 1 end)")},
+		{"FUNCTION", "LOAD", lib("b", "redis.register_function('f3', function() return 3 end)")},
+		{"SCRIPT", "FLUSH"},
+		{"FUNCTION", "FLUSH"},
+	} {
+		ctx := context.Background()
+		if err := ours.Do(ctx, req...).Err(); err != nil {
+			t.Fatalf("%v on rlserver: %v", req, err)
+		}
+		if err := theirs.Do(ctx, req...).Err(); err != nil {
+			t.Fatalf("%v on redis-server: %v", req, err)
+		}
+		got, want := counts(ours), counts(theirs)
+		if got != want || !strings.Contains(want, "number_of_functions") {
+			t.Fatalf("after %v: %q, redis-server %q", req, got, want)
+		}
+	}
 }

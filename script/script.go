@@ -215,6 +215,14 @@ func (e *Engine) touchEval(sha string, added bool) {
 	}
 }
 
+// Scripts returns how many scripts are loaded (INFO's
+// number_of_cached_scripts).
+func (e *Engine) Scripts() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.fns)
+}
+
 // Exists reports whether a script is loaded.
 func (e *Engine) Exists(sha string) bool {
 	e.mu.Lock()
