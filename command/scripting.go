@@ -464,7 +464,7 @@ func (c *Ctx) scriptCaller(ro bool) script.Caller {
 				}
 			}
 			switch {
-			case cmd.hasFlag("noscript"):
+			case cmd.noScript:
 				return resp.AppendErr(dst, errScriptCmd)
 			case ro && cmd.write:
 				return resp.AppendErr(dst, errScriptWrite)

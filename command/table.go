@@ -46,6 +46,7 @@ type Command struct {
 	routed    bool     // cluster mode decides where it runs (it has keys, or it is EXEC)
 	immediate bool     // runs at once even inside MULTI
 	noMulti   bool     // refused inside MULTI (it takes shard locks EXEC already holds)
+	noScript  bool     // refused inside a script (noscript)
 	subIndex  map[string]*Command
 
 	// stat is what the statistics and the slow log know of it.
@@ -152,6 +153,8 @@ func (c *Command) prepare() {
 			c.immediate = true
 		case "no_multi":
 			c.noMulti = true
+		case "noscript":
+			c.noScript = true
 		}
 	}
 	c.stat = observe.Cmd{
