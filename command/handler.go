@@ -132,9 +132,10 @@ type Handler struct {
 	policy                                 atomic.Int32 // --maxmemory-policy, a shard.Policy (maxmemory.go)
 	totalCmds                              atomic.Int64 // commands run, published per batch (total_commands_processed)
 	obs                                    *observe.Observer
-	scripts                                *script.Engine // EVAL's scripts and Lua VM
-	kept                                   keptValues     // Redis's parameters CONFIG SET keeps (redisconfig.go)
-	busyReplyMs                            atomic.Int64   // busy-reply-threshold as set
+	scripts                                *script.Engine              // EVAL's scripts and Lua VM
+	kept                                   keptValues                  // Redis's parameters CONFIG SET keeps (redisconfig.go)
+	busyReplyMs                            atomic.Int64                // busy-reply-threshold as set
+	server                                 atomic.Pointer[resp.Server] // serving the sessions (the first NewSession's)
 }
 
 // New returns the commands over store, reading time from clock.
@@ -149,6 +150,14 @@ func New(cfg Config, store *shard.Store, clock *clock.Clock) *Handler {
 		cfg.Scripts = script.New()
 	}
 	h := &Handler{store: store, clock: clock, cfg: cfg, table: newTable(commandTable()), started: time.Now(), scripts: cfg.Scripts}
+	// Past busy-reply-threshold, event loops held by the script (or by a
+	// command waiting for its keys) are lent, so that their other
+	// clients get -BUSY and can send SCRIPT KILL.
+	h.scripts.OnBusy = func() {
+		if srv := h.server.Load(); srv != nil {
+			srv.LendLoops()
+		}
+	}
 	pass := cfg.RequirePass
 	h.requirePass.Store(&pass)
 	h.acl = newACL(h.table, cfg.ACLFile)
@@ -216,6 +225,9 @@ func (h *Handler) NewSession(srv *resp.Server, info resp.ConnInfo, w *resp.Write
 }
 
 func (h *Handler) newConn(srv *resp.Server, info resp.ConnInfo, w *resp.Writer) *connection {
+	if srv != nil && h.server.Load() == nil {
+		h.server.Store(srv)
+	}
 	s := &Session{info: info}
 	s.setUser(h.acl.startUser())
 	s.lastSeen.Store(time.Now().UnixNano())

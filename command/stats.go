@@ -131,6 +131,9 @@ func (h *Handler) PersistenceStats() (persist.Stats, bool) {
 	return h.cfg.Persistence.Stats(), true
 }
 
+// ScriptBusy reports whether a script has run past busy-reply-threshold.
+func (h *Handler) ScriptBusy() bool { return h.scripts.Busy() }
+
 // Ready reports whether the node serves what it should (/readyz), by
 // cluster.State.Ready; a node outside a cluster is always ready.
 func (h *Handler) Ready() (bool, string) {

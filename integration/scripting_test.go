@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rlserver/rlserver/internal/redistest"
 	"github.com/rlserver/rlserver/script"
 )
@@ -62,20 +63,18 @@ func TestScripting(t *testing.T) {
 	})
 }
 
-// TestScriptKill: a script that has not written is killed once it has run
-// past busy-reply-threshold (CONFIG SET, lua-time-limit its alias), and by
-// SCRIPT KILL from another connection; one that wrote answers SCRIPT KILL
-// with UNKILLABLE. (--io goroutines: a script holds every shard lock, and
-// SCRIPT KILL must not wait behind it on the same event loop.)
+// TestScriptKill: past busy-reply-threshold (CONFIG SET, lua-time-limit
+// its alias) other clients are answered BUSY; SCRIPT KILL from another
+// connection stops a script that has not written; one that wrote answers
+// SCRIPT KILL with UNKILLABLE and runs on, as in Redis. (--io
+// goroutines: TestBusyScriptOneLoop has the event loop.)
 func TestScriptKill(t *testing.T) {
 	s := start(t, "--io", "goroutines")
 	a, b := s.client(t, 2), s.client(t, 2)
-	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "200").equal("OK")
-	do(t, b, "CONFIG", "GET", "lua-time-limit").equal([]any{"lua-time-limit", "200"})
+	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "0").equal("OK")
+	do(t, b, "CONFIG", "GET", "lua-time-limit").equal([]any{"lua-time-limit", "0"})
 	loop := "while true do end"
 	sha := script.SHA1([]byte(loop))
-	do(t, a, "EVAL", loop, "0").errIs("ERR Script killed: it ran longer than busy-reply-threshold without writing, holding every key's lock script: " + sha + ", on @user_script:1.")
-	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "0").equal("OK")
 	do(t, b, "SCRIPT", "KILL").errIs("NOTBUSY No scripts in execution right now.")
 	done := make(chan error, 1)
 	go func() { done <- a.Do(ctx, "EVAL", loop, "0").Err() }()
@@ -97,10 +96,116 @@ func TestScriptKill(t *testing.T) {
 	})
 	// Past the threshold (0 here), other clients are told BUSY, as by
 	// Redis, instead of waiting behind the script's locks for ever.
-	busy := "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-	do(t, b, "PING").errIs(busy)
-	do(t, b, "GET", "k").errIs(busy)
-	do(t, b, "CL.THROTTLE", "other", 1, 1, 1).errIs(busy)
+	do(t, b, "PING").errIs(busyScript)
+	do(t, b, "GET", "k").errIs(busyScript)
+	do(t, b, "CL.THROTTLE", "other", 1, 1, 1).errIs(busyScript)
+}
+
+const busyScript = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+
+// TestBusyScriptOneLoop: with one event loop (the default with
+// persistence on two cores) a script past busy-reply-threshold holds the
+// loop's goroutine, and the loop is lent: its other clients, and clients
+// connecting meanwhile, are answered BUSY; SCRIPT KILL stops a script
+// that has not written, which runs until then, as in Redis. A script
+// that wrote runs on, and SHUTDOWN NOSAVE ends the server: the keys saved
+// before the script are there after a restart, the script's write is not.
+func TestBusyScriptOneLoop(t *testing.T) {
+	dir := t.TempDir()
+	s := startIn(t, dir, "--event-loops", "1")
+	a, b := s.client(t, 2), s.client(t, 3)
+	for _, c := range []*redis.Client{a, b} {
+		do(t, c, "PING").equal("PONG") // each has its connection on the loop
+	}
+	do(t, b, "CONFIG", "SET", "busy-reply-threshold", "200").equal("OK")
+	do(t, b, "SET", "before", "1").equal("OK")
+	do(t, b, "SAVE").equal("OK")
+	loop := "redis.call('GET', KEYS[1]) while true do end"
+	sha := script.SHA1([]byte(loop))
+	done := make(chan error, 1)
+	go func() { done <- a.Do(ctx, "EVAL", loop, "1", "before").Err() }()
+	eventually(t, "the script to run past the threshold", func() bool {
+		err := b.Do(ctx, "PING").Err()
+		return err != nil && err.Error() == busyScript
+	})
+	do(t, b, "GET", "before").errIs(busyScript)
+	// A connection made while the script runs is served too.
+	fresh := s.client(t, 2)
+	do(t, fresh, "CL.THROTTLE", "k", 1, 1, 1).errIs(busyScript)
+	do(t, b, "SCRIPT", "KILL").equal("OK")
+	if err := <-done; err == nil || err.Error() != "ERR Script killed by user with SCRIPT KILL... script: "+sha+", on @user_script:1." {
+		t.Fatalf("the killed script answered %v", err)
+	}
+	for _, c := range []*redis.Client{a, b, fresh} {
+		do(t, c, "GET", "before").equal("1")
+	}
+
+	wrote := "redis.call('SET', KEYS[1], 'script') while true do end"
+	once := noRetry(s)
+	go once.Do(ctx, "EVAL", wrote, "1", "x")
+	eventually(t, "SCRIPT KILL to answer UNKILLABLE", func() bool {
+		err := b.Do(ctx, "SCRIPT", "KILL").Err()
+		return err != nil && strings.HasPrefix(err.Error(), "UNKILLABLE Sorry the script already executed write commands")
+	})
+	do(t, fresh, "INCR", "before").errIs(busyScript)
+	noRetry(s).Do(ctx, "SHUTDOWN", "NOSAVE") // the connection just closes
+	if code := s.wait(t); code != 0 {
+		t.Fatalf("SHUTDOWN NOSAVE: exit code %d\n%s", code, s.logs)
+	}
+	s = startIn(t, dir, "--event-loops", "1")
+	c := s.client(t, 2)
+	do(t, c, "GET", "before").equal("1")
+	do(t, c, "EXISTS", "x").equal(int64(0))
+}
+
+// noRetry returns a client of one connection that sends each command once
+// and waits for its reply as long as a test runs.
+func noRetry(s *server) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, PoolSize: 1, ReadTimeout: time.Minute})
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestBusyScriptTwoLoops: with two event loops, the loop that does not
+// run the script is held too, by commands waiting for the keys the script
+// holds: it is lent as well, so that every new client is answered BUSY,
+// whichever loop it lands on, and SCRIPT KILL from any of them stops the
+// script. The waiting commands then get their replies.
+func TestBusyScriptTwoLoops(t *testing.T) {
+	s := start(t, "--event-loops", "2", "--threads", "2")
+	admin := s.client(t, 2)
+	do(t, admin, "CONFIG", "SET", "busy-reply-threshold", "300").equal("OK")
+	do(t, admin, "SET", "k", "v").equal("OK")
+	done := make(chan error, 1)
+	go func() { done <- noRetry(s).Do(ctx, "EVAL", "while true do end", "0").Err() }()
+	waiting := make(chan any, 4)
+	for range 4 { // spread over both loops: the other loop's first one waits for the locks
+		c := noRetry(s)
+		go func() {
+			v, err := c.Do(ctx, "GET", "k").Result()
+			if err != nil {
+				v = err.Error()
+			}
+			waiting <- v
+		}()
+	}
+	eventually(t, "the script to run past the threshold", func() bool {
+		err := noRetry(s).Do(ctx, "PING").Err()
+		return err != nil && err.Error() == busyScript
+	})
+	for range 6 {
+		do(t, noRetry(s), "GET", "k").errIs(busyScript)
+	}
+	do(t, noRetry(s), "SCRIPT", "KILL").equal("OK")
+	if err := <-done; err == nil || !strings.HasPrefix(err.Error(), "ERR Script killed by user with SCRIPT KILL...") {
+		t.Fatalf("the killed script answered %v", err)
+	}
+	for range 4 {
+		if v := <-waiting; v != "v" && v != busyScript {
+			t.Fatalf("a GET sent while the script ran answered %v", v)
+		}
+	}
+	do(t, admin, "GET", "k").equal("v")
 }
 
 // TestScriptingAgainstRedis: the same scripting requests to redis-server

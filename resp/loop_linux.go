@@ -70,6 +70,7 @@ type eventLoop struct {
 	passes  uint
 	yielded time.Time // when yield last gave up the P while a flush ran
 	dirty   []*Conn   // replies to send at the end of the pass (flushLater)
+	lend    lending
 
 	mu      sync.Mutex
 	pending []*Conn // handed over by the acceptor, not yet in conns
@@ -196,42 +197,50 @@ func (l *eventLoop) run() {
 			return
 		}
 		for _, ev := range l.evs[:n] {
-			if ev.Fd == int32(l.wakeR) {
-				var b [64]byte
-				for {
-					if m, _ := syscall.Read(l.wakeR, b[:]); m < len(b) {
-						break
-					}
-				}
-				continue
-			}
-			c := l.conns[ev.Fd]
-			if c == nil {
-				l.takePending()
-				if c = l.conns[ev.Fd]; c == nil {
-					continue // closed earlier in this batch
-				}
-			}
-			if c.parked.Load() {
-				// Its blocking command runs (see block); the client hung up.
-				if c.gone != nil && ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
-					close(c.gone)
-					c.gone = nil
-				}
-				continue
-			}
-			switch {
-			case c.writing && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0:
-				l.drain(c)
-			case !c.writing:
-				l.serve(c, 1)
-			}
+			l.handle(ev)
 		}
 		l.flush()
 		if l.npend.Load() > 0 {
 			l.takePending()
 		}
 		l.yield()
+	}
+}
+
+// handle serves the connection an event of the loop's epoll set is for.
+func (l *eventLoop) handle(ev syscall.EpollEvent) {
+	if ev.Fd == int32(l.wakeR) {
+		var b [64]byte
+		for {
+			if m, _ := syscall.Read(l.wakeR, b[:]); m < len(b) {
+				break
+			}
+		}
+		return
+	}
+	c := l.conns[ev.Fd]
+	if c == nil {
+		l.takePending()
+		if c = l.conns[ev.Fd]; c == nil {
+			return // closed earlier in this batch
+		}
+	}
+	if c == l.lend.skip {
+		return // the lent loop's own goroutine is serving it
+	}
+	if c.parked.Load() {
+		// Its blocking command runs (see block); the client hung up.
+		if c.gone != nil && ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+			close(c.gone)
+			c.gone = nil
+		}
+		return
+	}
+	switch {
+	case c.writing && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLERR|syscall.EPOLLHUP) != 0:
+		l.drain(c)
+	case !c.writing:
+		l.serve(c, 1)
 	}
 }
 
@@ -301,6 +310,10 @@ func (l *eventLoop) takePending() {
 	l.mu.Unlock()
 	defer func() {
 		for _, c := range killed {
+			if c == l.lend.skip { // its command runs on the loop's goroutine: closed after
+				l.kill(c)
+				continue
+			}
 			if c.fd >= 0 && l.conns[int32(c.fd)] == c { // not closed meanwhile
 				l.close(c)
 			}
@@ -345,7 +358,13 @@ func (l *eventLoop) takePending() {
 // received (see Conn.serve).
 func (l *eventLoop) serve(c *Conn, reads int) {
 	c.fdr.budget = reads
-	c.serve(l)
+	if l.lend.skip != nil { // a stand-in serves: its loop's goroutine holds the lending state
+		c.serve(l)
+		return
+	}
+	l.lend.conn = c
+	l.lend.state.Store(serving)
+	c.serve((*servingLoop)(l))
 }
 
 // sendNow, batchDone and close make the loop the replySender of its
@@ -397,14 +416,20 @@ func (l *eventLoop) flushLater(c *Conn) {
 
 // flush sends the replies flushLater queued.
 func (l *eventLoop) flush() {
+	kept := 0
 	for i, c := range l.dirty {
 		l.dirty[i] = nil
+		if c == l.lend.skip {
+			l.dirty[kept] = c // the loop's goroutine sends it once the stand-in is done
+			kept++
+			continue
+		}
 		c.queued = false
 		if c.fd >= 0 && !c.writing && !c.parked.Load() {
 			l.send(c)
 		}
 	}
-	l.dirty = l.dirty[:0]
+	l.dirty = l.dirty[:kept]
 }
 
 // send writes c's buffered replies without blocking. What the socket does

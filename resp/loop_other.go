@@ -21,4 +21,5 @@ func (l *eventLoop) adopt(nc net.Conn) (*Conn, error) { panic("unreachable") }
 func (l *eventLoop) add(c *Conn)                      {}
 func (l *eventLoop) shutdown()                        {}
 func (l *eventLoop) kill(c *Conn)                     {}
+func (l *eventLoop) lendOut()                         {}
 func closeFD(fd int)                                  {}

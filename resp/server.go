@@ -310,6 +310,16 @@ func (s *Server) Close(timeout time.Duration) {
 	}
 }
 
+// LendLoops has a stand-in serve the other connections of every event loop
+// whose goroutine is inside a connection's commands (see lending), for as
+// long as it is. The script engine calls it while a script runs past
+// busy-reply-threshold, so that every client gets its -BUSY reply.
+func (s *Server) LendLoops() {
+	for _, l := range s.loops {
+		l.lendOut()
+	}
+}
+
 // serveConn serves c from its own goroutine until it closes.
 func (s *Server) serveConn(c *Conn) {
 	defer func() {

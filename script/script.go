@@ -72,11 +72,12 @@ type Engine struct {
 	fenv    *fenv      // the functions' globals, on funcs
 	loading *loadState // the library FUNCTION LOAD is running (nil: none)
 
-	// A running script that has not written may be killed: by SCRIPT KILL
-	// (Kill), or by itself once it has run longer than the threshold
-	// (busy-reply-threshold): it holds every shard lock, and an endless
-	// one would stop the server.
-	threshold atomic.Int64 // ns; 0: no limit
+	// A running script that has not written may be killed by SCRIPT KILL
+	// (Kill). Once it has run longer than the threshold
+	// (busy-reply-threshold), other clients are answered -BUSY, and the
+	// watchdog calls OnBusy now and then until it ends.
+	threshold atomic.Int64 // ns
+	OnBusy    func()       // set before the first script runs
 	killMu    sync.Mutex
 	killable  bool // a script runs and may be killed
 	wrote     bool
@@ -84,7 +85,7 @@ type Engine struct {
 	runName   string       // a running function's name (FUNCTION STATS)
 	runReq    [][]byte     // and its request
 	started   atomic.Int64 // when the running script started, Unix ns (0: none runs)
-	kill      killSwitch   // the VMs' context; a watchdog goroutine (started with the first script) stops a script past the threshold
+	kill      killSwitch   // the VMs' context
 	watch     sync.Once
 }
 
@@ -99,7 +100,6 @@ type vm struct {
 // Errors of a killed script and of SCRIPT KILL, as Redis words them.
 var (
 	errKilled     = errors.New("ERR Script killed by user with SCRIPT KILL...")
-	errTimedOut   = errors.New("ERR Script killed: it ran longer than busy-reply-threshold without writing, holding every key's lock")
 	ErrNotBusy    = errors.New("NOTBUSY No scripts in execution right now.")
 	ErrUnkillable = errors.New("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
 )
@@ -114,8 +114,8 @@ const (
 // DefaultThreshold is Redis's busy-reply-threshold.
 const DefaultThreshold = 5 * time.Second
 
-// SetThreshold sets how long a script that has not written may run (0:
-// for ever).
+// SetThreshold sets how long a script runs before other clients are
+// answered -BUSY (0: at once).
 func (e *Engine) SetThreshold(d time.Duration) { e.threshold.Store(int64(d)) }
 
 // Threshold returns SetThreshold's value.
@@ -378,21 +378,18 @@ func (e *Engine) Busy() bool {
 // past reports whether a script started at s has run past the threshold.
 func (e *Engine) past(s int64) bool { return time.Now().UnixNano()-s > e.threshold.Load() }
 
-// watchdog stops the running script once it has run past the threshold
-// without writing, checking a few times per threshold.
+// watchdog calls OnBusy while a script runs past the threshold,
+// checking a few times per threshold.
 func (e *Engine) watchdog() {
 	for {
-		d := e.Threshold()
 		tick := 100 * time.Millisecond
-		if d > 0 {
+		if d := e.Threshold(); d > 0 {
 			tick = min(tick, max(d/4, time.Millisecond))
 		}
 		time.Sleep(tick)
-		e.killMu.Lock()
-		if e.killable && !e.wrote && d > 0 && time.Now().UnixNano()-e.started.Load() > int64(d) {
-			e.kill.fire(errTimedOut)
+		if e.Busy() && e.OnBusy != nil {
+			e.OnBusy()
 		}
-		e.killMu.Unlock()
 	}
 }
 

@@ -625,6 +625,13 @@ func run(args []string) int {
 	case s := <-sig:
 		log.Printf("received %v: shutting down", s)
 	case save = <-done:
+		if !save && commands.ScriptBusy() {
+			// As Redis: the hard way out of a script that cannot be
+			// killed. It holds every key's lock, so nothing more can be
+			// flushed; what was flushed before it stays.
+			log.Printf("SHUTDOWN NOSAVE while a script runs past busy-reply-threshold: exiting now, without the final flush")
+			return 0
+		}
 		log.Printf("SHUTDOWN: shutting down")
 	case err := <-serveErr:
 		log.Printf("error: serve: %v", err)
