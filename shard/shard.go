@@ -73,7 +73,8 @@ type Shard struct {
 	boxSize []int32        // each box's Size when last stored, for accounting
 	bfree   []uint32
 	hash    hasher
-	sweep   int // next index slot the active sweep visits
+	sweep   int   // next index slot the active sweep visits
+	val     Value // value's: handed to a ValueOp, an interface, it would escape if local
 	// persistent counts the records without an expiry (engine.NoExpiry):
 	// INFO keyspace's keys less its expires.
 	persistent int

@@ -113,14 +113,15 @@ func (sh *Shard) value(key []byte, h uint64, now int64, op ValueOp, i int) Statu
 	}
 	f := sh.live(key, h, now)
 	sh.now = now
-	v := Value{Exp: engine.NoExpiry, sh: sh}
+	v := &sh.val
+	*v = Value{Exp: engine.NoExpiry, sh: sh}
 	if f.OK {
 		if k := op.Kind(); k != 0 && f.Kind != k {
 			return WrongType
 		}
 		v.State, v.Exp, v.ref = sh.load(&sh.sc, f), f.Exp, f.ref
 	}
-	out := op.Apply(i, &v, now)
+	out := op.Apply(i, v, now)
 	if f.OK && !v.peek {
 		sh.touch(f.acc) // before a write, which keeps the stamp
 	}
