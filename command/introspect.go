@@ -73,8 +73,14 @@ func appendCommandInfo(b []byte, proto int, cmd *Command) []byte {
 	for _, a := range cmd.ACL {
 		b = resp.AppendStatus(b, "@"+a)
 	}
-	b = resp.AppendArray(b, 0) // tips
+	b = resp.AppendSet(b, proto, len(cmd.Tips))
+	for _, tip := range cmd.Tips {
+		b = resp.AppendBulkString(b, tip)
+	}
 	b = appendKeySpecs(b, proto, cmd.Keys)
+	if len(cmd.Subs) == 0 {
+		return resp.AppendSet(b, proto, 0) // Redis's empty subcommands are a set
+	}
 	b = resp.AppendArray(b, len(cmd.Subs))
 	for _, s := range cmd.Subs {
 		b = appendCommandInfo(b, proto, s)
@@ -87,9 +93,9 @@ func appendCommandInfo(b []byte, proto int, cmd *Command) []byte {
 // parsing, so its spec covers the first key and is flagged incomplete.
 func appendKeySpecs(b []byte, proto int, k KeySpec) []byte {
 	if k.First == 0 {
-		return resp.AppendArray(b, 0)
+		return resp.AppendSet(b, proto, 0)
 	}
-	b = resp.AppendArray(b, 1)
+	b = resp.AppendSet(b, proto, 1)
 	flags := k.Flags
 	if k.Movable {
 		flags = append(append([]string(nil), flags...), "INCOMPLETE")

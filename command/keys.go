@@ -21,6 +21,12 @@ func cmdExists(c *Ctx, args [][]byte) {
 	c.W.Int(n)
 }
 
+// TOUCH key [key ...]: EXISTS that stamps each key found as read, for
+// OBJECT IDLETIME and FREQ and eviction, as Redis's.
+func cmdTouch(c *Ctx, args [][]byte) {
+	c.W.Int(int64(c.keys().Touch(args[1:], c.Now())))
+}
+
 // DEL key [key ...] and UNLINK key [key ...]
 func cmdDel(c *Ctx, args [][]byte) {
 	n, st := c.keys().Delete(args[1:], c.Now())

@@ -23,6 +23,7 @@ type Command struct {
 	Summary    string
 	Complexity string
 	Args       []Arg
+	Tips       []string   // COMMAND INFO's tips for cluster clients (request_policy:..., response_policy:...)
 	Subs       []*Command // subcommands of a container (CLIENT, COMMAND, CONFIG, DEBUG)
 	Run        func(c *Ctx, args [][]byte)
 	// RunsQueue marks EXEC, which runs the commands MULTI queued: they are

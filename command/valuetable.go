@@ -3,8 +3,8 @@ package command
 import "strings"
 
 // valueCommands are the Redis data commands' rows of the command table
-// (strings, hashes, sorted sets, lists, and the expiry and rename key
-// commands), with Redis 7's arity, flags, ACL categories and key
+// (strings, hashes, sorted sets, lists, and the expiry, rename and touch
+// key commands), with Redis 7's arity, flags, ACL categories and key
 // positions.
 func valueCommands() []*Command {
 	// d builds a row: flags and acl are space-separated, keys the first,
@@ -33,6 +33,9 @@ func valueCommands() []*Command {
 		strS = "write string slow"
 	)
 	s, h, z, l, g := "string", "hash", "sorted_set", "list", "generic"
+	touch := d("touch", -2, rf, "keyspace read fast", g, 1, -1, 1, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "key...", cmdTouch)
+	touch.Since, touch.Complexity = "3.2.1", "O(N) where N is the number of keys that will be touched."
+	touch.Tips = []string{"request_policy:multi_shard", "response_policy:agg_sum"}
 	return []*Command{
 		d("get", 2, rf, strR, s, 1, 1, 1, "Returns the string value of a key.", "key", cmdGet),
 		d("set", -3, wd, strS, s, 1, 1, 1, "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", "key value ?NX|XX ?GET ?EX=seconds|PX=milliseconds|EXAT=unix-time-seconds|PXAT=unix-time-milliseconds|KEEPTTL", cmdSet),
@@ -59,6 +62,7 @@ func valueCommands() []*Command {
 		d("persist", 2, wf, "keyspace write fast", g, 1, 1, 1, "Removes the expiration time of a key.", "key", cmdPersist),
 		d("expiretime", 2, rf, "keyspace read fast", g, 1, 1, 1, "Returns the expiration time of a key as a Unix timestamp.", "key", cmdExpireTime),
 		d("pexpiretime", 2, rf, "keyspace read fast", g, 1, 1, 1, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "key", cmdExpireTime),
+		touch,
 		d("rename", 3, w, "keyspace write slow", g, 1, 2, 1, "Renames a key and overwrites the destination.", "key newkey", cmdRename),
 		d("renamenx", 3, wf, "keyspace write fast", g, 1, 2, 1, "Renames a key only when the target key name doesn't exist.", "key newkey", cmdRename),
 		d("hget", 3, rf, "read hash fast", h, 1, 1, 1, "Returns the value of a field in a hash.", "key field", cmdHGet),

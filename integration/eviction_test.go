@@ -160,7 +160,8 @@ func TestLFUEvictsLeastFrequentlyUsed(t *testing.T) {
 // TestObjectIdleTimeAgainstRedis: OBJECT IDLETIME counts from a key's
 // last read or write, in real seconds, on both servers; TYPE, TTL, PTTL,
 // EXPIRETIME, EXISTS, OBJECT and MEMORY USAGE leave it, as Redis's
-// LOOKUP_NOTOUCH; GET, HGET, EXPIRE, APPEND and RENAME (its source) reset it.
+// LOOKUP_NOTOUCH; GET, HGET, EXPIRE, APPEND, RENAME (its source) and
+// TOUCH reset it.
 func TestObjectIdleTimeAgainstRedis(t *testing.T) {
 	t.Parallel()
 	ours := start(t, "--dir", "").client(t, 2)
@@ -169,7 +170,7 @@ func TestObjectIdleTimeAgainstRedis(t *testing.T) {
 	both := []*redis.Client{ours, theirs}
 	names := []string{"rlserver", "redis-server"}
 	for _, c := range both {
-		for _, k := range []string{"a", "b", "c", "d", "e"} {
+		for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 			do(t, c, "SET", k, "v").equal("OK") // not an integer: Redis shares those between keys
 		}
 		do(t, c, "HSET", "h", "f", "v").equal(1)
@@ -182,7 +183,7 @@ func TestObjectIdleTimeAgainstRedis(t *testing.T) {
 	for _, c := range both {
 		for _, req := range [][]any{{"TYPE", "a"}, {"TTL", "a"}, {"PTTL", "a"}, {"EXPIRETIME", "a"}, {"EXISTS", "a"},
 			{"OBJECT", "ENCODING", "a"}, {"MEMORY", "USAGE", "a"}, {"GET", "b"}, {"EXPIRE", "c", 100},
-			{"APPEND", "d", "x"}, {"RENAME", "e", "e2"}, {"HGET", "h", "f"}} {
+			{"APPEND", "d", "x"}, {"RENAME", "e", "e2"}, {"HGET", "h", "f"}, {"TOUCH", "f", "nokey"}} {
 			if r := do(t, c, req...); r.err != nil {
 				t.Fatalf("%v: %v", req, r.err)
 			}
@@ -192,7 +193,7 @@ func TestObjectIdleTimeAgainstRedis(t *testing.T) {
 		if n := do(t, c, "OBJECT", "IDLETIME", "a").val.(int64); n < 3 {
 			t.Errorf("%s: a idle %d s after commands that do not touch it, want 3 or more", names[i], n)
 		}
-		for _, k := range []string{"b", "c", "d", "e2", "h"} {
+		for _, k := range []string{"b", "c", "d", "e2", "h", "f"} {
 			if n := do(t, c, "OBJECT", "IDLETIME", k).val.(int64); n > 1 {
 				t.Errorf("%s: %s idle %d s just after a command touched it", names[i], k, n)
 			}

@@ -649,3 +649,27 @@ func TestNoEviction(t *testing.T) {
 		{"CONFIG", "GET", "maxmemory-policy"},
 	})
 }
+
+// TestTouchAgainstRedis: TOUCH's count (missing keys, a key given twice),
+// its arity error, its COMMAND INFO, and under allkeys-lfu the counter it
+// raises once per key given (lfu-log-factor 0: every access counts),
+// which EXISTS and OBJECT leave.
+func TestTouchAgainstRedis(t *testing.T) {
+	diffRequests(t, [][]string{
+		{"COMMAND", "INFO", "touch"},
+		{"TOUCH"},
+		{"TOUCH", "nokey"},
+		{"SET", "a", "v"},
+		{"HSET", "h", "f", "v"},
+		{"TOUCH", "a", "nokey", "h", "a"},
+		{"CONFIG", "SET", "lfu-log-factor", "0"},
+		{"CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"},
+		{"SET", "f", "v"},
+		{"OBJECT", "FREQ", "f"},
+		{"TOUCH", "f", "f", "f"},
+		{"EXISTS", "f"},
+		{"OBJECT", "FREQ", "f"},
+		{"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"},
+		{"CONFIG", "SET", "lfu-log-factor", "10"},
+	})
+}

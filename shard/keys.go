@@ -2,9 +2,9 @@ package shard
 
 import "github.com/rlserver/rlserver/engine"
 
-// The keyspace's generic key commands (EXISTS, TYPE, TTL, DEL, MEMORY
-// USAGE, KEYS, DBSIZE, FLUSHALL): each takes the locks it needs through
-// the view, like Update.
+// The keyspace's generic key commands (EXISTS, TOUCH, TYPE, TTL, DEL,
+// MEMORY USAGE, KEYS, DBSIZE, FLUSHALL): each takes the locks it needs
+// through the view, like Update.
 
 // KeyInfo is what the keyspace tells of a live key.
 type KeyInfo struct {
@@ -30,6 +30,23 @@ func (v View) Lookup(key []byte, now int64) (KeyInfo, bool) {
 		ki, ok = KeyInfo{Kind: f.Kind, Exp: f.Exp}, f.OK
 	})
 	return ki, ok
+}
+
+// Touch stamps the live ones of keys as accessed at now, as a read does
+// (TOUCH), and returns how many were live: a key given twice counts
+// twice.
+func (v View) Touch(keys [][]byte, now int64) int {
+	n := 0
+	for _, k := range keys {
+		v.withLive(k, now, func(sh *Shard, f Found) {
+			if f.OK {
+				sh.now = now
+				sh.touch(f.acc)
+				n++
+			}
+		})
+	}
+	return n
 }
 
 // usage returns the bytes key's record, its share of the index and any
