@@ -61,6 +61,9 @@ func init() {
 			return "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
 		},
 	}
+	// The keys each eviction samples (see shard.Store.SetMaxMemorySamples).
+	configParams["maxmemory-samples"] = rangedParam(func(c *Ctx) int64 { return int64(c.h.store.MaxMemorySamples()) },
+		redisInt, 1, maxInt32, func(c *Ctx, n int64) { c.h.store.SetMaxMemorySamples(int(n)) })
 	// The LFU counter's tuning, as Redis's (see shard.Store.SetLFU).
 	configParams["lfu-log-factor"] = rangedParam(func(c *Ctx) int64 { return int64(c.h.store.LFU().LogFactor) },
 		redisInt, 0, maxInt32, func(c *Ctx, n int64) {

@@ -9,7 +9,7 @@ import (
 )
 
 // Redis 7's parameters that tune what rlserver does its own way
-// (encodings, RDB and AOF persistence, replicas, eviction sampling):
+// (encodings, RDB and AOF persistence, replicas):
 // CONFIG SET checks a value as Redis does and keeps it, CONFIG GET reads
 // it back in Redis's form, and nothing else changes. Clients and Redis's
 // own test suite set them before they test, so refusing them would stop
@@ -181,7 +181,6 @@ var keptParams = map[string]keptParam{
 	"lazyfree-lazy-user-del":   keptBool(false),
 	"lazyfree-lazy-user-flush": keptBool(false),
 	"active-expire-effort":     keptInt(1, 1, 10),
-	"maxmemory-samples":        keptInt(5, 1, maxInt32),
 	"hz":                       keptHz,
 	"dynamic-hz":               keptBool(true),
 

@@ -95,3 +95,27 @@ func TestKeptParamsNormalise(t *testing.T) {
 		}
 	}
 }
+
+// CONFIG SET maxmemory-samples reaches the keyspace's eviction, which
+// starts at Redis's default.
+func TestMaxMemorySamplesLive(t *testing.T) {
+	c, _ := testConn(0)
+	run := func(args ...string) string {
+		c.W.Buf = c.W.Buf[:0]
+		c.exec(argsOf(args...))
+		c.EndBatch()
+		return string(c.W.Buf)
+	}
+	if got := c.Store().MaxMemorySamples(); got != 5 {
+		t.Fatalf("maxmemory-samples starts at %d, want 5", got)
+	}
+	if got := run("CONFIG", "SET", "maxmemory-samples", "12"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG SET maxmemory-samples 12 = %q", got)
+	}
+	if got := c.Store().MaxMemorySamples(); got != 12 {
+		t.Fatalf("after CONFIG SET maxmemory-samples 12 the keyspace samples %d", got)
+	}
+	if got := run("CONFIG", "GET", "maxmemory-samples"); got != "*2\r\n$17\r\nmaxmemory-samples\r\n$2\r\n12\r\n" {
+		t.Fatalf("CONFIG GET maxmemory-samples = %q", got)
+	}
+}

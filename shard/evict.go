@@ -8,9 +8,9 @@ import (
 
 // Eviction. A shard over its share of the memory bound removes keys as
 // Redis's maxmemory policies do (Policy), approximately as Redis does: it
-// samples evictSamples keys the policy may evict, keeps the best
-// candidates it has seen in a pool (Redis's eviction pool), and removes
-// the one the policy ranks first (score). A write evicts at most
+// samples maxmemory-samples keys the policy may evict (SetMaxMemorySamples),
+// keeps the best candidates it has seen in a pool (Redis's eviction pool),
+// and removes the one the policy ranks first (score). A write evicts at most
 // evictPerWrite keys, far more than one write adds, so a shard over its
 // bound (after CONFIG SET maxmemory lowers it) comes back under within a
 // few writes without any of them waiting long; the sweep helps an idle
@@ -18,7 +18,6 @@ import (
 // the commands that grow the keyspace are then refused, as Redis refuses
 // them when eviction fails.
 const (
-	evictSamples  = 8
 	evictPerWrite = 16
 	evictScanAll  = 256 // index slots up to which every key is looked at
 	// evictProbes bounds the index slots a sample looks at once it has
@@ -28,7 +27,26 @@ const (
 	// anyEvictable).
 	evictProbes = 1024
 	poolSize    = 16 // candidates kept between evictions (Redis's EVPOOL_SIZE)
+	prefetchMax = 16 // sample lines worth asking for at once
 )
+
+// DefaultMaxMemorySamples is Redis's maxmemory-samples default: the
+// evictable keys each eviction samples.
+const DefaultMaxMemorySamples = 5
+
+// SetMaxMemorySamples sets maxmemory-samples, the evictable keys each
+// eviction samples (default DefaultMaxMemorySamples), at least 1 and at
+// most 2^32-1. More samples rank victims better and cost more per
+// eviction; only eviction reads it. It takes no lock.
+func (s *Store) SetMaxMemorySamples(n int) {
+	v := uint32(min(max(int64(n), 1), 1<<32-1))
+	for i := range s.shards {
+		s.shards[i].samples.Store(v)
+	}
+}
+
+// MaxMemorySamples returns maxmemory-samples.
+func (s *Store) MaxMemorySamples() int { return int(s.shards[0].samples.Load()) }
 
 // fitBudget evicts, a few keys at most, while the shard is over its memory
 // bound, sparing the key just written. Every write that grows the shard
@@ -256,13 +274,14 @@ func (sh *Shard) scanBest(keep ref) (int, ref) {
 	return b.pos, b.r
 }
 
-// sampleIndex is sampleSlab through the index: evictSamples evictable
-// keys from random slots on, a cache miss each (see evictProbes).
+// sampleIndex is sampleSlab through the index: maxmemory-samples
+// evictable keys from random slots on, a cache miss each (see
+// evictProbes).
 func (sh *Shard) sampleIndex(keep ref) (int, ref) {
-	size := sh.idx.size
+	size, samples := sh.idx.size, int(sh.samples.Load())
 	var b best
 	i := sh.randN(size)
-	for seen, probes := 0, 0; seen < evictSamples && probes < size && (probes < evictProbes || seen == 0); probes++ {
+	for seen, probes := 0, 0; seen < samples && probes < size && (probes < evictProbes || seen == 0); probes++ {
 		if sh.idx.tag(i) != 0 {
 			if r := sh.idx.ref(i); r != keep {
 				if s, ok := sh.score(sh.slabs.get(r)); ok {
@@ -280,8 +299,8 @@ func (sh *Shard) sampleIndex(keep ref) (int, ref) {
 	return b.pos, b.r
 }
 
-// sampleSlab adds to the pool up to evictSamples evictable records other
-// than keep found from a random slot of a random size class on. A
+// sampleSlab adds to the pool up to maxmemory-samples evictable records
+// other than keep found from a random slot of a random size class on. A
 // class's records lie in consecutive slots, so the samples cost a few
 // cache lines, where records reached through the index cost a cache miss
 // each. One class's keys may all be alike (small counters read often,
@@ -326,15 +345,15 @@ func (sh *Shard) prefetchSamples(c uint32, i int) {
 		return
 	}
 	n := s.slots(c)
-	for k := range min(n, evictSamples) {
+	for k := range min(n, int(sh.samples.Load()), prefetchMax) {
 		if rec := s.lookup(c<<classShift | uint32((i+k)%n)); rec != nil {
 			prefetch(unsafe.Pointer(&rec[0]))
 		}
 	}
 }
 
-// sampleFrom adds to the pool up to evictSamples evictable records other
-// than keep from slot i of class c on.
+// sampleFrom adds to the pool up to maxmemory-samples evictable records
+// other than keep from slot i of class c on.
 func (sh *Shard) sampleFrom(c uint32, i int, keep ref) {
 	s := &sh.slabs
 	n := len(s.big)
@@ -345,7 +364,8 @@ func (sh *Shard) sampleFrom(c uint32, i int, keep ref) {
 		return
 	}
 	i %= n // pages may have been given back since the slot was picked
-	for seen, probes := 0, 0; seen < evictSamples && probes < min(n, 8*evictSamples); probes++ {
+	samples := int(sh.samples.Load())
+	for seen, probes := 0, 0; seen < samples && probes < min(n, 8*samples); probes++ {
 		r := c<<classShift | uint32(i)
 		if rec := s.lookup(r); rec != nil && rec[0] != 0 && r != keep {
 			if sc, ok := sh.score(rec); ok {

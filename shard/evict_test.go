@@ -102,33 +102,70 @@ func TestLRUEvictsLeastRecentlyUsedValues(t *testing.T) {
 // In a table too large to look at every key, eviction samples: of 30000
 // values of three record sizes written at t1, a third read again at
 // t1+100s, evicting half the keyspace at t1+200s keeps almost all of the
-// third read again (sampling at random would keep half of them).
+// third read again with maxmemory-samples at its default (5) or above,
+// and about half with 1, where eviction takes keys as they come.
 func TestLRUSamplesLeastRecentlyUsed(t *testing.T) {
-	s := New(Options{Shards: 1, Seed: 11})
-	sh := s.Shard(0)
-	const n = 30000
-	key := func(i int) string { return fmt.Sprintf("k%d:%0*d", i, i%3*40, 0) }
-	for i := range n {
-		setValue(s, key(i), engine.NoExpiry, t1)
-	}
-	for i := 0; i < n; i += 3 {
-		readValue(s, key(i), t1+100*sec)
-	}
-	bound := s.Stats().Memory / 2
-	s.SetMaxMemory(bound)
-	sh.now = t1 + 200*sec
-	sh.EvictOver(n)
-	kept := 0
-	for i := 0; i < n; i += 3 {
-		if exists(s, key(i)) {
-			kept++
+	for _, tc := range []struct{ samples, minPct, maxPct int }{
+		{DefaultMaxMemorySamples, 97, 100},
+		{10, 97, 100},
+		{1, 40, 60},
+	} {
+		s := New(Options{Shards: 1, Seed: 11})
+		if tc.samples != DefaultMaxMemorySamples {
+			s.SetMaxMemorySamples(tc.samples)
+		}
+		sh := s.Shard(0)
+		const n = 30000
+		key := func(i int) string { return fmt.Sprintf("k%d:%0*d", i, i%3*40, 0) }
+		for i := range n {
+			setValue(s, key(i), engine.NoExpiry, t1)
+		}
+		for i := 0; i < n; i += 3 {
+			readValue(s, key(i), t1+100*sec)
+		}
+		bound := s.Stats().Memory / 2
+		s.SetMaxMemory(bound)
+		sh.now = t1 + 200*sec
+		sh.EvictOver(n)
+		kept := 0
+		for i := 0; i < n; i += 3 {
+			if exists(s, key(i)) {
+				kept++
+			}
+		}
+		if kept < n/3*tc.minPct/100 || kept > n/3*tc.maxPct/100 {
+			t.Errorf("samples %d: %d of the %d keys read again kept, want %d%% to %d%%",
+				tc.samples, kept, n/3, tc.minPct, tc.maxPct)
+		}
+		if st := s.Stats(); st.Memory > bound {
+			t.Fatalf("samples %d: stats %+v, bound %d", tc.samples, st, bound)
 		}
 	}
-	if kept < n/3*97/100 {
-		t.Errorf("%d of the %d keys read again kept, want 97%% at least", kept, n/3)
+}
+
+// maxmemory-samples is the evictable records a round of sampling adds to
+// an empty pool (all of them, up to the pool's size), in a slab class
+// without free slots; values out of range are taken as the nearest
+// bound.
+func TestMaxMemorySamples(t *testing.T) {
+	s := New(Options{Shards: 1, Seed: 11})
+	if got := s.MaxMemorySamples(); got != DefaultMaxMemorySamples {
+		t.Fatalf("default maxmemory-samples %d, want %d", got, DefaultMaxMemorySamples)
 	}
-	if st := s.Stats(); st.Memory > bound {
-		t.Fatalf("stats %+v, bound %d", st, bound)
+	sh := s.Shard(0)
+	for i := range 1000 {
+		setValue(s, fmt.Sprintf("k%04d", i), engine.NoExpiry, t1)
+	}
+	for _, tc := range []struct{ set, want int }{{1, 1}, {3, 3}, {5, 5}, {10, 10}, {64, poolSize}, {0, 1}, {-7, 1}} {
+		s.SetMaxMemorySamples(tc.set)
+		if got := s.MaxMemorySamples(); got != max(tc.set, 1) {
+			t.Errorf("SetMaxMemorySamples(%d): MaxMemorySamples() = %d", tc.set, got)
+		}
+		sh.pool = evictPool{}
+		sh.sampleSlab(0)
+		if sh.pool.n != tc.want {
+			t.Errorf("samples %d: the pool holds %d after one round, want %d", tc.set, sh.pool.n, tc.want)
+		}
 	}
 }
 

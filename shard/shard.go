@@ -108,10 +108,12 @@ type Shard struct {
 	now     int64                         // the server clock of the command running, for access stamps
 	clock   func() int64                  // the server clock, for writes of no command (Options.Now)
 	// What eviction removes and how accesses are stamped (access.go),
-	// and Redis's lfu-log-factor and lfu-decay-time (minutes): atomics,
-	// since CONFIG SET sets them inside EXEC, which holds every lock.
+	// Redis's lfu-log-factor and lfu-decay-time (minutes), and
+	// maxmemory-samples (evict.go): atomics, since CONFIG SET sets them
+	// inside EXEC, which holds every lock.
 	policy           atomic.Uint32
 	lfuLog, lfuDecay atomic.Uint32
+	samples          atomic.Uint32
 
 	mem     atomic.Int64 // bytes accounted, readable without the lock
 	changes atomic.Int64 // writes since the last save
@@ -951,6 +953,7 @@ func New(opts Options) *Store {
 		s.shards[i].clock = now
 		s.shards[i].lfuLog.Store(DefaultLFULogFactor)
 		s.shards[i].lfuDecay.Store(DefaultLFUDecayTime)
+		s.shards[i].samples.Store(DefaultMaxMemorySamples)
 		s.shards[i].hash = s.hash
 		s.shards[i].idx.hash = s.hash
 		if opts.Cluster {
