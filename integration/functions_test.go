@@ -134,6 +134,18 @@ func TestFunctionsAgainstRedis(t *testing.T) {
 		{"FUNCTION", "LOAD", lib("concat", "local at_load = 'v' .. 1.5 .. '/' .. 0.1 + 0.2\n"+
 			"redis.register_function('concat', function(k, a) return {at_load, a[1] .. (0.1 + 0.2), 2^53 .. ''} end)")},
 		{"FCALL", "concat", "0", "x"},
+		// Concatenation errors name the operand as Lua 5.1 does.
+		{"FUNCTION", "LOAD", lib("concaterr", "local up\n"+
+			"redis.register_function('cat_field', function(k, a) return 'x' .. a[2] end)\n"+
+			"redis.register_function('cat_local', function(k, a) local v = a[2] return v .. 'x' end)\n"+
+			"redis.register_function('cat_upvalue', function() return 'x' ..\n up end)\n"+
+			"redis.register_function('cat_global', function() return 'x' .. redis end)")},
+		{"FCALL", "cat_field", "0", "a"},
+		{"FCALL", "cat_local", "0", "a"},
+		{"FCALL", "cat_upvalue", "0"},
+		{"FCALL", "cat_global", "0"},
+		{"FUNCTION", "DELETE", "concaterr"},
+		{"FUNCTION", "LOAD", lib("concatload", "local t = {} local s = 'x' .. t.nope")},
 		{"FUNCTION", "LIST", "LIBRARYNAME", "e*"},
 		{"FUNCTION", "STATS"},
 		// A REPLACE whose function another library has: refused, the old
