@@ -249,7 +249,8 @@ func (c *Ctx) infoSections(pick func(name string, inDefault bool) bool) []infoSe
 
 // memoryInfo is INFO memory. used_memory is the Go heap's live objects
 // (Redis's allocator-reported bytes), used_memory_dataset the limiter
-// state --maxmemory bounds, used_memory_rss what the OS reports resident.
+// state --maxmemory bounds, used_memory_rss what the OS reports resident;
+// the scripting fields are script.Memory's.
 func (c *Ctx) memoryInfo() [][2]string {
 	h := c.h
 	used, sys := h.heapBytes()
@@ -272,7 +273,7 @@ func (c *Ctx) memoryInfo() [][2]string {
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	maxmem := h.maxMemory.Load()
-	_, functions := h.scripts.FunctionCounts()
+	sm := h.scripts.Memory()
 	return [][2]string{
 		{"used_memory", i64(used)},
 		{"used_memory_human", humanBytes(used)},
@@ -287,14 +288,25 @@ func (c *Ctx) memoryInfo() [][2]string {
 		{"used_memory_dataset_perc", pct(dataset, used)},
 		{"total_system_memory", i64(sysMem)},
 		{"total_system_memory_human", humanBytes(sysMem)},
+		{"used_memory_lua", i64(sm.VMEval)},
+		{"used_memory_vm_eval", i64(sm.VMEval)},
+		{"used_memory_lua_human", humanBytes(sm.VMEval)},
+		{"used_memory_scripts_eval", i64(sm.ScriptsEval)},
+		{"number_of_cached_scripts", strconv.Itoa(sm.Scripts)},
+		{"number_of_functions", strconv.Itoa(sm.FunctionCount)},
+		{"number_of_libraries", strconv.Itoa(sm.Libraries)},
+		{"used_memory_vm_functions", i64(sm.VMFunctions)},
+		{"used_memory_vm_total", i64(sm.VMEval + sm.VMFunctions)},
+		{"used_memory_vm_total_human", humanBytes(sm.VMEval + sm.VMFunctions)},
+		{"used_memory_functions", i64(sm.Functions)},
+		{"used_memory_scripts", i64(sm.Functions + sm.ScriptsEval)},
+		{"used_memory_scripts_human", humanBytes(sm.Functions + sm.ScriptsEval)},
 		{"maxmemory", i64(maxmem)},
 		{"maxmemory_human", humanBytes(maxmem)},
 		{"maxmemory_policy", h.maxMemoryPolicy().String()},
 		{"mem_fragmentation_ratio", strconv.FormatFloat(frag, 'f', 2, 64)},
 		{"mem_fragmentation_bytes", i64(rss - used)},
 		{"mem_allocator", "go-" + runtime.Version()},
-		{"number_of_cached_scripts", strconv.Itoa(h.scripts.Scripts())},
-		{"number_of_functions", strconv.Itoa(functions)},
 	}
 }
 

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	bin "encoding/binary"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -688,27 +690,48 @@ func TestFunctionsConcurrent(t *testing.T) {
 	do(t, admin, "FCALL", "conc", "1", "k").equal(50)
 }
 
-// TestScriptCountsAgainstRedis: INFO memory counts the scripts loaded
-// (EVAL's and SCRIPT LOAD's) and the functions, as redis-server does,
-// through loads, a library replaced and SCRIPT FLUSH.
+// TestScriptCountsAgainstRedis: INFO memory has Redis 7.0's scripting
+// fields, in its order, and counts the scripts loaded (EVAL's and SCRIPT
+// LOAD's), the libraries and the functions as redis-server does, through
+// loads, a library replaced and the flushes; the scripts' and the
+// functions' bytes grow and fall when redis-server's do, and the totals
+// add up.
 func TestScriptCountsAgainstRedis(t *testing.T) {
 	t.Parallel()
 	ours, theirs := start(t).client(t, 2), redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
 	t.Cleanup(func() { theirs.Close() })
-	counts := func(c *redis.Client) string {
+	// fields returns INFO memory's fields between total_system_memory_human
+	// and maxmemory, where Redis puts scripting's, in order.
+	fields := func(c *redis.Client) (names []string, vals map[string]string) {
 		t.Helper()
 		info, err := c.Info(context.Background(), "memory").Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
+		vals, in := map[string]string{}, false
 		for _, line := range strings.Split(info, "\r\n") {
-			if strings.HasPrefix(line, "number_of_cached_scripts:") || strings.HasPrefix(line, "number_of_functions:") {
-				out = append(out, line)
+			k, v, _ := strings.Cut(line, ":")
+			switch {
+			case k == "total_system_memory_human":
+				in = true
+			case k == "maxmemory":
+				in = false
+			case in:
+				names = append(names, k)
+				vals[k] = v
 			}
 		}
-		return strings.Join(out, " ")
+		return names, vals
 	}
+	num := func(vals map[string]string, k string) int64 {
+		n, err := strconv.ParseInt(vals[k], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q", k, vals[k])
+		}
+		return n
+	}
+	_, before := fields(ours)
+	_, beforeTheirs := fields(theirs)
 	for _, req := range [][]any{
 		{"PING"},
 		{"SCRIPT", "LOAD", "return 1"},
@@ -727,9 +750,30 @@ func TestScriptCountsAgainstRedis(t *testing.T) {
 		if err := theirs.Do(ctx, req...).Err(); err != nil {
 			t.Fatalf("%v on redis-server: %v", req, err)
 		}
-		got, want := counts(ours), counts(theirs)
-		if got != want || !strings.Contains(want, "number_of_functions") {
-			t.Fatalf("after %v: %q, redis-server %q", req, got, want)
+		names, vals := fields(ours)
+		wantNames, want := fields(theirs)
+		if !slices.Equal(names, wantNames) {
+			t.Fatalf("after %v: INFO memory's scripting fields %q, redis-server's %q", req, names, wantNames)
 		}
+		for _, k := range []string{"number_of_cached_scripts", "number_of_functions", "number_of_libraries"} {
+			if vals[k] != want[k] {
+				t.Errorf("after %v: %s:%s, redis-server %s", req, k, vals[k], want[k])
+			}
+		}
+		for _, k := range []string{"used_memory_scripts_eval", "used_memory_functions"} {
+			got, wantd := cmp.Compare(num(vals, k), num(before, k)), cmp.Compare(num(want, k), num(beforeTheirs, k))
+			if got != wantd {
+				t.Errorf("after %v: %s went %d -> %d, redis-server's %d -> %d", req, k, num(before, k), num(vals, k), num(beforeTheirs, k), num(want, k))
+			}
+		}
+		vm, fn, ev := num(vals, "used_memory_vm_eval"), num(vals, "used_memory_functions"), num(vals, "used_memory_scripts_eval")
+		if num(vals, "used_memory_lua") != vm || num(vals, "used_memory_vm_total") != vm+num(vals, "used_memory_vm_functions") ||
+			num(vals, "used_memory_scripts") != fn+ev {
+			t.Errorf("after %v: the totals do not add up: %v", req, vals)
+		}
+		if ev == 0 && num(vals, "number_of_cached_scripts") > 0 || fn == 0 && num(vals, "number_of_libraries") > 0 {
+			t.Errorf("after %v: scripts or libraries loaded count no bytes: %v", req, vals)
+		}
+		before, beforeTheirs = vals, want
 	}
 }

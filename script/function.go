@@ -64,6 +64,7 @@ type Library struct {
 	Name      string
 	Code      []byte      // as FUNCTION LOAD was given it
 	Functions []*Function // by name
+	compiled  int         // its code's size compiled (protoBytes)
 }
 
 // libSet is the libraries loaded, replaced whole by every change.
@@ -317,7 +318,7 @@ func (e *Engine) create(md meta, code []byte, timeout time.Duration) (*Library, 
 	p.IsVarArg &^= lua.VarArgNeedsArg
 	fn := L.NewFunctionFromProto(p)
 	fn.Env = f.env // and so every function it makes
-	lib := &Library{Name: md.name, Code: bytes.Clone(code)}
+	lib := &Library{Name: md.name, Code: bytes.Clone(code), compiled: protoBytes(p)}
 
 	ctx := context.Background()
 	if timeout > 0 {

@@ -41,6 +41,7 @@ type Engine struct {
 	mu   sync.Mutex
 	eval vm                        // EVAL's
 	fns  map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
+	mem  map[string]scriptMem      // what each counts for in Memory
 	// shebang holds the flags of the scripts loaded with a shebang line.
 	shebang map[string]Flags
 	call    Caller // the running script's
@@ -211,16 +212,9 @@ func (e *Engine) touchEval(sha string, added bool) {
 		delete(e.evalAt, old)
 		delete(e.fns, old)
 		delete(e.shebang, old)
+		delete(e.mem, old)
 		e.Evicted.Add(1)
 	}
-}
-
-// Scripts returns how many scripts are loaded (INFO's
-// number_of_cached_scripts).
-func (e *Engine) Scripts() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.fns)
 }
 
 // Exists reports whether a script is loaded.
@@ -237,6 +231,7 @@ func (e *Engine) Flush() {
 	defer e.mu.Unlock()
 	clear(e.fns)
 	clear(e.shebang)
+	clear(e.mem)
 	clear(e.evalAt)
 	e.evalLRU.Init()
 }
@@ -268,6 +263,7 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	p.IsVarArg &^= lua.VarArgNeedsArg
 	fn := e.eval.L.NewFunctionFromProto(p)
 	e.fns[sha] = fn
+	e.noteScript(sha, body, p)
 	if shebang {
 		e.shebang[sha] = flags
 	}
