@@ -114,8 +114,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.Int64Var(&o.logMaxLimit, "log-max-limit", 10000, "largest limit CL.WINDOW ... LOG accepts")
 	fs.Var(&o.enableDebug, "enable-debug-command", "enable DEBUG (tests only): yes, no or local (as yes), as Redis; alone it means yes")
 	fs.IntVar(&o.threads, "threads", runtime.GOMAXPROCS(0), "OS threads running Go code (GOMAXPROCS); 1 is often fastest when clients share the machine's few cores")
-	fs.IntVar(&o.loops, "event-loops", 0, "with --io epoll, event loops serving connections (0: one per thread, one fewer with persistence on, leaving the flusher a core)")
-	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, one per thread, like Redis; Linux only) or goroutines (one per connection)")
+	fs.IntVar(&o.loops, "event-loops", 0, "with --io epoll, event loops serving connections (0: one fewer than --threads, at least one)")
+	fs.StringVar(&o.io, "io", defaultIO(), "how connections are served: epoll (event loops, like Redis; Linux only) or goroutines (one per connection)")
 	fs.IntVar(&o.maxclients, "maxclients", 10000, "most connections served at once; lowered at start to what the file-descriptor limit holds")
 	fs.IntVar(&o.timeout, "timeout", 0, "close a connection idle for this many seconds (0: never)")
 	fs.IntVar(&o.tcpKeepalive, "tcp-keepalive", 300, "TCP keep-alive period of client connections, in seconds (0: off)")
@@ -168,7 +168,7 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--threads must be at least 1")
 	}
 	if o.loops < 0 {
-		return nil, fmt.Errorf("--event-loops must be 0 (one per thread) or more")
+		return nil, fmt.Errorf("--event-loops must be 0 (one fewer than --threads) or more")
 	}
 	switch o.io {
 	case "epoll":
@@ -316,18 +316,18 @@ func defaultIO() string {
 }
 
 // eventLoops returns resp.Config.EventLoops for o: --event-loops, or one
-// loop per thread, one fewer when persistence is on (the flusher works
-// beside the loops: with every thread a loop it takes their time).
+// loop fewer than threads (at least one). The thread left over runs what
+// works beside the loops (the flusher, the collector, the sweeper); with
+// every thread a loop, that work takes the loops' time, and scripts,
+// which run one at a time, leave a second loop waiting for the first.
 func eventLoops(o *options) int {
 	switch {
 	case o.io != "epoll":
 		return 0
 	case o.loops > 0:
 		return o.loops
-	case o.dir != "" && o.threads > 1:
-		return o.threads - 1
 	}
-	return o.threads
+	return max(o.threads-1, 1)
 }
 
 // fitsInt64 reports whether the size s is at most 2^63-1 bytes.

@@ -51,15 +51,17 @@ func TestBindAddrs(t *testing.T) {
 	}
 }
 
-// TestEventLoops: one event loop per thread, one fewer with persistence
-// on (the flusher's core), unless --event-loops says.
+// TestEventLoops: one event loop fewer than threads, at least one, with
+// persistence on or off, unless --event-loops says.
 func TestEventLoops(t *testing.T) {
 	for _, tc := range []struct {
 		o    *options
 		want int
 	}{
 		{&options{io: "epoll", threads: 2, dir: "data"}, 1},
-		{&options{io: "epoll", threads: 2, dir: ""}, 2},
+		{&options{io: "epoll", threads: 2, dir: ""}, 1},
+		{&options{io: "epoll", threads: 4, dir: ""}, 3},
+		{&options{io: "epoll", threads: 1, dir: ""}, 1},
 		{&options{io: "epoll", threads: 1, dir: "data"}, 1},
 		{&options{io: "epoll", threads: 8, dir: "data"}, 7},
 		{&options{io: "epoll", threads: 2, dir: "data", loops: 2}, 2},
