@@ -22,7 +22,9 @@
 # against the scripts on Redis.
 # Environment: ROUNDS (3), N (requests per run, 1000000), WORKLOADS,
 # CONFIGS ("memory durable"), MEM_KEYS (1000000; 0 skips), RL_ARGS,
-# RLSERVER_BIN (else ./cmd/rlserver is built).
+# RLSERVER_BIN (else ./cmd/rlserver is built), PIN (1: both servers on the
+# last CPU, the load generator on the others, so that each server has a
+# core to itself; rlserver then sizes its threads to that one CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -32,6 +34,13 @@ WORKLOADS=${WORKLOADS:-get set incr incrby_expire slidinglog}
 CONFIGS=${CONFIGS:-memory durable}
 MEM_KEYS=${MEM_KEYS:-1000000}
 RL_ARGS=${RL_ARGS:-}
+PIN=${PIN:-0}
+SRV=() GEN=()
+if [[ $PIN == 1 ]]; then
+	last=$(($(nproc) - 1))
+	[[ $last -ge 1 ]] || { echo "PIN=1 needs two CPUs" >&2; exit 1; }
+	SRV=(taskset -c "$last") GEN=(taskset -c "0-$((last - 1))")
+fi
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"; }
@@ -48,7 +57,7 @@ start_rl() { # config -> RLP
 	local dir=''
 	[[ $1 == durable ]] && dir=$TMP/rl.$RLP
 	# shellcheck disable=SC2086
-	"$RL" --port "$RLP" --dir "$dir" $RL_ARGS >"$TMP/rl.$RLP.log" 2>&1 &
+	"${SRV[@]}" "$RL" --port "$RLP" --dir "$dir" $RL_ARGS >"$TMP/rl.$RLP.log" 2>&1 &
 	PIDS+=($!)
 	ready "$RLP"
 }
@@ -57,7 +66,7 @@ start_redis() { # config -> RDP
 	local aof=(--appendonly no)
 	[[ $1 == durable ]] && aof=(--appendonly yes --appendfsync everysec)
 	mkdir -p "$TMP/redis.$RDP"
-	redis-server --port "$RDP" --save '' "${aof[@]}" --dir "$TMP/redis.$RDP" --daemonize no >"$TMP/redis.$RDP.log" 2>&1 &
+	"${SRV[@]}" redis-server --port "$RDP" --save '' "${aof[@]}" --dir "$TMP/redis.$RDP" --daemonize no >"$TMP/redis.$RDP.log" 2>&1 &
 	PIDS+=($!)
 	ready "$RDP"
 }
@@ -66,7 +75,7 @@ field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 for cfg in $CONFIGS; do
 	start_rl "$cfg"
 	start_redis "$cfg"
-	echo "== $cfg: rlserver :$RLP ($RL_ARGS) against redis-server :$RDP"
+	echo "== $cfg: rlserver :$RLP ($RL_ARGS) against redis-server :$RDP${SRV:+, pinned: servers ${SRV[*]}, generator ${GEN[*]}}"
 	printf '%-14s %12s %9s %12s %9s %7s\n' workload rl_rate rl_p99 redis_rate redis_p99 ratio
 	for w in $WORKLOADS; do
 		: >"$TMP/rl" ; : >"$TMP/rd"; : >"$TMP/ratio"
@@ -74,8 +83,8 @@ for cfg in $CONFIGS; do
 			# A native command on rlserver against the script it replaces on Redis.
 			rw=$w
 			case $w in native_gcra) rw=evalsha_gcra ;; native_window) rw=evalsha_incr ;; esac
-			a=$("$TMP/valload" -addr 127.0.0.1:"$RLP" -workload "$w" -requests "$N")
-			b=$("$TMP/valload" -addr 127.0.0.1:"$RDP" -workload "$rw" -requests "$N")
+			a=$("${GEN[@]}" "$TMP/valload" -addr 127.0.0.1:"$RLP" -workload "$w" -requests "$N")
+			b=$("${GEN[@]}" "$TMP/valload" -addr 127.0.0.1:"$RDP" -workload "$rw" -requests "$N")
 			echo "$a" >>"$TMP/rl"; echo "$b" >>"$TMP/rd"
 			echo "$(echo "$a" | field rate) $(echo "$b" | field rate)" | awk '{printf "%.3f\n", $1/$2}' >>"$TMP/ratio"
 		done
