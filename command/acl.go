@@ -15,7 +15,7 @@ import (
 )
 
 // aclCategories are the categories ACL CAT lists: Redis's, plus ratelimit
-// for the limiter commands.
+// for the limiter commands. COMMAND lists a command's in this order.
 var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "list", "hash", "string",
 	"bitmap", "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking", "dangerous",
 	"connection", "transaction", "scripting", "ratelimit"}

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -74,5 +75,48 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommandCategoriesFromFlags: a row names only the categories its
+// flags do not imply (aclFromFlags adds those), so that every command's
+// categories follow Redis's rule from its flags: @write exactly with
+// write, @fast with fast, @slow without, @read with readonly (scripts
+// aside), @admin and @dangerous with admin.
+func TestCommandCategoriesFromFlags(t *testing.T) {
+	derived := []string{"read", "write", "fast", "slow", "blocking", "pubsub"}
+	var rows func(cs []*Command)
+	rows = func(cs []*Command) {
+		for _, c := range cs {
+			for _, cat := range c.ACL {
+				if slices.Contains(derived, cat) || c.hasFlag("admin") && (cat == "admin" || cat == "dangerous") {
+					t.Errorf("%s names @%s, which its flags %v decide", c.Name, cat, c.Flags)
+				}
+			}
+			rows(c.Subs)
+		}
+	}
+	rows(commandTable())
+	tb := newTable(commandTable())
+	for _, c := range tb.all {
+		has := func(cat string) bool { return slices.Contains(c.ACL, cat) }
+		for _, cat := range c.ACL {
+			if !slices.Contains(aclCategories, cat) {
+				t.Errorf("%s: unknown category %q", c.Name, cat)
+			}
+		}
+		if has("write") != c.hasFlag("write") || has("fast") != c.hasFlag("fast") || has("slow") == has("fast") ||
+			has("read") != (c.hasFlag("readonly") && !has("scripting")) || c.hasFlag("admin") && !(has("admin") && has("dangerous")) {
+			t.Errorf("%s: categories %v disagree with flags %v", c.Name, c.ACL, c.Flags)
+		}
+	}
+	// As Redis's: HELP shares its subcommands' own categories.
+	for name, want := range map[string]string{"client|help": "[slow connection]", "object|help": "[keyspace slow]",
+		"script|help": "[slow scripting]", "config|help": "[slow]"} {
+		c, err := tb.aclCommand(name)
+		must(t, err)
+		if fmt.Sprint(c.ACL) != want {
+			t.Errorf("%s: %v, want %s", name, c.ACL, want)
+		}
 	}
 }

@@ -14,10 +14,8 @@ import (
 func aclSub(name string, arity int, admin bool, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
 	c := sub("acl|"+name, arity, summary, run, args...)
 	c.Group, c.Since = "server", "6.0.0"
-	c.ACL = []string{"slow"}
 	if admin {
 		c.Flags = append(c.Flags, "admin")
-		c.ACL = []string{"admin", "slow", "dangerous"}
 	}
 	return c
 }

@@ -58,7 +58,6 @@ func clusterContainer() *Command {
 			if s.etcd {
 				sc.Flags = append(sc.Flags, "no_multi")
 			}
-			sc.ACL = append(sc.ACL, "admin", "dangerous")
 		}
 		c.Subs = append(c.Subs, sc)
 	}

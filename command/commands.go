@@ -22,7 +22,7 @@ func commandTable() []*Command {
 		}
 		return &Command{
 			Name: name, Arity: arity, MaxArgs: max, Flags: []string{"write", "denyoom", "fast"},
-			ACL: []string{"write", "fast", "ratelimit"}, Keys: KeySpec{First: 1, Last: 1, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}},
+			ACL: []string{"ratelimit"}, Keys: KeySpec{First: 1, Last: 1, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}},
 			Group: "ratelimit", Since: "0.1.0", Complexity: "O(1)", Summary: summary, Args: args,
 		}
 	}
@@ -44,7 +44,7 @@ func commandTable() []*Command {
 		noDecision(with(limiter("cl.release", 3, "Returns a concurrency lease's units.", argKey("key"), argStr("lease_id")), cmdRelease)),
 		noDecision(with(limiter("cl.renew", 4, "Extends a concurrency lease.", argKey("key"), argStr("lease_id"), argStr("lease")), cmdRenew)),
 		{
-			Name: "cl.all", Arity: -6, Flags: []string{"write", "denyoom"}, ACL: []string{"write", "ratelimit"},
+			Name: "cl.all", Arity: -6, Flags: []string{"write", "denyoom"}, ACL: []string{"ratelimit"},
 			Keys:  KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: allKeys},
 			Group: "ratelimit", Since: "0.1.0", Complexity: "O(N) where N is the number of rules",
 			Summary: "Checks and consumes several limits atomically, all or nothing.",
@@ -57,19 +57,19 @@ func commandTable() []*Command {
 		conn("ping", -1, "Returns the server's liveness response.", cmdPing, opt(argStr("message"))),
 		conn("echo", 2, "Returns the given string.", cmdEcho, argStr("message")),
 		with(&Command{Name: "hello", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"},
-			ACL: []string{"fast", "connection"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
+			ACL: []string{"connection"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
 			Summary: "Handshakes with the server: protocol version, authentication, client name.",
 			Args: []Arg{opt(block("arguments", argInt("protover"), opt(block("auth", token("AUTH"), argStr("username"), argStr("password"))),
 				opt(tokenArg("SETNAME", argStr("clientname")))))}}, cmdHello),
 		with(&Command{Name: "auth", Arity: -2, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"},
-			ACL: []string{"fast", "connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(N) where N is the number of passwords",
+			ACL: []string{"connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(N) where N is the number of passwords",
 			Summary: "Authenticates the connection.", Args: []Arg{opt(argStr("username")), argStr("password")}}, cmdAuth),
 		conn("select", 2, "Changes the selected database (only 0 exists).", cmdSelect, argInt("index")),
 		with(&Command{Name: "quit", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "no_multi_queue"},
-			ACL: []string{"fast", "connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: "Closes the connection."}, cmdQuit),
+			ACL: []string{"connection"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: "Closes the connection."}, cmdQuit),
 		with(&Command{Name: "reset", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy", "no_multi_queue"},
-			ACL: []string{"fast", "connection"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)", Summary: "Resets the connection."}, cmdReset),
-		container("client", "connection", "A container for client connection commands.",
+			ACL: []string{"connection"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)", Summary: "Resets the connection."}, cmdReset),
+		container("client", "connection", "A container for client connection commands.", inCategory("connection",
 			sub("client|id", 2, "Returns the unique client ID of the connection.", cmdClientID),
 			sub("client|setname", 3, "Sets the connection name.", cmdClientSetName, argStr("connection-name")),
 			sub("client|getname", 2, "Returns the name of the connection.", cmdClientGetName),
@@ -82,20 +82,21 @@ func commandTable() []*Command {
 				oneof("mode", token("YES"), token("NO")))),
 			sub("client|getredir", 2, "Returns the client ID to which the connection's tracking notifications are redirected.", cmdClientGetRedir),
 			sub("client|info", 2, "Returns information about the connection.", cmdClientInfo),
-			sub("client|list", -2, "Lists open connections.", cmdClientList,
-				opt(tokenArg("TYPE", oneof("client-type", token("NORMAL")))), opt(tokenArg("ID", many(argInt("client-id"))))),
-		),
+			withFlags(sub("client|list", -2, "Lists open connections.", cmdClientList,
+				opt(tokenArg("TYPE", oneof("client-type", token("NORMAL")))), opt(tokenArg("ID", many(argInt("client-id"))))), "admin"),
+		)...),
 
 		// Transactions.
 		txn("multi", "Starts a transaction.", cmdMulti),
-		runsQueue(txn("exec", "Executes all commands in a transaction, atomically.", cmdExec)),
+		// EXEC runs the queue: not fast (Redis's @slow).
+		runsQueue(withoutFlag(txn("exec", "Executes all commands in a transaction, atomically.", cmdExec), "fast")),
 		txn("discard", "Discards a transaction.", cmdDiscard),
 
 		// Introspection and server.
-		with(&Command{Name: "command", Arity: -1, Flags: []string{"loading", "stale"}, ACL: []string{"slow", "connection"},
+		with(&Command{Name: "command", Arity: -1, Flags: []string{"loading", "stale"}, ACL: []string{"connection"},
 			Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the total number of commands",
 			Summary: "Returns detailed information about all commands.",
-			Subs: []*Command{
+			Subs: inCategory("connection",
 				sub("command|count", 2, "Returns a count of commands.", cmdCommandCount),
 				sub("command|info", -2, "Returns information about one, multiple or all commands.", cmdCommandInfo, opt(many(argStr("command-name")))),
 				sub("command|docs", -2, "Returns documentary information about one, multiple or all commands.", cmdCommandDocs, opt(many(argStr("command-name")))),
@@ -104,10 +105,13 @@ func commandTable() []*Command {
 					argStr("command"), many(argStr("arg"))),
 				sub("command|list", -2, "Returns a list of command names.", cmdCommandList,
 					opt(tokenArg("FILTERBY", oneof("filterby", tokenArg("MODULE", argStr("module-name")), tokenArg("ACLCAT", argStr("category")), tokenArg("PATTERN", argStr("pattern")))))),
-			}}, cmdCommand),
-		scriptable(server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section"))))),
-		scriptable(server("time", 1, "Returns the server time.", cmdTime)),
-		scriptable(server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize)),
+			)}, cmdCommand),
+		// INFO, TIME, DBSIZE (and LASTSAVE): Redis's categories and the flags
+		// they follow from; scripts may call them (sliding-window scripts read TIME).
+		setFlags(server("info", -1, "Returns information and statistics about the server.", cmdInfo, opt(many(argStr("section")))),
+			nil, "dangerous"),
+		setFlags(server("time", 1, "Returns the server time.", cmdTime), []string{"fast"}),
+		setFlags(server("dbsize", 1, "Returns the number of keys in the database.", cmdDBSize), []string{"readonly", "fast"}, "keyspace"),
 		aclContainer(),
 		clusterContainer(),
 		rlreplContainer(),
@@ -115,16 +119,16 @@ func commandTable() []*Command {
 		clusterOnly("readonly", "Enables read-only queries for a connection to a Redis Cluster replica node.", cmdReadOnly),
 		clusterOnly("readwrite", "Enables read-write queries for a connection to a Redis Cluster replica node.", cmdReadWrite),
 		clusterOnly("asking", "Signals that a cluster client is following an -ASK redirect.", cmdAsking),
-		with(&Command{Name: "role", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast"}, ACL: []string{"admin", "fast", "dangerous"},
+		with(&Command{Name: "role", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast"}, ACL: []string{"admin", "dangerous"},
 			Group: "server", Since: "2.8.12", Complexity: "O(1)", Summary: "Returns the replication role."}, cmdRole),
-		with(&Command{Name: "wait", Arity: 3, Flags: []string{"noscript"}, ACL: []string{"slow", "connection"},
+		with(&Command{Name: "wait", Arity: 3, Flags: []string{"noscript"}, ACL: []string{"connection"},
 			Group: "generic", Since: "3.0.0", Complexity: "O(1)",
 			Summary: "Blocks until the changes made before it by every connection reached the given number of replicas.",
 			Args:    []Arg{argInt("numreplicas"), argInt("timeout")}}, cmdWait),
 		container("config", "server", "A container for server configuration commands.",
-			sub("config|get", -3, "Returns the effective values of configuration parameters.", cmdConfigGet, many(argStr("parameter"))),
-			sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))),
-			sub("config|resetstat", 2, "Resets the server's statistics.", cmdConfigResetStat),
+			withFlags(sub("config|get", -3, "Returns the effective values of configuration parameters.", cmdConfigGet, many(argStr("parameter"))), "admin"),
+			withFlags(sub("config|set", -4, "Sets configuration parameters in-flight.", cmdConfigSet, many(block("data", argStr("parameter"), argStr("value")))), "admin"),
+			withFlags(sub("config|resetstat", 2, "Resets the server's statistics.", cmdConfigResetStat), "admin"),
 		),
 		container("slowlog", "server", "A container for slow log commands.",
 			admin(&Command{Name: "slowlog|get", Arity: -2, MaxArgs: 3, Summary: "Returns the slow log's entries, newest first.",
@@ -145,26 +149,27 @@ func commandTable() []*Command {
 		),
 		noMulti(server("save", 1, "Synchronously saves the keyspace to disk.", cmdSave)),
 		server("bgsave", -1, "Asynchronously saves the keyspace to disk.", cmdBGSave, opt(token("SCHEDULE"))),
-		with(&Command{Name: "checkpoint", Arity: 2, Flags: []string{"admin", "noscript", "no_multi"}, ACL: []string{"admin", "slow", "dangerous"},
+		with(&Command{Name: "checkpoint", Arity: 2, Flags: []string{"admin", "noscript", "no_multi"},
 			Group: "server", Since: "0.1.0", Complexity: "O(N) where N is the size of the store",
 			Summary: "Flushes, then writes a consistent copy of the store (a Pebble checkpoint) to a new directory.",
 			Args:    []Arg{argStr("directory")}}, cmdCheckpoint),
-		scriptable(server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave)),
+		setFlags(server("lastsave", 1, "Returns the Unix timestamp of the last successful save to disk.", cmdLastSave), []string{"fast"}, "admin", "dangerous"),
 		allowBusy(noMulti(server("shutdown", -1, "Synchronously saves the keyspace to disk and shuts down the server.", cmdShutdown,
 			opt(oneof("save-selector", token("NOSAVE"), token("SAVE"))), opt(token("NOW")), opt(token("FORCE"))))),
 		container("memory", "server", "A container for memory diagnostics commands.",
 			sub("memory|purge", 2, "Collects garbage and returns free memory to the operating system.", cmdMemoryPurge),
-			with(&Command{Name: "memory|usage", Arity: -3, Flags: []string{"readonly"}, ACL: []string{"read", "slow"},
+			with(&Command{Name: "memory|usage", Arity: -3, Flags: []string{"readonly"},
 				Keys:  KeySpec{First: 2, Last: 2, Step: 1, Flags: []string{ro}},
 				Group: "server", Since: "4.0.0", Complexity: "O(1)",
 				Summary: "Estimates the memory usage of a key.",
 				Args:    []Arg{argKey("key"), opt(tokenArg("SAMPLES", argInt("count")))}}, cmdMemoryUsage),
 		),
-		container("debug", "server", "Tests only: drives the server clock and injects disk faults (needs --enable-debug-command).",
-			sub("debug|clock", -3, "Sets, advances, reads or releases the server clock.", cmdDebugClock,
-				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET"))),
-			sub("debug|diskfault", 3, "Makes every flush to disk fail with an OS error, as a disk fault would, or stops it.", cmdDebugDiskFault,
-				oneof("fault", token("ENOSPC"), token("EACCES"), token("EROFS"), token("ENOENT"), token("OFF")))),
+		// DEBUG is @admin, as Redis's; so are its subcommands.
+		withFlags(container("debug", "server", "Tests only: drives the server clock and injects disk faults (needs --enable-debug-command).",
+			withFlags(sub("debug|clock", -3, "Sets, advances, reads or releases the server clock.", cmdDebugClock,
+				oneof("op", tokenArg("SET", argInt("unix-ms")), tokenArg("ADVANCE", argInt("ms")), token("REAL"), token("GET"))), "admin"),
+			withFlags(sub("debug|diskfault", 3, "Makes every flush to disk fail with an OS error, as a disk fault would, or stops it.", cmdDebugDiskFault,
+				oneof("fault", token("ENOSPC"), token("EACCES"), token("EROFS"), token("ENOENT"), token("OFF"))), "admin")), "admin"),
 
 		// Keyspace.
 		keyCmd("exists", -2, "Determines whether one or more keys exist.", cmdExists, []string{"readonly", "fast"}, ro, many(argKey("key"))),
@@ -173,11 +178,11 @@ func commandTable() []*Command {
 		keyCmd("type", 2, "Determines the type of value stored at a key (the limiter kind).", cmdType, []string{"readonly", "fast"}, ro, argKey("key")),
 		keyCmd("ttl", 2, "Returns the expiration time in seconds of a key.", cmdTTL, []string{"readonly", "fast"}, ro, argKey("key")),
 		keyCmd("pttl", 2, "Returns the expiration time in milliseconds of a key.", cmdPTTL, []string{"readonly", "fast"}, ro, argKey("key")),
-		with(&Command{Name: "scan", Arity: -2, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow"},
+		with(&Command{Name: "scan", Arity: -2, Flags: []string{"readonly"}, ACL: []string{"keyspace"},
 			Group: "generic", Since: "2.8.0", Complexity: "O(1) for every call. O(N) for a complete iteration.",
 			Summary: "Iterates over the key names in the database.",
 			Args:    []Arg{argInt("cursor"), opt(tokenArg("MATCH", argStr("pattern"))), opt(tokenArg("COUNT", argInt("count"))), opt(tokenArg("TYPE", argStr("type")))}}, cmdScan),
-		with(&Command{Name: "keys", Arity: 2, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow", "dangerous"},
+		with(&Command{Name: "keys", Arity: 2, Flags: []string{"readonly"}, ACL: []string{"keyspace", "dangerous"},
 			Group: "generic", Since: "1.0.0", Complexity: "O(N) with N being the number of keys in the database",
 			Summary: "Returns all key names that match a pattern.", Args: []Arg{argStr("pattern")}}, cmdKeys),
 		flushCmd("flushdb", "Removes all keys from the current database."),
@@ -204,7 +209,6 @@ func allowBusy(c *Command) *Command {
 // admin completes a subcommand of SLOWLOG or LATENCY as Redis flags them.
 func admin(c *Command, run func(*Ctx, [][]byte)) *Command {
 	c.Flags = []string{"admin", "noscript", "loading", "stale"}
-	c.ACL = []string{"admin", "slow", "dangerous"}
 	c.Group, c.Since = "server", "2.2.12"
 	if c.Complexity == "" {
 		c.Complexity = "O(1)"
@@ -224,25 +228,44 @@ func with(c *Command, run func(*Ctx, [][]byte)) *Command {
 }
 
 func conn(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
-	return &Command{Name: name, Arity: arity, Flags: []string{"fast"}, ACL: []string{"fast", "connection"},
+	return &Command{Name: name, Arity: arity, Flags: []string{"fast"}, ACL: []string{"connection"},
 		Group: "connection", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }
 
 func server(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
-	return &Command{Name: name, Arity: arity, Flags: []string{"admin", "noscript"}, ACL: []string{"admin", "slow", "dangerous"},
+	return &Command{Name: name, Arity: arity, Flags: []string{"admin", "noscript"},
 		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }
 
-// scriptable lets scripts call c, as Redis does for INFO, TIME, DBSIZE
-// and LASTSAVE (the sliding-window scripts people run read TIME).
-func scriptable(c *Command) *Command {
-	c.Flags = slices.DeleteFunc(c.Flags, func(f string) bool { return f == "noscript" })
+// setFlags replaces the flags and categories a helper gave c.
+func setFlags(c *Command, flags []string, acl ...string) *Command {
+	c.Flags, c.ACL = flags, acl
 	return c
+}
+
+// withFlags adds flags to c.
+func withFlags(c *Command, flags ...string) *Command {
+	c.Flags = append(c.Flags, flags...)
+	return c
+}
+
+// withoutFlag removes flag from c's flags.
+func withoutFlag(c *Command, flag string) *Command {
+	c.Flags = slices.DeleteFunc(c.Flags, func(f string) bool { return f == flag })
+	return c
+}
+
+// inCategory adds cat to the categories of cmds.
+func inCategory(cat string, cmds ...*Command) []*Command {
+	for _, c := range cmds {
+		c.ACL = append(c.ACL, cat)
+	}
+	return cmds
 }
 
 func txn(name, summary string, run func(*Ctx, [][]byte)) *Command {
 	return &Command{Name: name, Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy", "no_multi_queue"},
-		ACL: []string{"fast", "transaction"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)", Summary: summary, Run: run}
+		ACL: []string{"transaction"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)", Summary: summary, Run: run}
 }
 
 func keyCmd(name string, arity int, summary string, run func(*Ctx, [][]byte), flags []string, access string, args ...Arg) *Command {
@@ -256,17 +279,17 @@ func keyCmd(name string, arity int, summary string, run func(*Ctx, [][]byte), fl
 }
 
 func flushCmd(name, summary string) *Command {
-	return &Command{Name: name, Arity: -1, Flags: []string{"write"}, ACL: []string{"keyspace", "write", "slow", "dangerous"},
+	return &Command{Name: name, Arity: -1, Flags: []string{"write"}, ACL: []string{"keyspace", "dangerous"},
 		Group: "server", Since: "1.0.0", Complexity: "O(N) where N is the total number of keys", Summary: summary,
 		Args: []Arg{opt(oneof("flush-type", token("ASYNC"), token("SYNC")))}, Run: cmdFlush}
 }
 
 func container(name, group, summary string, subs ...*Command) *Command {
-	return &Command{Name: name, Arity: -2, ACL: []string{"slow"}, Group: group, Since: "1.0.0",
+	return &Command{Name: name, Arity: -2, Group: group, Since: "1.0.0",
 		Complexity: "Depends on subcommand.", Summary: summary, Subs: subs}
 }
 
 func sub(name string, arity int, summary string, run func(*Ctx, [][]byte), args ...Arg) *Command {
-	return &Command{Name: name, Arity: arity, Flags: []string{"loading", "stale", "noscript"}, ACL: []string{"slow", "connection"},
+	return &Command{Name: name, Arity: arity, Flags: []string{"loading", "stale", "noscript"},
 		Group: "server", Since: "1.0.0", Complexity: "O(1)", Summary: summary, Args: args, Run: run}
 }

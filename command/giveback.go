@@ -20,7 +20,7 @@ import (
 func rlsContainer() *Command {
 	c := container("rls", "server", "Envoy's rate limit service between its nodes (internal).",
 		&Command{Name: "rls|giveback", Arity: -7, MaxArgs: 8,
-			Flags: []string{"write", "admin", "noscript", "fast"}, ACL: []string{"admin", "write", "fast", "dangerous"},
+			Flags:      []string{"write", "admin", "noscript", "fast"},
 			Keys:       KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{"RW", "ACCESS", "UPDATE"}},
 			Complexity: "O(1)",
 			Summary:    "Gives n units back to the limiter at a key, never creating it: the decision after the refund.",

@@ -93,7 +93,7 @@ func cmdObject(c *Ctx, args [][]byte) {
 
 func objectCommand() *Command {
 	s := func(name, summary string, run func(*Ctx, [][]byte)) *Command {
-		return &Command{Name: "object|" + name, Arity: 3, Flags: []string{"readonly"}, ACL: []string{"keyspace", "read", "slow"},
+		return &Command{Name: "object|" + name, Arity: 3, Flags: []string{"readonly"}, ACL: []string{"keyspace"},
 			Keys: KeySpec{First: 2, Last: 2, Step: 1, Flags: []string{"RO"}}, Group: "generic", Since: "2.2.3",
 			Complexity: "O(1)", Summary: summary, Args: []Arg{argKey("key")}, Run: run}
 	}

@@ -93,7 +93,6 @@ func rlreplContainer() *Command {
 	for _, s := range c.Subs {
 		s.Since, s.Group = "0.1.0", "server"
 		s.Flags = []string{"admin", "noscript", "no_multi", "loading", "stale"}
-		s.ACL = []string{"admin", "slow", "dangerous"}
 	}
 	return c
 }

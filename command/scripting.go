@@ -50,7 +50,7 @@ func scriptingCommands() []*Command {
 	for _, s := range scriptCmd.Subs {
 		s.Group, s.Since = "scripting", "2.6.0"
 		s.Flags = []string{"noscript"}
-		s.ACL = []string{"slow", "scripting"}
+		s.ACL = []string{"scripting"}
 	}
 	scriptCmd.Subs[3].Flags = []string{"noscript", "allow_busy"} // SCRIPT KILL
 	fcall := func(name, summary string, ro bool) *Command {
@@ -79,7 +79,7 @@ func scriptCommand(name, summary string, ro bool, first Arg, run func(*Ctx, [][]
 		flags = []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "readonly"}
 		rw = "RO"
 	}
-	return &Command{Name: name, Arity: -3, Flags: flags, ACL: []string{"slow", "scripting"}, Group: "scripting",
+	return &Command{Name: name, Arity: -3, Flags: flags, ACL: []string{"scripting"}, Group: "scripting",
 		Complexity: "Depends on the script that is executed.", Summary: summary,
 		Keys: KeySpec{First: 3, Last: 3, Step: 1, Flags: []string{rw, "ACCESS", "UPDATE"}, Movable: true, Find: evalKeys},
 		Args: []Arg{first, argInt("numkeys"), opt(many(argKey("key"))), opt(many(argStr("arg")))},
@@ -105,14 +105,12 @@ func functionCommand() *Command {
 	f.Since = "7.0.0"
 	for _, s := range f.Subs {
 		s.Group, s.Since = "scripting", "7.0.0"
-		s.ACL = []string{"slow", "scripting"}
+		s.ACL = []string{"scripting"}
 		switch s.Name {
 		case "function|delete", "function|flush":
 			s.Flags = []string{"write", "noscript"}
-			s.ACL = []string{"write", "slow", "scripting"}
 		case "function|load", "function|restore":
 			s.Flags = []string{"write", "denyoom", "noscript"}
-			s.ACL = []string{"write", "slow", "scripting"}
 		case "function|kill", "function|stats":
 			s.Flags = []string{"noscript", "allow_busy"}
 		default:

@@ -16,7 +16,7 @@ type Command struct {
 	Arity      int      // Redis's convention: the name counts, negative means "at least"
 	MaxArgs    int      // with a negative Arity: the most arguments (name included) accepted; 0 no bound
 	Flags      []string // Redis command flags: write, readonly, fast, denyoom, admin, noscript, loading, stale, no_auth, no_multi, movablekeys, ...
-	ACL        []string // ACL categories without '@'
+	ACL        []string // ACL categories without '@': a row gives those its flags do not imply; prepare adds those (aclFromFlags)
 	Keys       KeySpec  // key positions (zero: no keys)
 	Group      string   // COMMAND DOCS group
 	Since      string   // version that introduced it (rlserver's for CL.*)
@@ -112,6 +112,7 @@ func newTable(cmds []*Command) *Table {
 		t.byName[strings.ToUpper(c.Name)] = c // clients mostly send upper case: one lookup
 		if len(c.Subs) > 0 {
 			if !slices.ContainsFunc(c.Subs, func(s *Command) bool { return s.Name == c.Name+"|help" }) {
+				// Before the subcommands' prepare: HELP shares their own categories.
 				c.Subs = append(c.Subs, helpFor(c))
 			}
 			c.subIndex = make(map[string]*Command, len(c.Subs))
@@ -138,6 +139,7 @@ func (t *Table) index(c *Command) {
 }
 
 func (c *Command) prepare() {
+	c.ACL = aclFromFlags(c.Flags, c.ACL)
 	for _, f := range c.Flags {
 		switch f {
 		case "no_auth":
@@ -170,6 +172,45 @@ func (c *Command) prepare() {
 	if c.Keys.Movable && !c.hasFlag("movablekeys") {
 		c.Flags = append(c.Flags, "movablekeys")
 	}
+}
+
+// aclFromFlags is Redis's setImplicitACLCategories: a row's own
+// categories plus those its flags imply, in ACL CAT's order. Every row's
+// categories come from here, so that COMMAND and ACL rules agree with
+// Redis's and with the flags.
+func aclFromFlags(flags, own []string) []string {
+	cats := slices.Clone(own)
+	add := func(cat string) {
+		if !slices.Contains(cats, cat) {
+			cats = append(cats, cat)
+		}
+	}
+	for _, f := range flags {
+		switch f {
+		case "write":
+			add("write")
+		case "readonly":
+			if !slices.Contains(own, "scripting") {
+				add("read")
+			}
+		case "admin":
+			add("admin")
+			add("dangerous")
+		case "pubsub":
+			add("pubsub")
+		case "fast":
+			add("fast")
+		case "blocking":
+			add("blocking")
+		}
+	}
+	if !slices.Contains(cats, "fast") {
+		add("slow")
+	}
+	slices.SortStableFunc(cats, func(a, b string) int {
+		return slices.Index(aclCategories, a) - slices.Index(aclCategories, b)
+	})
+	return cats
 }
 
 func (c *Command) hasFlag(f string) bool {
@@ -226,11 +267,20 @@ func (c *Command) displayFlags() []string {
 func upper(s string) string { return strings.ToUpper(s) }
 
 // helpFor makes a container's HELP subcommand, listing its subcommands
-// from the table as Redis's HELP replies do.
+// from the table as Redis's HELP replies do. It is in the categories of
+// their own (not implied by flags) that they all share, as Redis's: CLIENT
+// HELP @connection, OBJECT HELP @keyspace, SCRIPT HELP @scripting.
 func helpFor(container *Command) *Command {
 	name := container.Name
+	var shared []string
+	for i, s := range container.Subs {
+		if i == 0 {
+			shared = slices.Clone(s.ACL)
+		}
+		shared = slices.DeleteFunc(shared, func(cat string) bool { return !slices.Contains(s.ACL, cat) })
+	}
 	return &Command{
-		Name: name + "|help", Arity: 2, Flags: []string{"loading", "stale"}, ACL: []string{"slow"},
+		Name: name + "|help", Arity: 2, Flags: []string{"loading", "stale"}, ACL: shared,
 		Group: container.Group, Since: "0.1.0", Complexity: "O(1)", Summary: "Shows helpful text about the different subcommands.",
 		Run: func(c *Ctx, args [][]byte) {
 			lines := []string{upper(name) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"}
