@@ -161,9 +161,11 @@ func (c *Command) prepare() {
 		}
 	}
 	c.stat = observe.Cmd{
-		Name:        c.Name,
-		FirstKey:    c.Keys.First,
-		TimedAlone:  slices.Contains(c.ACL, "slow"),
+		Name:     c.Name,
+		FirstKey: c.Keys.First,
+		// Limiter commands (CL.ALL is @slow: its rules are unbounded) are
+		// timed as shares of their batch, as the fast ones are.
+		TimedAlone:  slices.Contains(c.ACL, "slow") && !slices.Contains(c.ACL, "ratelimit"),
 		SkipSlowlog: c.RunsQueue,
 		Fast:        c.hasFlag("fast"),
 		Decides:     slices.Contains(c.ACL, "ratelimit") && !c.NoDecision,
