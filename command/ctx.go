@@ -4,6 +4,7 @@ import (
 	mrand "math/rand/v2"
 
 	"github.com/rlserver/rlserver/resp"
+	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
 )
 
@@ -35,6 +36,10 @@ type Ctx struct {
 	// allowOOM lets the commands of a running function flagged
 	// allow-oom past maxmemory, as Redis does.
 	allowOOM bool
+	// The running script's redis.call (scriptCaller): whether it may not
+	// write, and the caller, made once.
+	scriptRO bool
+	caller   script.Caller
 	scratch
 }
 

@@ -445,41 +445,47 @@ func (c *Ctx) unlockScript(held bool) {
 // scriptCaller returns how a script's redis.call runs a command: through
 // the table, as the client's own command, refused if flagged noscript,
 // or if a write and the script read-only (ro); its reply is appended to
-// dst in the protocol the script chose.
+// dst in the protocol the script chose. The caller is made once per
+// connection (scripts do not nest: EVAL and FCALL are noscript).
 func (c *Ctx) scriptCaller(ro bool) script.Caller {
-	proto := c.W.Proto
-	// A replica takes changes only from its primary: a script's write
-	// there is refused as Redis refuses it (dispatch's own check is
-	// skipped inside a script, which holds every lock).
-	replica := c.h.cfg.Cluster != nil && c.h.cfg.Cluster.View().Self.Replica
-	return func(dst []byte, cargs [][]byte, p int) []byte {
-		start := len(c.W.Buf)
-		cmd := c.conn.command(cargs[0])
-		if cmd != nil {
-			if cmd.subIndex != nil && len(cargs) > 1 {
-				if sub := cmd.sub(cargs[1]); sub != nil {
-					cmd = sub
-				}
-			}
-			switch {
-			case cmd.noScript:
-				return resp.AppendErr(dst, errScriptCmd)
-			case ro && cmd.write:
-				return resp.AppendErr(dst, errScriptWrite)
-			case replica && cmd.write:
-				return resp.AppendErr(dst, errReadOnlyReplica)
-			}
-		}
-		c.W.Proto = p
-		c.conn.exec(cargs)
-		c.W.Proto = proto
-		if cmd != nil && cmd.write {
-			c.h.scripts.Wrote() // no longer killable
-		}
-		dst = append(dst, c.W.Buf[start:]...)
-		c.W.Buf = c.W.Buf[:start]
-		return dst
+	c.scriptRO = ro
+	if c.caller == nil {
+		c.caller = c.scriptCall
 	}
+	return c.caller
+}
+
+func (c *Ctx) scriptCall(dst []byte, cargs [][]byte, p int) []byte {
+	start := len(c.W.Buf)
+	cmd := c.conn.command(cargs[0])
+	if cmd != nil {
+		if cmd.subIndex != nil && len(cargs) > 1 {
+			if sub := cmd.sub(cargs[1]); sub != nil {
+				cmd = sub
+			}
+		}
+		switch {
+		case cmd.noScript:
+			return resp.AppendErr(dst, errScriptCmd)
+		case c.scriptRO && cmd.write:
+			return resp.AppendErr(dst, errScriptWrite)
+		case cmd.write && c.h.cfg.Cluster != nil && c.h.cfg.Cluster.View().Self.Replica:
+			// A replica takes changes only from its primary: a script's
+			// write there is refused as Redis refuses it (dispatch's own
+			// check is skipped inside a script, which holds every lock).
+			return resp.AppendErr(dst, errReadOnlyReplica)
+		}
+	}
+	proto := c.W.Proto
+	c.W.Proto = p
+	c.conn.exec(cargs)
+	c.W.Proto = proto
+	if cmd != nil && cmd.write {
+		c.h.scripts.Wrote() // no longer killable
+	}
+	dst = append(dst, c.W.Buf[start:]...)
+	c.W.Buf = c.W.Buf[:start]
+	return dst
 }
 
 func cmdScriptLoad(c *Ctx, args [][]byte) {
