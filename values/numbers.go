@@ -25,6 +25,9 @@ func ParseFloat(b []byte) (float64, bool) {
 	if f, ok := plainDecimal(b); ok {
 		return f, true
 	}
+	if f, ok := infinity(b); ok {
+		return f, true
+	}
 	s, ok := floatSyntax(b)
 	if !ok {
 		return 0, false
@@ -37,14 +40,17 @@ func ParseFloat(b []byte) (float64, bool) {
 }
 
 // plainDecimal is ParseFloat's fast path for the common form, an optional
-// minus and at most 15 digits with at most one point: exact in a float64
-// and read by strconv without copying b, to the same value strtod gives.
+// minus and digits with at most one point, read by strconv without copying
+// b: both it and strtod round correctly, so they agree. What overflows, or
+// underflows to zero, is left to the slow path, which refuses it as
+// strtod's ERANGE does.
 func plainDecimal(b []byte) (float64, bool) {
-	digits, point := 0, false
+	digits, point, nonzero := 0, false, false
 	for i, ch := range b {
 		switch {
 		case '0' <= ch && ch <= '9':
 			digits++
+			nonzero = nonzero || ch != '0'
 		case ch == '.' && !point:
 			point = true
 		case ch == '-' && i == 0:
@@ -52,11 +58,35 @@ func plainDecimal(b []byte) (float64, bool) {
 			return 0, false
 		}
 	}
-	if digits == 0 || digits > 15 {
+	if digits == 0 {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(b), len(b)), 64)
-	return f, err == nil
+	if err != nil || f == 0 && nonzero {
+		return 0, false
+	}
+	return f, true
+}
+
+// infinity reads the forms of infinity strtod takes, in any case, without
+// copying b: a range's -inf and +inf are as common as numbers.
+func infinity(b []byte) (float64, bool) {
+	sign := 1.0
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		if b[0] == '-' {
+			sign = -1
+		}
+		b = b[1:]
+	}
+	if len(b) != 3 && len(b) != 8 {
+		return 0, false
+	}
+	for i, ch := range b {
+		if ch|0x20 != "infinity"[i] {
+			return 0, false
+		}
+	}
+	return math.Inf(int(sign)), true
 }
 
 // zero reports whether the mantissa of a float's text is all zeros.

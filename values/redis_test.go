@@ -19,7 +19,12 @@ func TestNumbersAgainstRedis(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: redistest.Start(t), Protocol: 2})
 	defer rc.Close()
 	scores := []string{"0", "1", "-1", "0.1", "1.5", "-2.25", "1e10", "1e20", "1e-5", "123456789012345678",
-		"3.0000000000000004", "inf", "-inf", "+inf", "1E3", "0.000001", "7.5e-10", "-0", "0x10", "-0x1.8p1", "0.0e5", "1e-300"}
+		"3.0000000000000004", "inf", "-inf", "+inf", "1E3", "0.000001", "7.5e-10", "-0", "0x10", "-0x1.8p1", "0.0e5", "1e-300",
+		// The fast paths: microsecond timestamps and longer, many digits
+		// after the point, infinity in any case.
+		"1764345600123456", "17643456001234567", "-9007199254740993", "123456789012345678901234567890",
+		"0.12345678901234567890123", "1.", ".5", "-.5", "00012", "Infinity", "-INFINITY", "+Inf", "iNf",
+		"0." + strings.Repeat("0", 320) + "1"}
 	for _, s := range scores {
 		if err := rc.Do(ctx, "ZADD", "z", s, "m").Err(); err != nil {
 			t.Fatalf("redis ZADD %s: %v", s, err)
@@ -33,7 +38,8 @@ func TestNumbersAgainstRedis(t *testing.T) {
 			t.Errorf("score %s: FormatScore = %q, Redis %q", s, got, want)
 		}
 	}
-	for _, s := range []string{"", "abc", "nan", "1 ", " 1", "1x", "1_000", "--1", "1p3", "0x", "1e400", "1e-400", "-1e400"} {
+	for _, s := range []string{"", "abc", "nan", "1 ", " 1", "1x", "1_000", "--1", "1p3", "0x", "1e400", "1e-400", "-1e400",
+		"infinit", "infinityy", "-+inf", "inf ", "-", ".", "1" + strings.Repeat("0", 400), "0." + strings.Repeat("0", 400) + "1"} {
 		err := rc.Do(ctx, "ZADD", "z", s, "m").Err()
 		if _, ok := ParseFloat([]byte(s)); ok || err == nil || err.Error() != ErrNotFloat.Error() {
 			t.Errorf("score %q: ParseFloat ok=%v; Redis: %v", s, ok, err)

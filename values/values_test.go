@@ -409,3 +409,15 @@ func TestHashOrder(t *testing.T) {
 		t.Fatalf("len %d", h.Len())
 	}
 }
+
+// TestParseFloatAllocatesNothing: the score forms rate limiters send (a
+// timestamp in microseconds, a range's -inf and +inf) are read without a
+// copy.
+func TestParseFloatAllocatesNothing(t *testing.T) {
+	for _, s := range []string{"1764345600123456", "-inf", "+inf", "1.5", "17643456001234567.25"} {
+		b := []byte(s)
+		if allocs := testing.AllocsPerRun(100, func() { ParseFloat(b) }); allocs != 0 {
+			t.Errorf("ParseFloat(%q): %.0f allocations", s, allocs)
+		}
+	}
+}
