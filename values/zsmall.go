@@ -7,7 +7,8 @@ import (
 
 // ZSet is a Redis sorted set. A small one is a slice of members in order
 // (score, then member bytes), as Redis keeps small sets in a listpack:
-// compact, without a pointer per member for the collector to follow. Past
+// one array, no node per member (each member's string is still a pointer
+// the collector follows). Past
 // zsetSmall members it becomes a skip list (skipList) for good, as Redis
 // converts a listpack, so large sets keep O(log n) operations.
 type ZSet struct {
