@@ -44,24 +44,12 @@ const (
 	mapEntryBytes = 24
 )
 
-// scriptMem is what a cached script counts for in Memory.
-type scriptMem struct{ body, compiled int }
-
-// noteScript records what the script sha, compiled from body into p,
-// counts for in Memory. The caller holds e.mu.
-func (e *Engine) noteScript(sha string, body []byte, p *lua.FunctionProto) {
-	if e.mem == nil {
-		e.mem = map[string]scriptMem{}
-	}
-	e.mem[sha] = scriptMem{body: len(body), compiled: protoBytes(p)}
-}
-
 // Memory returns INFO memory's scripting fields.
 func (e *Engine) Memory() Memory {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	m := Memory{VMEval: vmBytes, Scripts: len(e.fns)}
-	for _, s := range e.mem {
+	m := Memory{VMEval: vmBytes, Scripts: len(e.scripts)}
+	for _, s := range e.scripts {
 		m.VMEval += int64(s.compiled)
 		m.ScriptsEval += int64(s.body + 40 + scriptEntryBytes)
 	}

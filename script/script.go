@@ -38,15 +38,12 @@ type Caller func(dst []byte, args [][]byte, proto int) []byte
 // libraries (FUNCTION LOAD, see function.go) and the VMs they run on.
 // Scripts and functions run one at a time.
 type Engine struct {
-	mu   sync.Mutex
-	eval vm                        // EVAL's
-	fns  map[string]*lua.LFunction // the scripts loaded, compiled, by sha1 hex
-	mem  map[string]scriptMem      // what each counts for in Memory
-	// shebang holds the flags of the scripts loaded with a shebang line.
-	shebang map[string]Flags
-	call    Caller // the running script's
-	resp    int    // the running script's protocol for redis.call (redis.setresp)
-	cur     *vm    // the VM running (eval or funcs)
+	mu      sync.Mutex
+	eval    vm                 // EVAL's
+	scripts map[string]*cached // the scripts loaded, by sha1 hex
+	call    Caller             // the running script's
+	resp    int                // the running script's protocol for redis.call (redis.setresp)
+	cur     *vm                // the VM running (eval or funcs)
 	// randSt is math.random's lrand48 state, one for scripts and
 	// functions, as Redis's.
 	randSt  uint64
@@ -88,6 +85,16 @@ type Engine struct {
 	started   atomic.Int64 // when the running script started, Unix ns (0: none runs)
 	kill      killSwitch   // the VMs' context
 	watch     sync.Once
+}
+
+// cached is a script kept (SCRIPT LOAD, EVAL): compiled, with its
+// shebang's flags, and what it counts for in Memory.
+type cached struct {
+	fn       *lua.LFunction
+	flags    Flags // with shebang: the shebang line's
+	shebang  bool
+	body     int // its text's bytes
+	compiled int // its compiled code's (protoBytes)
 }
 
 // vm is one Lua VM: EVAL's or the functions'. Both take the engine's
@@ -169,7 +176,7 @@ func SHA1(body []byte) string {
 
 // New returns an engine with no script loaded.
 func New() *Engine {
-	e := &Engine{fns: map[string]*lua.LFunction{}, shebang: map[string]Flags{},
+	e := &Engine{scripts: map[string]*cached{},
 		evalLRU: list.New(), evalAt: map[string]*list.Element{}}
 	e.threshold.Store(int64(DefaultThreshold))
 	e.eval = e.newVM("user_script")
@@ -210,9 +217,7 @@ func (e *Engine) touchEval(sha string, added bool) {
 	for e.evalLRU.Len() > MaxEvalScripts {
 		old := e.evalLRU.Remove(e.evalLRU.Back()).(string)
 		delete(e.evalAt, old)
-		delete(e.fns, old)
-		delete(e.shebang, old)
-		delete(e.mem, old)
+		delete(e.scripts, old)
 		e.Evicted.Add(1)
 	}
 }
@@ -221,7 +226,7 @@ func (e *Engine) touchEval(sha string, added bool) {
 func (e *Engine) Exists(sha string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.fns[strings.ToLower(sha)]
+	_, ok := e.scripts[strings.ToLower(sha)]
 	return ok
 }
 
@@ -229,9 +234,7 @@ func (e *Engine) Exists(sha string) bool {
 func (e *Engine) Flush() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	clear(e.fns)
-	clear(e.shebang)
-	clear(e.mem)
+	clear(e.scripts)
 	clear(e.evalAt)
 	e.evalLRU.Init()
 }
@@ -239,8 +242,8 @@ func (e *Engine) Flush() {
 // compile returns the function of body, whose id is sha, compiling and
 // keeping it unless it is kept already.
 func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
-	if fn := e.fns[sha]; fn != nil {
-		return fn, nil
+	if c := e.scripts[sha]; c != nil {
+		return c.fn, nil
 	}
 	flags, shebang, n, err := parseShebang(body)
 	if err != nil {
@@ -262,11 +265,7 @@ func (e *Engine) compile(sha string, body []byte) (*lua.LFunction, error) {
 	// chunk on every call).
 	p.IsVarArg &^= lua.VarArgNeedsArg
 	fn := e.eval.L.NewFunctionFromProto(p)
-	e.fns[sha] = fn
-	e.noteScript(sha, body, p)
-	if shebang {
-		e.shebang[sha] = flags
-	}
+	e.scripts[sha] = &cached{fn: fn, flags: flags, shebang: shebang, body: len(body), compiled: protoBytes(p)}
 	return fn, nil
 }
 
@@ -305,7 +304,10 @@ func (e *Engine) Run(dst []byte, sha string, body []byte, keys, argv [][]byte, c
 			break
 		}
 	}
-	fn := e.fns[sha]
+	var fn *lua.LFunction
+	if c := e.scripts[sha]; c != nil {
+		fn = c.fn
+	}
 	added := false
 	if fn == nil {
 		if body == nil {

@@ -57,6 +57,9 @@ func (e *Engine) EvalFlags(sha string, body []byte) (Flags, bool, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	f, ok := e.shebang[sha]
-	return f, ok, nil
+	c := e.scripts[sha]
+	if c == nil || !c.shebang {
+		return 0, false, nil
+	}
+	return c.flags, true, nil
 }
