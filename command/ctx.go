@@ -6,6 +6,7 @@ import (
 	"github.com/rlserver/rlserver/resp"
 	"github.com/rlserver/rlserver/script"
 	"github.com/rlserver/rlserver/shard"
+	"github.com/rlserver/rlserver/values"
 )
 
 // Ctx is what a handler sees of its connection: the reply writer W, the
@@ -53,6 +54,10 @@ type scratch struct {
 	all allScratch     // CL.ALL's
 	// keyList is a command's keys picked out of its arguments (MSET's).
 	keyList [][]byte
+	// A range read's members (ZRANGE's) or elements (LRANGE's), emptied
+	// once answered so that they hold no value alive.
+	zmembers []values.Member
+	elems    [][]byte
 }
 
 // Now returns the server clock, read once per batch: the commands of one

@@ -127,11 +127,13 @@ func cmdLRange(c *Ctx, args [][]byte) {
 			o.c.W.Array(0)
 			return shard.Unchanged
 		}
-		es := v.State.(*values.List).Range(int(o.n), int(o.count))
+		es := v.State.(*values.List).Range(o.c.elems[:0], int(o.n), int(o.count))
 		o.c.W.Array(len(es))
 		for _, e := range es {
 			o.c.W.Bulk(e)
 		}
+		clear(es)
+		o.c.elems = es[:0]
 		return shard.Unchanged
 	})
 	if parseRange(c, args, o) {

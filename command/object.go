@@ -57,7 +57,7 @@ func encoding(st engine.State, t thresholds) string {
 		if st.Len() > t.zsetEntries {
 			return "skiplist"
 		}
-		for _, m := range st.Range(0, st.Len()-1, false) {
+		for _, m := range st.Range(nil, 0, st.Len()-1, false) {
 			if len(m.Member) > t.zsetValue {
 				return "skiplist"
 			}

@@ -322,22 +322,24 @@ func cmdZRange(c *Ctx, args [][]byte) {
 			return shard.Unchanged
 		}
 		z := v.State.(*values.ZSet)
-		var ms []values.Member
+		ms := o.c.zmembers[:0]
 		switch r.by {
 		case byRank:
 			if a, b, ok := values.Normalize(int(r.start), int(r.stop), z.Len()); ok {
-				ms = z.Range(a, b, r.rev)
+				ms = z.Range(ms, a, b, r.rev)
 			}
 		case byScore:
 			if r.offset >= 0 {
-				ms = z.RangeByScore(r.score, r.rev, r.offset, r.count)
+				ms = z.RangeByScore(ms, r.score, r.rev, r.offset, r.count)
 			}
 		case byLex:
 			if r.offset >= 0 {
-				ms = z.RangeByLex(r.lex, r.rev, r.offset, r.count)
+				ms = z.RangeByLex(ms, r.lex, r.rev, r.offset, r.count)
 			}
 		}
 		o.c.members(ms, r.withScores)
+		clear(ms)
+		o.c.zmembers = ms[:0]
 		return shard.Unchanged
 	}).run(args[1])
 }

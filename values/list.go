@@ -1,6 +1,9 @@
 package values
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // List is a Redis list: a ring of elements, O(1) at both ends and by
 // index, LTRIM in O(removed), LRANGE in O(returned).
@@ -102,12 +105,12 @@ func (l *List) Index(i int) ([]byte, bool) {
 
 // Range returns the elements from start to stop, both included, with
 // Redis's negative indexes (LRANGE).
-func (l *List) Range(start, stop int) [][]byte {
+func (l *List) Range(dst [][]byte, start, stop int) [][]byte {
 	start, stop, ok := Normalize(start, stop, l.n)
 	if !ok {
-		return nil
+		return dst
 	}
-	out := make([][]byte, 0, stop-start+1)
+	out := slices.Grow(dst, stop-start+1)
 	for i := start; i <= stop; i++ {
 		out = append(out, l.buf[l.at(i)])
 	}

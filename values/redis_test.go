@@ -86,7 +86,7 @@ func TestNumbersAgainstRedis(t *testing.T) {
 			continue
 		}
 		var got []string
-		for _, m := range z.RangeByScore(sr, false, 0, -1) {
+		for _, m := range z.RangeByScore(nil, sr, false, 0, -1) {
 			got = append(got, m.Member)
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -110,7 +110,7 @@ func TestNumbersAgainstRedis(t *testing.T) {
 			continue
 		}
 		var got []string
-		for _, m := range lz.RangeByLex(lr, false, 0, -1) {
+		for _, m := range lz.RangeByLex(nil, lr, false, 0, -1) {
 			got = append(got, m.Member)
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -152,7 +152,7 @@ func TestLexRangeMixedScoresAgainstRedis(t *testing.T) {
 							t.Fatalf("ParseLexRange(%s, %s): %v", min, max, err)
 						}
 						var got []string
-						for _, m := range z.RangeByLex(r, reverse, offset, -1) {
+						for _, m := range z.RangeByLex(nil, r, reverse, offset, -1) {
 							got = append(got, m.Member)
 						}
 						if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -125,7 +125,7 @@ func zsetAgainstModel(t *testing.T, members int) {
 
 func check(t *testing.T, step int, z *ZSet, s model, r *rand.Rand) {
 	t.Helper()
-	if got := z.Range(0, len(s)-1, false); len(s) > 0 && !slices.Equal(got, s) {
+	if got := z.Range(nil, 0, len(s)-1, false); len(s) > 0 && !slices.Equal(got, s) {
 		t.Fatalf("step %d: Range = %v\nwant %v", step, got, s)
 	}
 	for i, x := range s {
@@ -152,7 +152,7 @@ func check(t *testing.T, step int, z *ZSet, s model, r *rand.Rand) {
 	if cnt >= 0 {
 		want = want[:min(cnt, len(want))]
 	}
-	if got := z.RangeByScore(sr, false, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+	if got := z.RangeByScore(nil, sr, false, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 		t.Fatalf("step %d: RangeByScore(%+v, %d, %d) = %v, want %v", step, sr, off, cnt, got, want)
 	}
 	rev := slices.Clone(in)
@@ -161,7 +161,7 @@ func check(t *testing.T, step int, z *ZSet, s model, r *rand.Rand) {
 	if cnt >= 0 {
 		want = want[:min(cnt, len(want))]
 	}
-	if got := z.RangeByScore(sr, true, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+	if got := z.RangeByScore(nil, sr, true, off, cnt); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 		t.Fatalf("step %d: reverse RangeByScore(%+v, %d, %d) = %v, want %v", step, sr, off, cnt, got, want)
 	}
 }
@@ -193,11 +193,11 @@ func TestZSetLexAndPop(t *testing.T) {
 		{LexRange{Min: []byte("x"), MaxInf: true}, false, ""},
 	}
 	for _, c := range cases {
-		if got := names(z.RangeByLex(c.r, c.reverse, 0, -1)); got != c.want {
+		if got := names(z.RangeByLex(nil, c.r, c.reverse, 0, -1)); got != c.want {
 			t.Errorf("RangeByLex(%+v, reverse %v) = %q, want %q", c.r, c.reverse, got, c.want)
 		}
 	}
-	if got := names(z.RangeByLex(LexRange{MinInf: true, MaxInf: true}, false, 1, 2)); got != "bc" {
+	if got := names(z.RangeByLex(nil, LexRange{MinInf: true, MaxInf: true}, false, 1, 2)); got != "bc" {
 		t.Errorf("RangeByLex with LIMIT 1 2 = %q, want bc", got)
 	}
 	z.Add("a", 5)
@@ -279,7 +279,7 @@ func TestListAgainstModel(t *testing.T) {
 			t.Fatalf("step %d: Len %d, model %d", step, l.Len(), len(m))
 		}
 		if step%89 == 0 {
-			got := l.Range(0, -1)
+			got := l.Range(nil, 0, -1)
 			if len(got) != len(m) {
 				t.Fatalf("step %d: Range(0, -1) has %d, want %d", step, len(got), len(m))
 			}
@@ -337,12 +337,12 @@ func TestCodecs(t *testing.T) {
 		}
 	}
 	var l2 List
-	if err := l2.DecodeCompact(golden[0].enc, 0); err != nil || fmt.Sprint(l2.Range(0, -1)) != fmt.Sprint(l.Range(0, -1)) {
-		t.Errorf("list round trip: %q %v", l2.Range(0, -1), err)
+	if err := l2.DecodeCompact(golden[0].enc, 0); err != nil || fmt.Sprint(l2.Range(nil, 0, -1)) != fmt.Sprint(l.Range(nil, 0, -1)) {
+		t.Errorf("list round trip: %q %v", l2.Range(nil, 0, -1), err)
 	}
 	z2 := NewZSet()
-	if err := z2.DecodeCompact(golden[1].enc, 0); err != nil || !slices.Equal(z2.Range(0, -1, false), z.Range(0, -1, false)) {
-		t.Errorf("zset round trip: %v %v", z2.Range(0, -1, false), err)
+	if err := z2.DecodeCompact(golden[1].enc, 0); err != nil || !slices.Equal(z2.Range(nil, 0, -1, false), z.Range(nil, 0, -1, false)) {
+		t.Errorf("zset round trip: %v %v", z2.Range(nil, 0, -1, false), err)
 	}
 	var h2 Hash
 	if err := h2.DecodeCompact(golden[2].enc, 0); err != nil || h2.Len() != 1 || string(first(h2.Get("f"))) != "v" {

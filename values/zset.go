@@ -7,6 +7,7 @@ package values
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 )
 
 // skipList is a large sorted set: members ordered by score, then by
@@ -228,12 +229,12 @@ type Member struct {
 // Range returns the members of ranks start to stop, both included, from
 // the highest score with reverse. The caller normalises the ranks as
 // Redis does (Normalize).
-func (z *skipList) Range(start, stop int, reverse bool) []Member {
+func (z *skipList) Range(dst []Member, start, stop int, reverse bool) []Member {
 	if start > stop || start >= z.n {
-		return nil
+		return dst
 	}
 	stop = min(stop, z.n-1)
-	out := make([]Member, 0, stop-start+1)
+	out := slices.Grow(dst, stop-start+1)
 	var x *znode
 	if reverse {
 		x = z.byRank(z.n - 1 - start)
@@ -325,23 +326,23 @@ func (z *skipList) Count(r ScoreRange) int {
 // RangeByScore returns the members with a score in r, in order (from the
 // highest with reverse), skipping offset of them and returning at most
 // count (count < 0: all).
-func (z *skipList) RangeByScore(r ScoreRange, reverse bool, offset, count int) []Member {
+func (z *skipList) RangeByScore(dst []Member, r ScoreRange, reverse bool, offset, count int) []Member {
 	var x *znode
 	if reverse {
 		x = z.lastIn(r)
 	} else {
 		x = z.firstIn(r)
 	}
-	return walk(x, reverse, offset, count, func(x *znode) bool {
+	return walk(dst, x, reverse, offset, count, func(x *znode) bool {
 		return reverse && r.aboveMin(x.score) || !reverse && r.belowMax(x.score)
 	})
 }
 
-// walk collects members from x on (backwards with reverse) while in says
-// they are in the range, skipping offset and keeping at most count
-// (count < 0: all).
-func walk(x *znode, reverse bool, offset, count int, in func(*znode) bool) []Member {
-	var out []Member
+// walk appends to dst the members from x on (backwards with reverse)
+// while in says they are in the range, skipping offset and keeping at
+// most count (count < 0: all).
+func walk(dst []Member, x *znode, reverse bool, offset, count int, in func(*znode) bool) []Member {
+	out := dst
 	for ; x != nil && count != 0 && in(x); count-- {
 		if offset > 0 {
 			offset--
@@ -436,9 +437,9 @@ func (r LexRange) mayHold(first, last string) bool {
 // member at or above min (the last at or below max with reverse), which
 // must be in r, it skips offset members, then takes them while they stay
 // below max (above min with reverse).
-func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
+func (z *skipList) RangeByLex(dst []Member, r LexRange, reverse bool, offset, count int) []Member {
 	if z.n == 0 || !r.mayHold(z.head.levels[0].next.member, z.tail.member) {
-		return nil
+		return dst
 	}
 	x := z.head
 	if reverse {
@@ -448,7 +449,7 @@ func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Mem
 			}
 		}
 		if x == z.head || !r.aboveMin(x.member) {
-			return nil
+			return dst
 		}
 	} else {
 		for i := z.level - 1; i >= 0; i-- {
@@ -458,7 +459,7 @@ func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Mem
 		}
 		x = x.levels[0].next
 		if x == nil || !r.belowMax(x.member) {
-			return nil
+			return dst
 		}
 	}
 	step := func(x *znode) *znode {
@@ -470,7 +471,7 @@ func (z *skipList) RangeByLex(r LexRange, reverse bool, offset, count int) []Mem
 	for ; x != nil && offset > 0; offset-- {
 		x = step(x)
 	}
-	var out []Member
+	out := dst
 	for ; x != nil && count != 0; count-- {
 		if reverse && !r.aboveMin(x.member) || !reverse && !r.belowMax(x.member) {
 			break

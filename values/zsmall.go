@@ -137,16 +137,16 @@ func (z *ZSet) Rank(member string, reverse bool) (int, bool) {
 // Range returns the members of ranks start to stop, both included, from
 // the highest score with reverse. The caller normalises the ranks as
 // Redis does (Normalize).
-func (z *ZSet) Range(start, stop int, reverse bool) []Member {
+func (z *ZSet) Range(dst []Member, start, stop int, reverse bool) []Member {
 	if z.sk != nil {
-		return z.sk.Range(start, stop, reverse)
+		return z.sk.Range(dst, start, stop, reverse)
 	}
 	n := len(z.small)
 	if start > stop || start >= n {
-		return nil
+		return dst
 	}
 	stop = min(stop, n-1)
-	out := make([]Member, 0, stop-start+1)
+	out := slices.Grow(dst, stop-start+1)
 	for i := start; i <= stop; i++ {
 		if reverse {
 			out = append(out, z.small[n-1-i])
@@ -157,11 +157,11 @@ func (z *ZSet) Range(start, stop int, reverse bool) []Member {
 	return out
 }
 
-// smallWalk collects members from index i on (backwards with reverse)
-// while in says they are in the range, skipping offset and keeping at
-// most count (count < 0: all), as walk does on a skip list.
-func (z *ZSet) smallWalk(i int, reverse bool, offset, count int, in func(Member) bool) []Member {
-	var out []Member
+// smallWalk appends to dst the members from index i on (backwards with
+// reverse) while in says they are in the range, skipping offset and
+// keeping at most count (count < 0: all), as walk does on a skip list.
+func (z *ZSet) smallWalk(dst []Member, i int, reverse bool, offset, count int, in func(Member) bool) []Member {
+	out := dst
 	for ; i >= 0 && i < len(z.small) && count != 0 && in(z.small[i]); count-- {
 		if offset > 0 {
 			offset--
@@ -225,18 +225,18 @@ func (z *ZSet) Count(r ScoreRange) int {
 // RangeByScore returns the members with a score in r, in order (from the
 // highest with reverse), skipping offset of them and returning at most
 // count (count < 0: all).
-func (z *ZSet) RangeByScore(r ScoreRange, reverse bool, offset, count int) []Member {
+func (z *ZSet) RangeByScore(dst []Member, r ScoreRange, reverse bool, offset, count int) []Member {
 	if z.sk != nil {
-		return z.sk.RangeByScore(r, reverse, offset, count)
+		return z.sk.RangeByScore(dst, r, reverse, offset, count)
 	}
 	i := z.firstSmall(r)
 	if reverse {
 		i = z.lastSmall(r)
 	}
 	if i < 0 {
-		return nil
+		return dst
 	}
-	return z.smallWalk(i, reverse, offset, count, func(m Member) bool {
+	return z.smallWalk(dst, i, reverse, offset, count, func(m Member) bool {
 		return reverse && r.aboveMin(m.Score) || !reverse && r.belowMax(m.Score)
 	})
 }
@@ -279,13 +279,13 @@ func (z *ZSet) RemoveRangeByRank(start, stop int) int {
 // RangeByLex returns the members in r, in order (reversed with reverse),
 // skipping offset and returning at most count (count < 0: all), walking
 // as skipList.RangeByLex (and Redis) does.
-func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member {
+func (z *ZSet) RangeByLex(dst []Member, r LexRange, reverse bool, offset, count int) []Member {
 	if z.sk != nil {
-		return z.sk.RangeByLex(r, reverse, offset, count)
+		return z.sk.RangeByLex(dst, r, reverse, offset, count)
 	}
 	n := len(z.small)
 	if n == 0 || !r.mayHold(z.small[0].Member, z.small[n-1].Member) {
-		return nil
+		return dst
 	}
 	i, dir := -1, 1
 	if reverse {
@@ -297,7 +297,7 @@ func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member 
 			}
 		}
 		if i < 0 || !r.aboveMin(z.small[i].Member) {
-			return nil
+			return dst
 		}
 	} else {
 		for j := range z.small {
@@ -307,13 +307,13 @@ func (z *ZSet) RangeByLex(r LexRange, reverse bool, offset, count int) []Member 
 			}
 		}
 		if i < 0 || !r.belowMax(z.small[i].Member) {
-			return nil
+			return dst
 		}
 	}
 	if offset >= n {
-		return nil
+		return dst
 	}
-	var out []Member
+	out := dst
 	for i += max(offset, 0) * dir; i >= 0 && i < n && count != 0; count-- {
 		m := z.small[i]
 		if reverse && !r.aboveMin(m.Member) || !reverse && !r.belowMax(m.Member) {
