@@ -279,6 +279,19 @@ func lzfCompress(in, out []byte) int {
 	// Positions of the last occurrence of each hash, plus one (0: none).
 	htab := make([]int32, lzfHSize)
 	ip, op, lit := 0, 1, 0 // op starts past the first literal run's header
+	// literal copies in[ip] into the open literal run, closing the run
+	// once it is as long as a run may be.
+	literal := func() {
+		lit++
+		out[op] = in[ip]
+		op++
+		ip++
+		if lit == lzfMaxLit {
+			out[op-lit-1] = byte(lit - 1)
+			lit = 0
+			op++
+		}
+	}
 	hval := uint32(in[0])<<8 | uint32(in[1])
 	for ip < inLen-2 {
 		hval = hval<<8 | uint32(in[ip+2])
@@ -349,29 +362,13 @@ func lzfCompress(in, out []byte) int {
 		if op >= outLen {
 			return 0
 		}
-		lit++
-		out[op] = in[ip]
-		op++
-		ip++
-		if lit == lzfMaxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
+		literal()
 	}
 	if op+3 > outLen {
 		return 0
 	}
 	for ip < inLen {
-		lit++
-		out[op] = in[ip]
-		op++
-		ip++
-		if lit == lzfMaxLit {
-			out[op-lit-1] = byte(lit - 1)
-			lit = 0
-			op++
-		}
+		literal()
 	}
 	out[op-lit-1] = byte(lit - 1) // end run
 	if lit == 0 {
