@@ -43,39 +43,36 @@ const (
 type servingLoop eventLoop
 
 func (s *servingLoop) sendNow(c *Conn) bool {
-	l := (*eventLoop)(s)
-	l.own()
-	ok := l.sendNow(c)
-	if ok { // serving c goes on
-		l.lend.state.Store(serving)
-	}
-	return ok
+	l := s.take()
+	return l.goOn(l.sendNow(c))
 }
 
 func (s *servingLoop) batchDone(c *Conn) bool {
-	l := (*eventLoop)(s)
-	l.own()
-	ok := l.batchDone(c)
-	if ok {
-		l.lend.state.Store(serving)
-	}
-	return ok
+	l := s.take()
+	return l.goOn(l.batchDone(c))
 }
 
-func (s *servingLoop) close(c *Conn) {
-	l := (*eventLoop)(s)
-	l.own()
-	l.close(c)
-}
+func (s *servingLoop) close(c *Conn) { s.take().close(c) }
 
 func (s *servingLoop) block(c *Conn, fn func(gone <-chan struct{})) bool {
+	l := s.take()
+	return l.goOn(l.block(c, fn))
+}
+
+// take takes the loop back (own) and returns it.
+func (s *servingLoop) take() *eventLoop {
 	l := (*eventLoop)(s)
 	l.own()
-	ok := l.block(c, fn)
-	if ok {
+	return l
+}
+
+// goOn marks the loop lendable again when serving the connection goes on
+// (more), and returns more.
+func (l *eventLoop) goOn(more bool) bool {
+	if more {
 		l.lend.state.Store(serving)
 	}
-	return ok
+	return more
 }
 
 // own takes the loop back for its goroutine: at once if it was not lent,
