@@ -295,56 +295,68 @@ func TestScriptingAgainstRedis(t *testing.T) {
 	}
 }
 
-// TestBusyScriptAgainstRedis: beside a script that wrote and loops, past
-// busy-reply-threshold, both servers answer other clients the same
-// -BUSY, let SCRIPT KILL through with the same UNKILLABLE, keep
-// answering HELLO, let SHUTDOWN through to refuse anything but NOSAVE
-// (BUSY; a syntax error first), and refuse FUNCTION STATS and FUNCTION
-// KILL (a script, not a function, runs). (rlserver serves a connection per goroutine here: a
-// script runs on its connection's event loop, see docs/commands.md.)
+// TestBusyScriptAgainstRedis: past busy-reply-threshold both servers
+// answer other clients the same -BUSY. A script that has not written runs
+// until SCRIPT KILL, which stops it with the same error. Beside a script
+// that wrote and loops, SCRIPT KILL gets the same UNKILLABLE, HELLO is
+// answered, SHUTDOWN refuses anything but NOSAVE (BUSY; a syntax error
+// first), and FUNCTION STATS and FUNCTION KILL are refused (a script, not
+// a function, runs). rlserver runs with a goroutine per connection and
+// with one event loop, where every connection shares the script's loop.
 func TestBusyScriptAgainstRedis(t *testing.T) {
-	ours := start(t, "--io", "goroutines")
 	theirs := &server{Addr: redistest.Start(t)}
-	var got [2][]string
-	for i, srv := range []*server{ours, theirs} {
-		a, b := dial(t, srv), dial(t, srv)
-		b.cmd("CONFIG", "SET", "busy-reply-threshold", "100")
-		if r := b.reply(); r != "+OK" {
-			t.Fatalf("%s: CONFIG SET busy-reply-threshold: %q", srv.Addr, r)
-		}
-		a.cmd("EVAL", "redis.call('SET', KEYS[1], '1') while true do end", "1", "busykey")
-		// Redis answers nothing before the threshold; rlserver answers
-		// PONG until it: ask until BUSY comes.
-		deadline := time.Now().Add(10 * time.Second)
-		var busy string
-		for busy == "" && time.Now().Before(deadline) {
+	want := busyScriptReplies(t, theirs)
+	if !strings.HasPrefix(want[0], "-BUSY Redis is busy running a script.") {
+		t.Fatalf("redis-server never answered BUSY: %q", want)
+	}
+	for _, args := range [][]string{{"--io", "goroutines"}, {"--event-loops", "1"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			got := busyScriptReplies(t, start(t, args...))
+			// CL.THROTTLE is unknown to Redis, and HELLO names each
+			// server's version and connection id: compared apart.
+			const throttle, hello = 6, 8
+			if got[throttle] != got[0] {
+				t.Errorf("CL.THROTTLE beside the busy script: %q, want %q", got[throttle], got[0])
+			}
+			for _, r := range []string{got[hello], want[hello]} {
+				if !strings.HasPrefix(r, "*14 $6 server $5 redis") {
+					t.Errorf("HELLO beside the busy script: %q", r)
+				}
+			}
+			for j := range want {
+				if j != throttle && j != hello && got[j] != want[j] {
+					t.Errorf("reply %d: got %q, want %q", j, got[j], want[j])
+				}
+			}
+		})
+	}
+}
+
+// busyScriptReplies runs TestBusyScriptAgainstRedis's requests on srv.
+func busyScriptReplies(t *testing.T, srv *server) []string {
+	a, b := dial(t, srv), dial(t, srv)
+	b.cmd("CONFIG", "SET", "busy-reply-threshold", "100")
+	if r := b.reply(); r != "+OK" {
+		t.Fatalf("%s: CONFIG SET busy-reply-threshold: %q", srv.Addr, r)
+	}
+	// Redis answers nothing before the threshold; rlserver, with a
+	// goroutine per connection, answers PONG until it: ask until BUSY.
+	busy := func() string {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 			if r := b.cmd("PING").reply(); strings.HasPrefix(r, "-BUSY") {
-				busy = r
+				return r
 			}
 		}
-		got[i] = append(got[i], busy)
-		for _, req := range [][]string{{"GET", "busykey"}, {"CL.THROTTLE", "x", "1", "1", "1"}, {"SCRIPT", "KILL"}, {"HELLO", "2"}, {"SHUTDOWN"}, {"SHUTDOWN", "BOGUS"},
-			{"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}} {
-			got[i] = append(got[i], b.cmd(req...).reply())
-		}
+		return ""
 	}
-	if !strings.HasPrefix(got[1][0], "-BUSY Redis is busy running a script.") {
-		t.Fatalf("redis-server never answered BUSY: %q", got[1])
+	var got []string
+	a.cmd("EVAL", "while true do end", "0")
+	got = append(got, busy(), b.cmd("SCRIPT", "KILL").reply(), a.reply(), b.cmd("PING").reply())
+	a.cmd("EVAL", "redis.call('SET', KEYS[1], '1') while true do end", "1", "busykey")
+	got = append(got, busy())
+	for _, req := range [][]string{{"GET", "busykey"}, {"CL.THROTTLE", "x", "1", "1", "1"}, {"SCRIPT", "KILL"}, {"HELLO", "2"}, {"SHUTDOWN"}, {"SHUTDOWN", "BOGUS"},
+		{"FUNCTION", "STATS"}, {"FUNCTION", "KILL"}} {
+		got = append(got, b.cmd(req...).reply())
 	}
-	// CL.THROTTLE is unknown to Redis, and HELLO names each server's
-	// version and connection id: compared apart.
-	if got[0][2] != got[0][0] {
-		t.Errorf("CL.THROTTLE beside the busy script: %q, want %q", got[0][2], got[0][0])
-	}
-	for i := range got {
-		if !strings.HasPrefix(got[i][4], "*14 $6 server $5 redis") {
-			t.Errorf("HELLO beside the busy script: %q", got[i][4])
-		}
-	}
-	got[0][2], got[1][2], got[0][4], got[1][4] = "", "", "", ""
-	for j := range got[0] {
-		if got[0][j] != got[1][j] {
-			t.Errorf("reply %d: got %q, want %q", j, got[0][j], got[1][j])
-		}
-	}
+	return got
 }
