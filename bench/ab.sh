@@ -13,7 +13,8 @@
 #               instead of --dir ''
 #   WORKLOADS   subset of: throttle tokenbucket window log loglong all3
 #               acquire ping (loglong: a 1h LOG window, so each key's log
-#               grows by every call; run it with few KEYS to box them)
+#               grows by every call; run it with few KEYS to box them), and
+#               Redis values: get set incr zadd
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +33,10 @@ cmd_of() {
 	loglong) echo "CL.WINDOW ll:__rand_int__ 10000 1h LOG" ;;
 	acquire) echo "CL.ACQUIRE a:__rand_int__ 1000000 10ms" ;;
 	ping) echo "PING" ;;
+	get) echo "GET s:__rand_int__" ;;
+	set) echo "SET s:__rand_int__ 1" ;;
+	incr) echo "INCR c:__rand_int__" ;;
+	zadd) echo "ZADD z:__rand_int__ 1 m:__rand_int__" ;;
 	all3) echo "CL.ALL 3 TOKENBUCKET au:__rand_int__ 1000000 1000000 1 THROTTLE ai:__rand_int__ 1000000 1000000 1 FIXED ar:__rand_int__ 1000000000 60" ;;
 	esac
 }
