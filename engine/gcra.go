@@ -117,20 +117,8 @@ func (s *GCRA) decide(now int64, p GCRAParams, n int64) (Decision, backlog) {
 // last update (see Take), so the stored backlog is converted and clamped
 // there, then drained to now.
 func (s *GCRA) at(now int64, p GCRAParams, full u128) (int64, u128) {
-	back := s.b.s
-	if !back.isZero() && s.p.Count != p.Count {
-		// Keep TAT − last = back/Count: rescale to the new count, rounding
-		// the wait up.
-		if s.p.Count > 0 {
-			back = back.mulDiv(uint64(p.Count), uint64(s.p.Count), true)
-		} else {
-			back = u128{} // only a corrupt state gets here: start fresh
-		}
-	}
-	if back.cmp(full) > 0 {
-		back = full
-	}
-	return s.b.drain(now, back, p.Count)
+	// Keep TAT − last = back/Count: rescale to the new count.
+	return s.b.drain(now, s.b.carried(s.p.Count, p.Count, full), p.Count)
 }
 
 // GiveBack returns n units at now (a refund of units taken before): the

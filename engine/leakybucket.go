@@ -85,19 +85,8 @@ func (s *LeakyBucket) decide(now int64, p LeakyBucketParams, n int64) (Decision,
 	}
 	// New parameters apply from the last update (see Take): carry the
 	// stored level over there, then drain it to now.
-	back := s.b.s
-	if !back.isZero() && s.p.Period != p.Period {
-		if s.p.Period > 0 {
-			back = back.mulDiv(uint64(p.Period), uint64(s.p.Period), true)
-		} else {
-			back = u128{} // only a corrupt state gets here: start fresh
-		}
-	}
 	full := mul64(uint64(p.Capacity), uint64(p.Period))
-	if back.cmp(full) > 0 {
-		back = full
-	}
-	now, back = s.b.drain(now, back, p.Rate)
+	now, back := s.b.drain(now, s.b.carried(int64(s.p.Period), int64(p.Period), full), p.Rate)
 	d := Decision{Limit: p.Capacity}
 	after := back
 	switch need := back.add(mul64(uint64(n), uint64(p.Period))); {

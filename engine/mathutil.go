@@ -138,6 +138,24 @@ func tokensFloor(full, backlog u128, period int64) int64 {
 	return q.int64Sat()
 }
 
+// carried returns the stored backlog b.s converted from the scale it was
+// stored under (from) to the new parameters' (to), rounding the wait up,
+// and clamped to full: new parameters apply from the last update.
+func (b backlog) carried(from, to int64, full u128) u128 {
+	back := b.s
+	if !back.isZero() && from != to {
+		if from > 0 {
+			back = back.mulDiv(uint64(to), uint64(from), true)
+		} else {
+			back = u128{} // only a corrupt state gets here: start fresh
+		}
+	}
+	if back.cmp(full) > 0 {
+		back = full
+	}
+	return back
+}
+
 // backlog is the mutable part of every bucket-shaped state.
 type backlog struct {
 	last int64 // ns: the server time of the last update
