@@ -226,12 +226,7 @@ func stateOf(c *Ctx, key string) string {
 // otherwise, with nothing held.
 func TestAllAcquireRule(t *testing.T) {
 	c, _ := testConn(0)
-	run := func(args ...string) string {
-		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(args...))
-		c.EndBatch()
-		return string(c.W.Buf)
-	}
+	run := c.do
 	got := run("CL.ALL", "2", "ACQUIRE", "exports", "2", "30s", "FIXED", "ip", "1", "1m")
 	const head = "*3\r\n:1\r\n*6\r\n:1\r\n:2\r\n:1\r\n:0\r\n:30000\r\n$16\r\n"
 	if !strings.HasPrefix(got, head) || len(got) != len(head)+16+2+len("*5\r\n:1\r\n:1\r\n:0\r\n:0\r\n:60000\r\n") {

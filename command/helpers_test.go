@@ -71,6 +71,14 @@ func asRead(args [][]byte) ([][]byte, []byte) {
 	return out, raw
 }
 
+// do runs one request on c as its own batch and returns the reply.
+func (c *connection) do(args ...string) string {
+	c.W.Buf = c.W.Buf[:0]
+	c.exec(argsOf(args...))
+	c.EndBatch()
+	return string(c.W.Buf)
+}
+
 // argsOf turns strings into a request's arguments.
 func argsOf(s ...string) [][]byte {
 	b := make([][]byte, len(s))

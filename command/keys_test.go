@@ -11,12 +11,7 @@ import (
 // 0); OBJECT and EXISTS leave the stamps.
 func TestTouch(t *testing.T) {
 	c, clock := testConn(0)
-	run := func(args ...string) string {
-		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(args...))
-		c.EndBatch()
-		return string(c.W.Buf)
-	}
+	run := c.do
 	steps := []struct {
 		advance time.Duration
 		req     []string

@@ -100,12 +100,7 @@ func TestKeptParamsNormalise(t *testing.T) {
 // starts at Redis's default.
 func TestMaxMemorySamplesLive(t *testing.T) {
 	c, _ := testConn(0)
-	run := func(args ...string) string {
-		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(args...))
-		c.EndBatch()
-		return string(c.W.Buf)
-	}
+	run := c.do
 	if got := c.Store().MaxMemorySamples(); got != 5 {
 		t.Fatalf("maxmemory-samples starts at %d, want 5", got)
 	}

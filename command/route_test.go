@@ -25,12 +25,7 @@ func TestRouteSlotOnTheMove(t *testing.T) {
 			}
 		}
 	}
-	run := func(args ...string) string {
-		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(args...))
-		c.EndBatch()
-		return string(c.W.Buf)
-	}
+	run := c.do
 	theirs, slot := keyOn(false)
 	want := fmt.Sprintf("-MOVED %d 127.0.0.1:7002\r\n", slot)
 	if got := run("CL.THROTTLE", theirs, "10", "10", "60"); got != want {

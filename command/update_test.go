@@ -13,12 +13,7 @@ import (
 func TestExpiredKeyRevivedInPlace(t *testing.T) {
 	c, clock := testConn(1)
 	store := c.Store()
-	run := func(args ...string) string {
-		c.W.Buf = c.W.Buf[:0]
-		c.exec(argsOf(args...))
-		c.EndBatch()
-		return string(c.W.Buf)
-	}
+	run := c.do
 	want := "*5\r\n:1\r\n:10\r\n:5\r\n:0\r\n:500\r\n"
 	if got := run("CL.TOKENBUCKET", "k", "10", "10", "1s", "5"); got != want {
 		t.Fatalf("first take = %q, want %q", got, want)
